@@ -1,0 +1,36 @@
+//! What an engine hands back when windows close: one output row per (window, key), in output order, each
+//! pointing at a slot of the engine's scratch store that holds the window's combined state.
+
+/// Output rows in order `(window, key rank)`.
+#[derive(Debug, Default)]
+pub struct Emission {
+    pub windows: Vec<i64>,
+    pub keys: Vec<u32>,
+    pub slots: Vec<u32>,
+    /// Distinct windows in this emission.
+    pub window_count: u64,
+}
+
+impl Emission {
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Appends one window's rows, sorted by key rank. `rows` holds `(key, slot)` pairs.
+    pub fn push_window(&mut self, window: i64, rows: &mut [(u32, u32)], ranks: &[u32]) {
+        if rows.is_empty() {
+            return;
+        }
+        rows.sort_unstable_by_key(|&(key, _)| ranks[key as usize]);
+        for &(key, slot) in rows.iter() {
+            self.windows.push(window);
+            self.keys.push(key);
+            self.slots.push(slot);
+        }
+        self.window_count += 1;
+    }
+}

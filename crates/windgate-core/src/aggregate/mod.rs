@@ -1,0 +1,17 @@
+//! Window aggregation: aggregate functions as lift/combine/lower, partial states, the engines and the
+//! streaming operator.
+
+pub mod emission;
+pub mod exact_sum;
+pub mod function;
+pub mod keys;
+pub mod operator;
+pub mod options;
+pub mod pane_engine;
+pub mod reference;
+pub mod slots;
+pub mod state;
+
+pub use function::{AggFunc, AggSpec};
+pub use operator::{Stats, WindowAggregator, window_aggregate};
+pub use options::{LatenessOpt, NullTime, OnLate, Span, Strategy, WindowAggregateOptions};

@@ -1,0 +1,501 @@
+//! `WindowAggregator`: the streaming window-aggregation operator, and `window_aggregate`, the batch function
+//! built on it.
+//!
+//! The operator owns the parts every engine shares (schema checks, time and key columns, one K-slack per
+//! source, the watermark over sources, output assembly) and hands admitted rows to an engine: the pane engine
+//! (`strategy="auto"`) or the reference engine (`strategy="reference"`). The watermark is the minimum over open
+//! sources of each source's watermark (DESIGN §3), so a stalled source holds windows back and a closed one
+//! stops doing so. Late-row decisions are per source and depend only on that source's row sequence: the same
+//! input gives the same admitted rows whatever the batch split or interleaving of sources.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use super::emission::Emission;
+use super::function::{AggFunc, AggSpec, value_class};
+use super::keys::KeyDict;
+use super::options::{NullTime, OnLate, Strategy, WindowAggregateOptions};
+use super::pane_engine::PaneEngine;
+use super::reference::ReferenceEngine;
+use super::slots::SlotStore;
+use super::state::{AggMeta, InputValues, RowOrder};
+use crate::arrow_io::{as_i64, check_same_type, column, input_values, int_column_as, time_unit};
+use crate::error::{Error, ErrorKind, Result};
+use crate::order::kslack::{Admission, KSlack, Lateness};
+use crate::time::{TimeUnit, WindowSpec};
+
+/// Counters reported as `stats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub batches_in: u64,
+    pub rows_in: u64,
+    pub late_rows: u64,
+    pub null_time_rows: u64,
+    pub rows_out: u64,
+    pub windows_out: u64,
+    pub open_panes: u64,
+    pub open_slots: u64,
+    pub keys: u64,
+    /// The watermark over sources (`None`: nothing is final yet).
+    pub watermark: Option<i64>,
+    /// Largest slack K over sources (grows under `lateness="adaptive"`).
+    pub slack: i64,
+    pub threads: u64,
+    pub strategy: &'static str,
+}
+
+enum Engine {
+    Pane(PaneEngine),
+    Reference(ReferenceEngine),
+}
+
+impl Engine {
+    fn ingest(&mut self, ts: &[i64], keys: &[u32], keep: Option<&[bool]>, inputs: &[InputValues], order: RowOrder<'_>) {
+        match self {
+            Engine::Pane(e) => e.ingest(ts, keys, keep, inputs, order),
+            Engine::Reference(e) => e.ingest(ts, keys, keep, inputs, order),
+        }
+    }
+
+    fn emit_until(&mut self, last: i64, ranks: &[u32], out: &mut Emission) {
+        match self {
+            Engine::Pane(e) => e.emit_until(last, ranks, out),
+            Engine::Reference(e) => e.emit_until(last, ranks, out),
+        }
+    }
+
+    fn last_window(&self) -> Option<i64> {
+        match self {
+            Engine::Pane(e) => e.last_window(),
+            Engine::Reference(e) => e.last_window(),
+        }
+    }
+
+    fn scratch(&mut self) -> &mut SlotStore {
+        match self {
+            Engine::Pane(e) => &mut e.scratch,
+            Engine::Reference(e) => &mut e.scratch,
+        }
+    }
+}
+
+/// What is fixed once the first schema is seen.
+struct Bound {
+    schema: SchemaRef,
+    spec: WindowSpec,
+    keys: KeyDict,
+    metas: Vec<Arc<AggMeta>>,
+    engine: Engine,
+    output_schema: SchemaRef,
+}
+
+struct Source {
+    kslack: KSlack,
+    seq: u64,
+    closed: bool,
+}
+
+/// The streaming window-aggregation operator.
+///
+/// ```
+/// use std::sync::Arc;
+/// use arrow_array::{Float64Array, Int64Array, RecordBatch};
+/// use windgate_core::aggregate::{Span, WindowAggregateOptions, WindowAggregator};
+///
+/// let mut opts = WindowAggregateOptions::new("ts", Span::Units(10), vec![
+///     ("*".into(), vec!["count".into()]),
+///     ("v".into(), vec!["sum".into()]),
+/// ]);
+/// opts.lateness = windgate_core::aggregate::LatenessOpt::Bound(Span::Units(0));
+/// let mut agg = WindowAggregator::new(opts).unwrap();
+/// let batch = RecordBatch::try_from_iter([
+///     ("ts", Arc::new(Int64Array::from(vec![1, 5, 12, 25])) as _),
+///     ("v", Arc::new(Float64Array::from(vec![1.0, 2.0, 3.0, 4.0])) as _),
+/// ]).unwrap();
+/// let out = agg.push(&batch, 0).unwrap();   // windows [0,10) and [10,20) are final at ts 25
+/// assert_eq!(out.num_rows(), 2);
+/// let rest = agg.flush().unwrap();          // [20,30) at the end of the stream
+/// assert_eq!(rest.num_rows(), 1);
+/// ```
+pub struct WindowAggregator {
+    opts: WindowAggregateOptions,
+    specs: Vec<AggSpec>,
+    bound: Option<Bound>,
+    sources: Vec<Source>,
+    stats: Stats,
+    flushed: bool,
+    poisoned: Option<String>,
+}
+
+impl WindowAggregator {
+    pub fn new(opts: WindowAggregateOptions) -> Result<Self> {
+        let specs = opts.validate()?;
+        let sources = (0..opts.sources)
+            .map(|_| Source { kslack: KSlack::new(Lateness::Exact), seq: 0, closed: false })
+            .collect();
+        let strategy = match opts.strategy {
+            Strategy::Auto => "pane",
+            Strategy::Reference => "reference",
+        };
+        let stats = Stats { threads: 1, strategy, ..Stats::default() };
+        Ok(Self { opts, specs, bound: None, sources, stats, flushed: false, poisoned: None })
+    }
+
+    pub fn options(&self) -> &WindowAggregateOptions {
+        &self.opts
+    }
+
+    /// The output schema, once the input schema is known.
+    pub fn output_schema(&self) -> Option<SchemaRef> {
+        self.bound.as_ref().map(|b| b.output_schema.clone())
+    }
+
+    pub fn stats(&self) -> Stats {
+        let mut s = self.stats.clone();
+        if let Some(b) = &self.bound {
+            s.keys = b.keys.len() as u64;
+            match &b.engine {
+                Engine::Pane(e) => {
+                    s.open_panes = e.open_panes() as u64;
+                    s.open_slots = e.live_slots() as u64;
+                }
+                Engine::Reference(e) => s.open_slots = e.retained_rows() as u64,
+            }
+        }
+        s.watermark = self.watermark();
+        s.slack = self.sources.iter().map(|s| s.kslack.k()).max().unwrap_or(0);
+        s
+    }
+
+    /// Fixes the input schema (the first batch's, or a reader's schema before any batch).
+    pub fn bind(&mut self, schema: &SchemaRef) -> Result<()> {
+        if self.bound.is_some() {
+            return Ok(());
+        }
+        let o = &self.opts;
+        let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+        let field = |name: &str, param: &str| {
+            schema.field_with_name(name).map_err(|_| Error::column_not_found(param, name, &names))
+        };
+        let time_type = field(&o.time, "time")?.data_type().clone();
+        let unit = time_unit(&time_type, &o.time)?;
+        let size = o.size.resolve(unit, "size")?;
+        let slide = o.slide.as_ref().map(|s| s.resolve(unit, "slide")).transpose()?;
+        let offset = o.offset.resolve(unit, "offset")?;
+        let spec = WindowSpec::new(size, slide, offset)?;
+        let policy = o.lateness_policy(unit)?;
+        for s in &mut self.sources {
+            s.kslack = KSlack::new(policy);
+        }
+        let mut key_types = vec![];
+        let mut out_fields = vec![];
+        for b in &o.by {
+            let f = field(b, "by")?;
+            key_types.push(f.data_type().clone());
+            out_fields.push(Field::new(b, f.data_type().clone(), true));
+        }
+        let window_type = if unit == TimeUnit::Plain { DataType::Int64 } else { time_type.clone() };
+        out_fields.push(Field::new("window_start", window_type.clone(), false));
+        out_fields.push(Field::new("window_end", window_type, false));
+        let mut metas = vec![];
+        for spec in &self.specs {
+            let (input_type, class) = match &spec.column {
+                None => (DataType::Int64, super::function::ValueClass::Int),
+                Some(c) => {
+                    let dt = field(c, "aggs")?.data_type().clone();
+                    let class = value_class(&dt, spec.func, c)?;
+                    (dt, class)
+                }
+            };
+            let meta = Arc::new(AggMeta { spec: spec.clone(), input_type, class });
+            let nullable = !matches!(spec.func, AggFunc::CountStar | AggFunc::Count);
+            out_fields.push(Field::new(&spec.output_name, meta.output_type(), nullable));
+            metas.push(meta);
+        }
+        for (i, f) in out_fields.iter().enumerate() {
+            if out_fields[..i].iter().any(|g| g.name() == f.name()) {
+                return Err(Error::param(
+                    "aggs",
+                    format!("output column '{}' clashes with another output column (rename the input)", f.name()),
+                ));
+            }
+        }
+        let store = || SlotStore::new(&metas);
+        let engine = match o.strategy {
+            Strategy::Auto => Engine::Pane(PaneEngine::new(spec, store(), store())),
+            Strategy::Reference => Engine::Reference(ReferenceEngine::new(spec, store())),
+        };
+        self.bound = Some(Bound {
+            schema: schema.clone(),
+            spec,
+            keys: KeyDict::new(o.by.clone(), key_types)?,
+            metas,
+            engine,
+            output_schema: Arc::new(Schema::new(out_fields)),
+        });
+        Ok(())
+    }
+
+    /// Pushes one batch of source `source`; returns the rows of the windows that became final.
+    pub fn push(&mut self, batch: &RecordBatch, source: usize) -> Result<RecordBatch> {
+        self.check_usable("push")?;
+        if source >= self.sources.len() {
+            return Err(Error::param(
+                "source",
+                format!("source {source} does not exist; this operator has {} source(s)", self.sources.len()),
+            ));
+        }
+        if self.sources[source].closed {
+            return Err(Error::param("source", format!("source {source} was closed")));
+        }
+        self.bind(batch.schema_ref())?;
+        self.ingest(batch, source)?;
+        self.guard(|this| this.emit_ready())
+    }
+
+    /// Ends source `source`: it no longer holds the watermark back.
+    pub fn close_source(&mut self, source: usize) -> Result<RecordBatch> {
+        self.check_usable("close_source")?;
+        if source >= self.sources.len() {
+            return Err(Error::param("source", format!("source {source} does not exist")));
+        }
+        self.sources[source].closed = true;
+        self.guard(|this| this.emit_ready())
+    }
+
+    /// End of stream: emits every window still open.
+    pub fn flush(&mut self) -> Result<RecordBatch> {
+        self.check_usable("flush")?;
+        self.flushed = true;
+        self.guard(|this| {
+            let Some(b) = this.bound.as_mut() else {
+                return Ok(RecordBatch::new_empty(Arc::new(Schema::empty())));
+            };
+            match b.engine.last_window() {
+                Some(last) => this.emit_through(last),
+                None => Ok(RecordBatch::new_empty(b.output_schema.clone())),
+            }
+        })
+    }
+
+    fn check_usable(&self, what: &str) -> Result<()> {
+        if let Some(why) = &self.poisoned {
+            return Err(Error::new(ErrorKind::Poisoned, format!("{what}: the operator failed earlier ({why})")));
+        }
+        if self.flushed {
+            return Err(Error::param(what, "the operator was flushed (end of stream); create a new one"));
+        }
+        Ok(())
+    }
+
+    /// Runs a step that changes engine state; an error there leaves the operator unusable.
+    fn guard<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let r = f(self);
+        if let Err(e) = &r {
+            self.poisoned = Some(e.message().to_string());
+        }
+        r
+    }
+
+    /// Marks the operator unusable (used by the bindings when a panic was caught).
+    pub fn poison(&mut self, why: impl Into<String>) {
+        self.poisoned = Some(why.into());
+    }
+
+    /// The watermark over open sources: `None` while some open source has none.
+    fn watermark(&self) -> Option<i64> {
+        let mut wm = i64::MAX;
+        for s in self.sources.iter().filter(|s| !s.closed) {
+            wm = wm.min(s.kslack.watermark()?);
+        }
+        Some(wm)
+    }
+
+    fn emit_ready(&mut self) -> Result<RecordBatch> {
+        let b = self.bound.as_ref().expect("bound before emitting");
+        match self.watermark() {
+            Some(i64::MAX) => match b.engine.last_window() {
+                Some(last) => self.emit_through(last),
+                None => Ok(RecordBatch::new_empty(b.output_schema.clone())),
+            },
+            Some(wm) => {
+                let last = b.spec.last_closed_window(wm);
+                self.emit_through(last)
+            }
+            None => Ok(RecordBatch::new_empty(b.output_schema.clone())),
+        }
+    }
+
+    fn emit_through(&mut self, last: i64) -> Result<RecordBatch> {
+        let b = self.bound.as_mut().expect("bound");
+        let mut emission = Emission::default();
+        let ranks = b.keys.ranks().to_vec();
+        b.engine.emit_until(last, &ranks, &mut emission);
+        let out = assemble(b, &emission);
+        b.engine.scratch().clear();
+        let out = out?;
+        self.stats.rows_out += out.num_rows() as u64;
+        self.stats.windows_out += emission.window_count;
+        Ok(out)
+    }
+
+    /// Validates a batch and hands its admitted rows to the engine. On error nothing has changed but the key
+    /// dictionary (which may hold keys of the rejected batch; they are never output).
+    fn ingest(&mut self, batch: &RecordBatch, source: usize) -> Result<()> {
+        let o = &self.opts;
+        let b = self.bound.as_mut().expect("bound");
+        let what = if source == 0 { "this batch".to_string() } else { format!("a batch of source {source}") };
+        for name in std::iter::once(&o.time).chain(&o.by) {
+            check_same_type(&b.schema, batch, name, &what)?;
+        }
+        for s in &self.specs {
+            if let Some(c) = &s.column {
+                check_same_type(&b.schema, batch, c, &what)?;
+            }
+        }
+        let n = batch.num_rows();
+        let time_col = column(batch, &o.time, "time")?;
+        let ts = as_i64(time_col, &o.time)?;
+        let by_cols: Vec<ArrayRef> =
+            o.by.iter().map(|c| column(batch, c, "by").cloned()).collect::<Result<_>>()?;
+        let inputs: Vec<InputValues> = b
+            .metas
+            .iter()
+            .map(|m| match &m.spec.column {
+                None => Ok(InputValues::Star),
+                Some(c) => {
+                    input_values(column(batch, c, "aggs")?, m.class, m.spec.func == AggFunc::Count, c)
+                }
+            })
+            .collect::<Result<_>>()?;
+        let keys = b.keys.ids(&by_cols, n)?;
+
+        // Admission: null times, then the source's K-slack. Worked on a copy so a rejected batch changes nothing.
+        let src = &self.sources[source];
+        let mut ks = src.kslack.clone();
+        let mut keep: Option<Vec<bool>> = None;
+        let (mut late, mut null_time) = (0u64, 0u64);
+        let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+        let time_nulls = time_col.logical_nulls();
+        for (i, &t) in ts.iter().enumerate() {
+            if time_nulls.as_ref().is_some_and(|nl| nl.is_null(i)) {
+                if o.null_time == NullTime::Error {
+                    return Err(Error::new(
+                        ErrorKind::NullValue,
+                        format!(
+                            "column '{}': null time at row {i} of {what}; pass null_time=\"drop\" to drop such rows",
+                            o.time
+                        ),
+                    ));
+                }
+                null_time += 1;
+                keep.get_or_insert_with(|| vec![true; n])[i] = false;
+                continue;
+            }
+            if let Admission::Late { watermark } = ks.observe(t) {
+                if ks.policy() == Lateness::Sorted {
+                    return Err(Error::new(
+                        ErrorKind::LateRow,
+                        format!(
+                            "source {source} is not sorted by time: row {i} of {what} has {} = {t} after {}; \
+                             sources merged without lateness must be sorted (pass lateness=... to accept disorder)",
+                            o.time, watermark
+                        ),
+                    ));
+                }
+                if o.on_late == OnLate::Error {
+                    return Err(Error::new(
+                        ErrorKind::LateRow,
+                        format!(
+                            "late row: row {i} of {what} has {} = {t}, below the watermark {watermark} \
+                             (on_late=\"error\"; use on_late=\"drop\" to drop and count late rows)",
+                            o.time
+                        ),
+                    ));
+                }
+                late += 1;
+                keep.get_or_insert_with(|| vec![true; n])[i] = false;
+                continue;
+            }
+            lo = lo.min(t);
+            hi = hi.max(t);
+        }
+        if lo <= hi {
+            b.spec.check_range(lo, hi, &o.time)?;
+        }
+
+        // Commit.
+        let src = &mut self.sources[source];
+        src.kslack = ks;
+        let order = RowOrder { ts: &ts, source: source as u32, seq0: src.seq };
+        src.seq += n as u64;
+        self.stats.batches_in += 1;
+        self.stats.rows_in += n as u64;
+        self.stats.late_rows += late;
+        self.stats.null_time_rows += null_time;
+        b.engine.ingest(&ts, &keys, keep.as_deref(), &inputs, order);
+        Ok(())
+    }
+}
+
+/// Builds the output batch of an emission.
+fn assemble(b: &mut Bound, e: &Emission) -> Result<RecordBatch> {
+    let mut columns = b.keys.columns(&e.keys)?;
+    let window_type = b.output_schema.field(b.keys.names().len()).data_type().clone();
+    let starts = Int64Array::from_iter_values(e.windows.iter().map(|&j| b.spec.window_start(j)));
+    let ends = Int64Array::from_iter_values(e.windows.iter().map(|&j| b.spec.window_end(j)));
+    columns.push(int_column_as(Arc::new(starts), &window_type)?);
+    columns.push(int_column_as(Arc::new(ends), &window_type)?);
+    let scratch = b.engine.scratch();
+    for state in &scratch.states {
+        columns.push(state.finish(&e.slots)?);
+    }
+    if columns.is_empty() {
+        return Ok(RecordBatch::new_empty(b.output_schema.clone()));
+    }
+    Ok(RecordBatch::try_new(b.output_schema.clone(), columns)?)
+}
+
+/// The batch function: every source's batches through one operator, then the end of the stream.
+///
+/// `sources` holds each source's schema and batches. Without `lateness` the result is exact over all rows
+/// whatever their order; with it, late rows of each source are dropped (or raise) as in the streaming
+/// operator. `on_batch` runs between batches (the bindings check for Ctrl-C there).
+pub fn window_aggregate<I>(
+    sources: Vec<(SchemaRef, I)>,
+    mut opts: WindowAggregateOptions,
+    mut on_batch: impl FnMut() -> Result<()>,
+) -> Result<(SchemaRef, Vec<RecordBatch>)>
+where
+    I: IntoIterator<Item = Result<RecordBatch>>,
+{
+    if sources.is_empty() {
+        return Err(Error::param("data", "expected at least one source"));
+    }
+    opts.sources = sources.len();
+    opts.gate_sources = false;
+    let mut agg = WindowAggregator::new(opts)?;
+    let mut out = vec![];
+    for (s, (schema, batches)) in sources.into_iter().enumerate() {
+        agg.bind(&schema)?;
+        let bound = agg.bound.as_ref().expect("bound");
+        for f in bound.schema.fields() {
+            if schema.field_with_name(f.name()).is_ok() {
+                let empty = RecordBatch::new_empty(schema.clone());
+                check_same_type(&bound.schema, &empty, f.name(), &format!("source {s}"))?;
+            }
+        }
+        for batch in batches {
+            on_batch()?;
+            let produced = agg.push(&batch?, s)?;
+            if produced.num_rows() > 0 {
+                out.push(produced);
+            }
+        }
+    }
+    out.push(agg.flush()?);
+    let schema = agg.output_schema().expect("bound");
+    Ok((schema, out))
+}

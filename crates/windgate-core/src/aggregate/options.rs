@@ -1,0 +1,191 @@
+//! The parameters of `window_aggregate` / `WindowAggregator`, validated before any data is seen.
+
+use crate::error::{Error, Result};
+use crate::order::kslack::Lateness;
+use crate::time::{TimeUnit, WindowSpec, parse_duration};
+
+use super::function::AggSpec;
+
+/// A length of time: an integer in the time column's unit, or a duration string resolved once the unit is
+/// known (at the first batch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Span {
+    Units(i64),
+    Text(String),
+}
+
+impl Span {
+    pub fn resolve(&self, unit: TimeUnit, param: &str) -> Result<i64> {
+        match self {
+            Span::Units(v) => Ok(*v),
+            Span::Text(t) => parse_duration(t, unit, param),
+        }
+    }
+
+    /// Early syntax check of a duration string (the unit is not known yet).
+    fn check(&self, param: &str) -> Result<()> {
+        if let Span::Text(t) = self {
+            parse_duration(t, TimeUnit::Nanosecond, param)?;
+        }
+        Ok(())
+    }
+}
+
+/// `lateness=`: `None`, a bound, or `"adaptive"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LatenessOpt {
+    Exact,
+    Bound(Span),
+    Adaptive,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnLate {
+    Drop,
+    Error,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NullTime {
+    Error,
+    Drop,
+}
+
+/// Which engine runs the query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// The fastest correct engine for the call (today: the single-threaded pane engine).
+    Auto,
+    /// The plain reference engine (the test oracle).
+    Reference,
+}
+
+impl Strategy {
+    pub const NAMES: [&str; 2] = ["auto", "reference"];
+
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "auto" => Ok(Strategy::Auto),
+            "reference" => Ok(Strategy::Reference),
+            other => Err(Error::param(
+                "strategy",
+                format!("unknown strategy {other:?}; expected one of {:?}", Self::NAMES),
+            )),
+        }
+    }
+}
+
+impl OnLate {
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "drop" => Ok(OnLate::Drop),
+            "error" => Ok(OnLate::Error),
+            other => Err(Error::param("on_late", format!("expected \"drop\" or \"error\", got {other:?}"))),
+        }
+    }
+}
+
+impl NullTime {
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "error" => Ok(NullTime::Error),
+            "drop" => Ok(NullTime::Drop),
+            other => Err(Error::param("null_time", format!("expected \"error\" or \"drop\", got {other:?}"))),
+        }
+    }
+}
+
+/// Everything `window_aggregate` takes besides the data.
+#[derive(Debug, Clone)]
+pub struct WindowAggregateOptions {
+    pub time: String,
+    pub size: Span,
+    pub slide: Option<Span>,
+    pub offset: Span,
+    pub by: Vec<String>,
+    pub aggs: Vec<(String, Vec<String>)>,
+    pub lateness: LatenessOpt,
+    pub on_late: OnLate,
+    pub null_time: NullTime,
+    /// `None`: all cores.
+    pub threads: Option<usize>,
+    pub strategy: Strategy,
+    /// Number of sources pushed to (`push(batch, source)`).
+    pub sources: usize,
+    /// With several sources and no lateness: merge them by readiness (each must be sorted by time) instead of
+    /// holding every window until the end. Streaming operators want this; the batch function is exact.
+    pub gate_sources: bool,
+}
+
+impl WindowAggregateOptions {
+    /// Options with the defaults of the Python API.
+    pub fn new(time: impl Into<String>, size: Span, aggs: Vec<(String, Vec<String>)>) -> Self {
+        Self {
+            time: time.into(),
+            size,
+            slide: None,
+            offset: Span::Units(0),
+            by: vec![],
+            aggs,
+            lateness: LatenessOpt::Exact,
+            on_late: OnLate::Drop,
+            null_time: NullTime::Error,
+            threads: None,
+            strategy: Strategy::Auto,
+            sources: 1,
+            gate_sources: true,
+        }
+    }
+
+    /// Checks everything that can be checked without the data; returns the parsed aggregates.
+    pub fn validate(&self) -> Result<Vec<AggSpec>> {
+        if self.time.is_empty() {
+            return Err(Error::param("time", "expected the name of the time column"));
+        }
+        self.size.check("size")?;
+        if let Some(s) = &self.slide {
+            s.check("slide")?;
+        }
+        self.offset.check("offset")?;
+        if let LatenessOpt::Bound(k) = &self.lateness {
+            k.check("lateness")?;
+            if let Span::Units(k) = k {
+                Lateness::fixed(*k)?;
+            }
+        }
+        if let (Span::Units(size), slide) = (&self.size, &self.slide) {
+            let slide = match slide {
+                Some(Span::Units(s)) => Some(*s),
+                Some(Span::Text(_)) => None,
+                None => Some(*size),
+            };
+            if let Some(slide) = slide {
+                WindowSpec::new(*size, Some(slide), 0)?;
+            } else if *size <= 0 {
+                WindowSpec::new(*size, None, 0)?;
+            }
+        }
+        if self.threads == Some(0) {
+            return Err(Error::param("threads", "expected a positive number of threads or None (all cores)"));
+        }
+        if self.sources == 0 {
+            return Err(Error::param("sources", "expected at least one source"));
+        }
+        for (i, b) in self.by.iter().enumerate() {
+            if self.by[..i].contains(b) {
+                return Err(Error::param("by", format!("column '{b}' is listed twice")));
+            }
+        }
+        AggSpec::parse_all(&self.aggs)
+    }
+
+    /// The lateness policy of each source once the time unit is known.
+    pub fn lateness_policy(&self, unit: TimeUnit) -> Result<Lateness> {
+        Ok(match &self.lateness {
+            LatenessOpt::Exact if self.sources > 1 && self.gate_sources => Lateness::Sorted,
+            LatenessOpt::Exact => Lateness::Exact,
+            LatenessOpt::Adaptive => Lateness::Adaptive,
+            LatenessOpt::Bound(k) => Lateness::fixed(k.resolve(unit, "lateness")?)?,
+        })
+    }
+}

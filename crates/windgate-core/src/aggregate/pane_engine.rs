@@ -1,0 +1,158 @@
+//! The single-threaded streaming engine: a pane store (PLQ) and a window combiner (WLQ) in one thread.
+//!
+//! Rows are lifted into per-(key, pane) partial states; when the watermark passes a window's end, the window's
+//! panes are combined per key and the window is emitted; a pane is dropped once its last window is out, so
+//! memory is bounded by the open panes (times the keys active in them), not by the stream's length.
+
+use std::collections::BTreeMap;
+
+use super::emission::Emission;
+use super::slots::SlotStore;
+use super::state::{InputValues, RowOrder, SKIP};
+use crate::time::WindowSpec;
+
+/// The partial states of one pane: a slot per key present.
+#[derive(Default)]
+struct Pane {
+    /// Dense map key id -> slot (`SKIP` when the key has no row in this pane).
+    slot_of_key: Vec<u32>,
+    /// `(key, slot)` in order of first appearance.
+    entries: Vec<(u32, u32)>,
+}
+
+impl Pane {
+    #[inline]
+    fn slot(&mut self, key: u32, store: &mut SlotStore) -> u32 {
+        let k = key as usize;
+        if k >= self.slot_of_key.len() {
+            self.slot_of_key.resize(k + 1, SKIP);
+        }
+        let slot = self.slot_of_key[k];
+        if slot != SKIP {
+            return slot;
+        }
+        let slot = store.alloc();
+        self.slot_of_key[k] = slot;
+        self.entries.push((key, slot));
+        slot
+    }
+}
+
+pub struct PaneEngine {
+    spec: WindowSpec,
+    panes: BTreeMap<i64, Pane>,
+    store: SlotStore,
+    /// Combined window states of the emission being built.
+    pub scratch: SlotStore,
+    /// Windows below this one were emitted (or can no longer receive rows).
+    next_window: i64,
+    /// Key -> scratch slot of the window being combined.
+    window_slot_of_key: Vec<u32>,
+    /// Reused buffer for row slots.
+    slots: Vec<u32>,
+}
+
+impl PaneEngine {
+    pub fn new(spec: WindowSpec, store: SlotStore, scratch: SlotStore) -> Self {
+        Self {
+            spec,
+            panes: BTreeMap::new(),
+            store,
+            scratch,
+            next_window: i64::MIN,
+            window_slot_of_key: Vec::new(),
+            slots: Vec::new(),
+        }
+    }
+
+    /// Lifts one batch. `keep[i]` says whether row i was admitted; `ts` and `keys` are per row.
+    pub fn ingest(&mut self, ts: &[i64], keys: &[u32], keep: Option<&[bool]>, inputs: &[InputValues], order: RowOrder<'_>) {
+        let Self { spec, panes, store, slots, .. } = self;
+        slots.clear();
+        slots.resize(ts.len(), SKIP);
+        let pane_len = spec.pane();
+        // The pane of the previous row and its time range: in-order input stays in it without a division.
+        let mut cur: Option<(i64, i64, i64)> = None; // (id, start, end)
+        let mut pane: Option<&mut Pane> = None;
+        for i in 0..ts.len() {
+            if keep.is_some_and(|k| !k[i]) {
+                continue;
+            }
+            let t = ts[i];
+            let inside = matches!(cur, Some((_, s, e)) if t >= s && t < e);
+            if !inside {
+                let id = spec.pane_of(t);
+                let start = spec.offset() + id * pane_len;
+                cur = Some((id, start, start + pane_len));
+                pane = Some(panes.entry(id).or_default());
+            }
+            let p = pane.as_deref_mut().expect("set above");
+            slots[i] = p.slot(keys[i], store);
+        }
+        store.update(slots, inputs, order);
+    }
+
+    /// Emits every window up to and including `last` that holds a row, and drops the panes no later window
+    /// needs. `ranks` orders keys.
+    pub fn emit_until(&mut self, last: i64, ranks: &[u32], out: &mut Emission) {
+        let wp = self.spec.panes_per_window();
+        let mut j = self.next_window;
+        let mut rows: Vec<(u32, u32)> = Vec::new();
+        loop {
+            // Skip windows without panes: jump to the first window of the next open pane.
+            let Some((&p, _)) = self.panes.range(self.spec.first_pane(j)..).next() else {
+                break;
+            };
+            j = j.max(self.spec.windows_of_pane(p).0);
+            if j > last {
+                break;
+            }
+            let first = self.spec.first_pane(j);
+            rows.clear();
+            for (_, pane) in self.panes.range(first..first + wp) {
+                for &(key, slot) in &pane.entries {
+                    let k = key as usize;
+                    if k >= self.window_slot_of_key.len() {
+                        self.window_slot_of_key.resize(k + 1, SKIP);
+                    }
+                    let mut ws = self.window_slot_of_key[k];
+                    if ws == SKIP {
+                        ws = self.scratch.alloc();
+                        self.window_slot_of_key[k] = ws;
+                        rows.push((key, ws));
+                    }
+                    self.scratch.combine_from(ws, &self.store, slot);
+                }
+            }
+            for &(key, _) in &rows {
+                self.window_slot_of_key[key as usize] = SKIP;
+            }
+            out.push_window(j, &mut rows, ranks);
+            j += 1;
+        }
+        self.next_window = self.next_window.max(last.saturating_add(1));
+        // Drop panes whose last window is out.
+        while let Some(entry) = self.panes.first_entry() {
+            if self.spec.windows_of_pane(*entry.key()).1 > last {
+                break;
+            }
+            for &(_, slot) in &entry.get().entries {
+                self.store.release(slot);
+            }
+            entry.remove();
+        }
+    }
+
+    /// The last window that holds a row (for the end of the stream).
+    pub fn last_window(&self) -> Option<i64> {
+        self.panes.last_key_value().map(|(&p, _)| self.spec.windows_of_pane(p).1)
+    }
+
+    pub fn open_panes(&self) -> usize {
+        self.panes.len()
+    }
+
+    pub fn live_slots(&self) -> usize {
+        self.store.live()
+    }
+}

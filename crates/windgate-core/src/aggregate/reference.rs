@@ -1,0 +1,101 @@
+//! The reference engine: plain and obviously correct, kept as the oracle for every other engine.
+//!
+//! It keeps every admitted row. When windows close it lists, for each row, every window containing it, sorts
+//! the (window, key, row) triples, and folds each group's rows one at a time in the total order
+//! `(ts, source, seq)`. No panes, no partial states carried between windows.
+
+use super::emission::Emission;
+use super::slots::SlotStore;
+use super::state::{InputValues, OrderKey, RowOrder};
+use crate::time::WindowSpec;
+
+struct Row {
+    at: OrderKey,
+    key: u32,
+    /// Which ingested chunk holds the row's values, and where.
+    chunk: u32,
+    index: u32,
+}
+
+pub struct ReferenceEngine {
+    spec: WindowSpec,
+    rows: Vec<Row>,
+    chunks: Vec<Option<Vec<InputValues>>>,
+    pub scratch: SlotStore,
+    next_window: i64,
+}
+
+impl ReferenceEngine {
+    pub fn new(spec: WindowSpec, scratch: SlotStore) -> Self {
+        Self { spec, rows: Vec::new(), chunks: Vec::new(), scratch, next_window: i64::MIN }
+    }
+
+    pub fn ingest(&mut self, ts: &[i64], keys: &[u32], keep: Option<&[bool]>, inputs: &[InputValues], order: RowOrder<'_>) {
+        let chunk = self.chunks.len() as u32;
+        self.chunks.push(Some(inputs.to_vec()));
+        for i in 0..ts.len() {
+            if keep.is_none_or(|k| k[i]) {
+                let at = OrderKey { ts: ts[i], source: order.source, seq: order.seq0 + i as u64 };
+                self.rows.push(Row { at, key: keys[i], chunk, index: i as u32 });
+            }
+        }
+    }
+
+    /// Emits every window up to and including `last`.
+    pub fn emit_until(&mut self, last: i64, ranks: &[u32], out: &mut Emission) {
+        let mut groups: Vec<(i64, u32, OrderKey, usize)> = Vec::new();
+        for (r, row) in self.rows.iter().enumerate() {
+            let (lo, hi) = self.spec.windows_of_ts(row.at.ts);
+            for j in lo.max(self.next_window)..=hi.min(last) {
+                groups.push((j, ranks[row.key as usize], row.at, r));
+            }
+        }
+        groups.sort_unstable_by_key(|&(j, rank, at, _)| (j, rank, at));
+        let mut i = 0;
+        let mut window_rows: Vec<(u32, u32)> = Vec::new();
+        while i < groups.len() {
+            let window = groups[i].0;
+            window_rows.clear();
+            while i < groups.len() && groups[i].0 == window {
+                let rank = groups[i].1;
+                let slot = self.scratch.alloc();
+                let key = self.rows[groups[i].3].key;
+                while i < groups.len() && groups[i].0 == window && groups[i].1 == rank {
+                    self.fold_row(slot, groups[i].3);
+                    i += 1;
+                }
+                window_rows.push((key, slot));
+            }
+            out.push_window(window, &mut window_rows, ranks);
+        }
+        self.next_window = self.next_window.max(last.saturating_add(1));
+        // Forget rows whose every window is out.
+        let spec = self.spec;
+        self.rows.retain(|row| spec.windows_of_ts(row.at.ts).1 > last);
+        let mut live = vec![false; self.chunks.len()];
+        self.rows.iter().for_each(|r| live[r.chunk as usize] = true);
+        for (c, alive) in self.chunks.iter_mut().zip(live) {
+            if !alive {
+                *c = None;
+            }
+        }
+    }
+
+    fn fold_row(&mut self, slot: u32, r: usize) {
+        let row = &self.rows[r];
+        let inputs = self.chunks[row.chunk as usize].as_ref().expect("live chunk");
+        let ts = [row.at.ts];
+        let order = RowOrder { ts: &ts, source: row.at.source, seq0: row.at.seq };
+        for (state, input) in self.scratch.states.iter_mut().zip(inputs) {
+            state.update(&[slot], &input.slice(row.index as usize, 1), order);
+        }
+    }
+
+    pub fn last_window(&self) -> Option<i64> {
+        self.rows.iter().map(|r| self.spec.windows_of_ts(r.at.ts).1).max()
+    }
+
+    pub fn retained_rows(&self) -> usize {
+        self.rows.len()
+    }
+}

@@ -1,0 +1,477 @@
+//! Columnar partial states: one vector per aggregate, indexed by slot. A slot is one (key, pane) pair in the
+//! pane store, or one (key, window) pair while a window is being lowered.
+//!
+//! Every combine here is exact and commutative (integer and [`ExactSum`] sums, min/max under the total order
+//! of `f64::total_cmp`, first/last under the row order `(ts, source, seq)`), so partial states can be merged
+//! in any order and give the same bits: the determinism contract rests on that.
+
+use std::sync::Arc;
+
+use arrow_array::types::{Float64Type, Int64Type};
+use arrow_array::{ArrayRef, Int64Array, PrimitiveArray};
+use arrow_buffer::{NullBuffer, ScalarBuffer};
+use arrow_schema::DataType;
+
+use super::exact_sum::{ExactSum, two_product};
+use super::function::{AggFunc, AggSpec, ValueClass};
+use crate::arrow_io::{int_column_as, null_buffer_from};
+use crate::error::{Error, ErrorKind, Result};
+
+/// Slot value that means "skip this row" (late rows, rows with a null time under `null_time="drop"`).
+pub const SKIP: u32 = u32::MAX;
+
+/// Position of a row in the total order `(ts, source, seq)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct OrderKey {
+    pub ts: i64,
+    pub source: u32,
+    pub seq: u64,
+}
+
+/// One batch's values of an aggregate's input column, read as its [`ValueClass`].
+#[derive(Debug, Clone)]
+pub enum InputValues {
+    /// `count(*)`: no column.
+    Star,
+    /// `count(col)`: only validity matters.
+    Validity(Option<NullBuffer>),
+    Int(ScalarBuffer<i64>, Option<NullBuffer>),
+    Float(ScalarBuffer<f64>, Option<NullBuffer>),
+}
+
+impl InputValues {
+    pub fn slice(&self, offset: usize, len: usize) -> Self {
+        let nb = |n: &Option<NullBuffer>| n.as_ref().map(|n| n.slice(offset, len));
+        match self {
+            InputValues::Star => InputValues::Star,
+            InputValues::Validity(n) => InputValues::Validity(nb(n)),
+            InputValues::Int(v, n) => InputValues::Int(v.slice(offset, len), nb(n)),
+            InputValues::Float(v, n) => InputValues::Float(v.slice(offset, len), nb(n)),
+        }
+    }
+}
+
+/// Where the rows of a batch sit in the total order: row `i` is `(ts[i], source, seq0 + i)`.
+#[derive(Debug, Clone, Copy)]
+pub struct RowOrder<'a> {
+    pub ts: &'a [i64],
+    pub source: u32,
+    pub seq0: u64,
+}
+
+impl RowOrder<'_> {
+    #[inline]
+    fn key(&self, i: usize) -> OrderKey {
+        OrderKey { ts: self.ts[i], source: self.source, seq: self.seq0 + i as u64 }
+    }
+}
+
+/// What an aggregate reads and produces, shared by all its states.
+#[derive(Debug)]
+pub struct AggMeta {
+    pub spec: AggSpec,
+    /// Type of the input column (`Int64` for `"*"`).
+    pub input_type: DataType,
+    pub class: ValueClass,
+}
+
+impl AggMeta {
+    /// The output column's type.
+    pub fn output_type(&self) -> DataType {
+        match (self.spec.func, self.class) {
+            (AggFunc::CountStar | AggFunc::Count, _) => DataType::Int64,
+            (AggFunc::Sum, ValueClass::Int) => DataType::Int64,
+            (AggFunc::Sum | AggFunc::Mean | AggFunc::Var | AggFunc::Std, _) => DataType::Float64,
+            (AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last, _) => self.input_type.clone(),
+        }
+    }
+
+    fn column(&self) -> &str {
+        self.spec.column.as_deref().unwrap_or("*")
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Count(Vec<i64>),
+    SumInt { sum: Vec<i128>, n: Vec<i64> },
+    SumFloat { sum: Vec<ExactSum>, n: Vec<i64> },
+    Moments { s: Vec<ExactSum>, q: Vec<ExactSum>, n: Vec<i64> },
+    ExtremeInt { v: Vec<i64>, n: Vec<i64> },
+    ExtremeFloat { v: Vec<f64>, n: Vec<i64> },
+    PickInt { v: Vec<i64>, at: Vec<OrderKey>, n: Vec<i64> },
+    PickFloat { v: Vec<f64>, at: Vec<OrderKey>, n: Vec<i64> },
+}
+
+/// The partial states of one aggregate for every slot.
+#[derive(Debug, Clone)]
+pub struct AggState {
+    meta: Arc<AggMeta>,
+    kind: Kind,
+}
+
+/// Calls `f(row, slot)` for every row with a slot and a non-null value.
+#[inline]
+fn each_valid(slots: &[u32], nulls: Option<&NullBuffer>, mut f: impl FnMut(usize, usize)) {
+    match nulls {
+        Some(nulls) if nulls.null_count() > 0 => {
+            for (i, &s) in slots.iter().enumerate() {
+                if s != SKIP && nulls.is_valid(i) {
+                    f(i, s as usize);
+                }
+            }
+        }
+        _ => {
+            for (i, &s) in slots.iter().enumerate() {
+                if s != SKIP {
+                    f(i, s as usize);
+                }
+            }
+        }
+    }
+}
+
+impl AggState {
+    pub fn new(meta: Arc<AggMeta>) -> Self {
+        let kind = match (meta.spec.func, meta.class) {
+            (AggFunc::CountStar | AggFunc::Count, _) => Kind::Count(vec![]),
+            (AggFunc::Sum | AggFunc::Mean, ValueClass::Int) => Kind::SumInt { sum: vec![], n: vec![] },
+            (AggFunc::Sum | AggFunc::Mean, ValueClass::Float) => Kind::SumFloat { sum: vec![], n: vec![] },
+            (AggFunc::Var | AggFunc::Std, _) => Kind::Moments { s: vec![], q: vec![], n: vec![] },
+            (AggFunc::Min | AggFunc::Max, ValueClass::Int) => Kind::ExtremeInt { v: vec![], n: vec![] },
+            (AggFunc::Min | AggFunc::Max, ValueClass::Float) => Kind::ExtremeFloat { v: vec![], n: vec![] },
+            (AggFunc::First | AggFunc::Last, ValueClass::Int) => Kind::PickInt { v: vec![], at: vec![], n: vec![] },
+            (AggFunc::First | AggFunc::Last, ValueClass::Float) => {
+                Kind::PickFloat { v: vec![], at: vec![], n: vec![] }
+            }
+        };
+        Self { meta, kind }
+    }
+
+    pub fn meta(&self) -> &Arc<AggMeta> {
+        &self.meta
+    }
+
+    /// Number of slots.
+    pub fn len(&self) -> usize {
+        match &self.kind {
+            Kind::Count(c) => c.len(),
+            Kind::SumInt { n, .. }
+            | Kind::SumFloat { n, .. }
+            | Kind::Moments { n, .. }
+            | Kind::ExtremeInt { n, .. }
+            | Kind::ExtremeFloat { n, .. }
+            | Kind::PickInt { n, .. }
+            | Kind::PickFloat { n, .. } => n.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends an empty slot.
+    pub fn push_empty(&mut self) {
+        match &mut self.kind {
+            Kind::Count(c) => c.push(0),
+            Kind::SumInt { sum, n } => (sum.push(0), n.push(0)).1,
+            Kind::SumFloat { sum, n } => (sum.push(ExactSum::new()), n.push(0)).1,
+            Kind::Moments { s, q, n } => (s.push(ExactSum::new()), q.push(ExactSum::new()), n.push(0)).2,
+            Kind::ExtremeInt { v, n } => (v.push(0), n.push(0)).1,
+            Kind::ExtremeFloat { v, n } => (v.push(0.0), n.push(0)).1,
+            Kind::PickInt { v, at, n } => (v.push(0), at.push(OrderKey::default()), n.push(0)).2,
+            Kind::PickFloat { v, at, n } => (v.push(0.0), at.push(OrderKey::default()), n.push(0)).2,
+        }
+    }
+
+    /// Empties slot `i` for reuse.
+    pub fn reset(&mut self, i: usize) {
+        match &mut self.kind {
+            Kind::Count(c) => c[i] = 0,
+            Kind::SumInt { sum, n } => (sum[i], n[i]) = (0, 0),
+            Kind::SumFloat { sum, n } => (sum[i], n[i]) = (ExactSum::new(), 0),
+            Kind::Moments { s, q, n } => (s[i], q[i], n[i]) = (ExactSum::new(), ExactSum::new(), 0),
+            Kind::ExtremeInt { n, .. } | Kind::ExtremeFloat { n, .. } => n[i] = 0,
+            Kind::PickInt { n, .. } | Kind::PickFloat { n, .. } => n[i] = 0,
+        }
+    }
+
+    /// Drops every slot.
+    pub fn clear(&mut self) {
+        self.kind = Self::new(self.meta.clone()).kind;
+    }
+
+    /// Lifts a batch's rows into their slots (`SKIP` rows are passed over).
+    pub fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {
+        let func = self.meta.spec.func;
+        match (&mut self.kind, input) {
+            (Kind::Count(c), InputValues::Star) => each_valid(slots, None, |_, s| c[s] += 1),
+            (Kind::Count(c), InputValues::Validity(nulls)) => each_valid(slots, nulls.as_ref(), |_, s| c[s] += 1),
+            (Kind::Count(c), InputValues::Int(_, nulls)) => each_valid(slots, nulls.as_ref(), |_, s| c[s] += 1),
+            (Kind::Count(c), InputValues::Float(_, nulls)) => each_valid(slots, nulls.as_ref(), |_, s| c[s] += 1),
+            (Kind::SumInt { sum, n }, InputValues::Int(v, nulls)) => each_valid(slots, nulls.as_ref(), |i, s| {
+                sum[s] += v[i] as i128;
+                n[s] += 1;
+            }),
+            (Kind::SumFloat { sum, n }, InputValues::Float(v, nulls)) => {
+                each_valid(slots, nulls.as_ref(), |i, s| {
+                    sum[s].add(v[i]);
+                    n[s] += 1;
+                })
+            }
+            (Kind::Moments { s: sx, q, n }, input) => {
+                let (ints, floats, nulls) = match input {
+                    InputValues::Int(v, nl) => (Some(v), None, nl.as_ref()),
+                    InputValues::Float(v, nl) => (None, Some(v), nl.as_ref()),
+                    _ => unreachable!("moments read a numeric column"),
+                };
+                each_valid(slots, nulls, |i, s| {
+                    let x = match (ints, floats) {
+                        (Some(v), _) => v[i] as f64,
+                        (_, Some(v)) => v[i],
+                        _ => unreachable!(),
+                    };
+                    sx[s].add(x);
+                    let (hi, lo) = two_product(x, x);
+                    q[s].add(hi);
+                    q[s].add(lo);
+                    n[s] += 1;
+                })
+            }
+            (Kind::ExtremeInt { v: st, n }, InputValues::Int(v, nulls)) => {
+                let max = func == AggFunc::Max;
+                each_valid(slots, nulls.as_ref(), |i, s| {
+                    let x = v[i];
+                    if n[s] == 0 || (max && x > st[s]) || (!max && x < st[s]) {
+                        st[s] = x;
+                    }
+                    n[s] += 1;
+                })
+            }
+            (Kind::ExtremeFloat { v: st, n }, InputValues::Float(v, nulls)) => {
+                let max = func == AggFunc::Max;
+                each_valid(slots, nulls.as_ref(), |i, s| {
+                    let x = canonical_nan(v[i]);
+                    if n[s] == 0 || better_float(x, st[s], max) {
+                        st[s] = x;
+                    }
+                    n[s] += 1;
+                })
+            }
+            (Kind::PickInt { v: st, at, n }, InputValues::Int(v, nulls)) => {
+                let last = func == AggFunc::Last;
+                each_valid(slots, nulls.as_ref(), |i, s| {
+                    let k = order.key(i);
+                    if n[s] == 0 || (k > at[s]) == last {
+                        (st[s], at[s]) = (v[i], k);
+                    }
+                    n[s] += 1;
+                })
+            }
+            (Kind::PickFloat { v: st, at, n }, InputValues::Float(v, nulls)) => {
+                let last = func == AggFunc::Last;
+                each_valid(slots, nulls.as_ref(), |i, s| {
+                    let k = order.key(i);
+                    if n[s] == 0 || (k > at[s]) == last {
+                        (st[s], at[s]) = (v[i], k);
+                    }
+                    n[s] += 1;
+                })
+            }
+            (kind, input) => unreachable!("input {input:?} does not fit state {kind:?}"),
+        }
+    }
+
+    /// Combines slot `src` of `other` (a state of the same aggregate) into slot `dst` of `self`.
+    pub fn combine(&mut self, dst: usize, other: &AggState, src: usize) {
+        let func = self.meta.spec.func;
+        match (&mut self.kind, &other.kind) {
+            (Kind::Count(a), Kind::Count(b)) => a[dst] += b[src],
+            (Kind::SumInt { sum, n }, Kind::SumInt { sum: s2, n: n2 }) => {
+                sum[dst] += s2[src];
+                n[dst] += n2[src];
+            }
+            (Kind::SumFloat { sum, n }, Kind::SumFloat { sum: s2, n: n2 }) => {
+                sum[dst].merge(&s2[src]);
+                n[dst] += n2[src];
+            }
+            (Kind::Moments { s, q, n }, Kind::Moments { s: s2, q: q2, n: n2 }) => {
+                s[dst].merge(&s2[src]);
+                q[dst].merge(&q2[src]);
+                n[dst] += n2[src];
+            }
+            (Kind::ExtremeInt { v, n }, Kind::ExtremeInt { v: v2, n: n2 }) => {
+                if n2[src] > 0 {
+                    let max = func == AggFunc::Max;
+                    if n[dst] == 0 || (max && v2[src] > v[dst]) || (!max && v2[src] < v[dst]) {
+                        v[dst] = v2[src];
+                    }
+                    n[dst] += n2[src];
+                }
+            }
+            (Kind::ExtremeFloat { v, n }, Kind::ExtremeFloat { v: v2, n: n2 }) => {
+                if n2[src] > 0 {
+                    if n[dst] == 0 || better_float(v2[src], v[dst], func == AggFunc::Max) {
+                        v[dst] = v2[src];
+                    }
+                    n[dst] += n2[src];
+                }
+            }
+            (Kind::PickInt { v, at, n }, Kind::PickInt { v: v2, at: at2, n: n2 }) => {
+                if n2[src] > 0 {
+                    if n[dst] == 0 || (at2[src] > at[dst]) == (func == AggFunc::Last) {
+                        (v[dst], at[dst]) = (v2[src], at2[src]);
+                    }
+                    n[dst] += n2[src];
+                }
+            }
+            (Kind::PickFloat { v, at, n }, Kind::PickFloat { v: v2, at: at2, n: n2 }) => {
+                if n2[src] > 0 {
+                    if n[dst] == 0 || (at2[src] > at[dst]) == (func == AggFunc::Last) {
+                        (v[dst], at[dst]) = (v2[src], at2[src]);
+                    }
+                    n[dst] += n2[src];
+                }
+            }
+            _ => unreachable!("combine of states of different aggregates"),
+        }
+    }
+
+    /// Lowers the given slots, in order, into the output column.
+    pub fn finish(&self, slots: &[u32]) -> Result<ArrayRef> {
+        let func = self.meta.spec.func;
+        let valid = |n: &[i64], min: i64| -> Option<NullBuffer> {
+            null_buffer_from(slots.iter().map(|&s| n[s as usize] >= min))
+        };
+        let ints = |vals: Vec<i64>, nulls: Option<NullBuffer>| -> Result<ArrayRef> {
+            let arr = PrimitiveArray::<Int64Type>::new(vals.into(), nulls);
+            int_column_as(Arc::new(arr), &self.meta.output_type())
+        };
+        let floats = |vals: Vec<f64>, nulls: Option<NullBuffer>| -> Result<ArrayRef> {
+            let arr: ArrayRef = Arc::new(PrimitiveArray::<Float64Type>::new(vals.into(), nulls));
+            if self.meta.output_type() == DataType::Float64 {
+                Ok(arr)
+            } else {
+                crate::arrow_io::float_column_as(arr, &self.meta.output_type())
+            }
+        };
+        let pick = |slot: &u32| *slot as usize;
+        match &self.kind {
+            Kind::Count(c) => Ok(Arc::new(Int64Array::from_iter_values(slots.iter().map(|s| c[pick(s)])))),
+            Kind::SumInt { sum, n } => {
+                let nulls = valid(n, 1);
+                if func == AggFunc::Mean {
+                    let vals = slots.iter().map(|&s| {
+                        let s = s as usize;
+                        if n[s] == 0 { 0.0 } else { sum[s] as f64 / n[s] as f64 }
+                    });
+                    return floats(vals.collect(), nulls);
+                }
+                let mut vals = Vec::with_capacity(slots.len());
+                for &s in slots {
+                    let v = i64::try_from(sum[s as usize]).map_err(|_| {
+                        Error::new(
+                            ErrorKind::Overflow,
+                            format!("aggs: sum of column '{}' overflows int64 in a window", self.meta.column()),
+                        )
+                    })?;
+                    vals.push(v);
+                }
+                ints(vals, nulls)
+            }
+            Kind::SumFloat { sum, n } => {
+                let mean = func == AggFunc::Mean;
+                let vals = slots.iter().map(|&s| {
+                    let s = s as usize;
+                    let total = sum[s].value();
+                    if mean && n[s] > 0 { total / n[s] as f64 } else { total }
+                });
+                floats(vals.collect(), valid(n, 1))
+            }
+            Kind::Moments { s, q, n } => {
+                let vals = slots.iter().map(|&i| {
+                    let i = i as usize;
+                    let var = sample_variance(&s[i], &q[i], n[i]);
+                    if func == AggFunc::Std { var.sqrt() } else { var }
+                });
+                floats(vals.collect(), valid(n, 2))
+            }
+            Kind::ExtremeInt { v, n } | Kind::PickInt { v, n, .. } => {
+                ints(slots.iter().map(|s| v[pick(s)]).collect(), valid(n, 1))
+            }
+            Kind::ExtremeFloat { v, n } | Kind::PickFloat { v, n, .. } => {
+                floats(slots.iter().map(|s| v[pick(s)]).collect(), valid(n, 1))
+            }
+        }
+    }
+}
+
+/// NaN payloads and signs differ; treat every NaN as the one positive NaN, which `total_cmp` puts above
+/// +inf (Spark's rule: NaN is larger than any other value).
+#[inline]
+fn canonical_nan(x: f64) -> f64 {
+    if x.is_nan() { f64::NAN } else { x }
+}
+
+#[inline]
+fn better_float(candidate: f64, current: f64, max: bool) -> bool {
+    let ord = candidate.total_cmp(&current);
+    if max { ord.is_gt() } else { ord.is_lt() }
+}
+
+/// Sample variance from the exact sums `S = sum x` and `Q = sum x^2`, computed as
+/// `(Q - 2 m S + n m^2) / (n - 1)` for `m = round(S / n)`, with every product split exactly and added to a
+/// fresh exact sum: one rounding at the end, the same bits for any order of the rows.
+fn sample_variance(s: &ExactSum, q: &ExactSum, n: i64) -> f64 {
+    if n < 2 {
+        return f64::NAN; // masked as null by the caller
+    }
+    let nf = n as f64;
+    let s_hi = s.value();
+    if !s_hi.is_finite() || !q.value().is_finite() {
+        return f64::NAN;
+    }
+    // S to ~106 bits: S = s_hi + s_lo + (tiny).
+    let mut rest = s.clone();
+    rest.add(-s_hi);
+    let s_lo = rest.value();
+    let m = s_hi / nf;
+    let mut acc = q.clone();
+    for part in [s_hi, s_lo] {
+        let (hi, lo) = two_product(-2.0 * m, part);
+        acc.add(hi);
+        acc.add(lo);
+    }
+    let (m2_hi, m2_lo) = two_product(m, m);
+    for part in [m2_hi, m2_lo] {
+        let (hi, lo) = two_product(nf, part);
+        acc.add(hi);
+        acc.add(lo);
+    }
+    (acc.value() / (nf - 1.0)).max(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn variance(xs: &[f64]) -> f64 {
+        let (mut s, mut q) = (ExactSum::new(), ExactSum::new());
+        for &x in xs {
+            s.add(x);
+            let (hi, lo) = two_product(x, x);
+            q.add(hi);
+            q.add(lo);
+        }
+        sample_variance(&s, &q, xs.len() as i64)
+    }
+
+    #[test]
+    fn variance_is_accurate_with_a_large_offset() {
+        // Values 1e9 + {4, 7, 13, 16}: variance 30 exactly; the textbook formula loses it to cancellation.
+        let xs = [1e9 + 4.0, 1e9 + 7.0, 1e9 + 13.0, 1e9 + 16.0];
+        assert_eq!(variance(&xs), 30.0);
+        assert_eq!(variance(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]), 32.0 / 7.0);
+        assert!(variance(&[1.0]).is_nan());
+    }
+}

@@ -1,0 +1,142 @@
+//! Arrow in and out: reading the time, key and value columns of a batch with the checks DESIGN §7 asks for,
+//! and building output columns of the input's types.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type};
+use arrow_array::{Array, ArrayRef, RecordBatch, make_array};
+use arrow_buffer::{BooleanBuffer, NullBuffer, ScalarBuffer};
+use arrow_schema::{DataType, SchemaRef, TimeUnit as ArrowUnit};
+
+use crate::aggregate::function::ValueClass;
+use crate::aggregate::state::InputValues;
+use crate::error::{Error, ErrorKind, Result};
+use crate::time::TimeUnit;
+
+/// Finds a column by name, or says which columns exist. `param` is the parameter that named it.
+pub fn column<'a>(batch: &'a RecordBatch, name: &str, param: &str) -> Result<&'a ArrayRef> {
+    batch.column_by_name(name).ok_or_else(|| {
+        let names: Vec<String> = batch.schema().fields().iter().map(|f| f.name().clone()).collect();
+        Error::column_not_found(param, name, &names)
+    })
+}
+
+/// The unit a time column's values are in, or an error if it cannot be a time column.
+pub fn time_unit(dt: &DataType, column: &str) -> Result<TimeUnit> {
+    use DataType::*;
+    Ok(match dt {
+        Timestamp(ArrowUnit::Second, _) => TimeUnit::Second,
+        Timestamp(ArrowUnit::Millisecond, _) | Date64 => TimeUnit::Millisecond,
+        Timestamp(ArrowUnit::Microsecond, _) => TimeUnit::Microsecond,
+        Timestamp(ArrowUnit::Nanosecond, _) => TimeUnit::Nanosecond,
+        Date32 => TimeUnit::Day,
+        Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 => TimeUnit::Plain,
+        other => {
+            return Err(Error::column_type(
+                column,
+                format!("the time column must be an integer, timestamp or date column, got {other}"),
+            ));
+        }
+    })
+}
+
+/// A column's values as i64 (integers and temporal types), zero-copy for 64-bit types.
+pub fn as_i64(array: &ArrayRef, column: &str) -> Result<ScalarBuffer<i64>> {
+    use DataType::*;
+    let dt = array.data_type();
+    let physical_i64 = matches!(dt, Int64 | Timestamp(..) | Date64 | Time64(_) | Duration(_));
+    if physical_i64 {
+        let data = array.to_data();
+        return Ok(ScalarBuffer::new(data.buffers()[0].clone(), data.offset(), data.len()));
+    }
+    if *dt == UInt64 {
+        let v = array.as_primitive::<arrow_array::types::UInt64Type>();
+        if let Some(i) = v.iter().position(|x| x.is_some_and(|x| x > i64::MAX as u64)) {
+            return Err(Error::column_type(column, format!("UInt64 value {} at row {i} exceeds int64", v.value(i))));
+        }
+    }
+    let target = if matches!(dt, Date32 | Time32(_)) { Int32 } else { Int64 };
+    let mut arr = array.clone();
+    if target == Int32 {
+        let data = arr.to_data().into_builder().data_type(Int32).build()?;
+        arr = make_array(data);
+    }
+    let cast = arrow_cast::cast(&arr, &Int64)?;
+    Ok(cast.as_primitive::<Int64Type>().values().clone())
+}
+
+/// A column's values as f64, zero-copy for Float64.
+pub fn as_f64(array: &ArrayRef) -> Result<ScalarBuffer<f64>> {
+    if *array.data_type() == DataType::Float64 {
+        return Ok(array.as_primitive::<Float64Type>().values().clone());
+    }
+    let cast = arrow_cast::cast(array, &DataType::Float64)?;
+    Ok(cast.as_primitive::<Float64Type>().values().clone())
+}
+
+/// Reads an aggregate's input column as its value class.
+pub fn input_values(array: &ArrayRef, class: ValueClass, validity_only: bool, column: &str) -> Result<InputValues> {
+    let nulls = array.logical_nulls();
+    if validity_only {
+        return Ok(InputValues::Validity(nulls));
+    }
+    Ok(match class {
+        ValueClass::Int => InputValues::Int(as_i64(array, column)?, nulls),
+        ValueClass::Float => InputValues::Float(as_f64(array)?, nulls),
+    })
+}
+
+/// `None` when every flag is true, so that all-valid outputs carry no null buffer.
+pub fn null_buffer_from(valid: impl Iterator<Item = bool>) -> Option<NullBuffer> {
+    let buffer = BooleanBuffer::from_iter(valid);
+    (buffer.count_set_bits() != buffer.len()).then(|| NullBuffer::new(buffer))
+}
+
+/// Turns an Int64 column back into `target` (an integer or i64/i32-backed temporal type).
+pub fn int_column_as(array: ArrayRef, target: &DataType) -> Result<ArrayRef> {
+    use DataType::*;
+    match target {
+        Int64 => Ok(array),
+        Timestamp(..) | Date64 | Time64(_) | Duration(_) => {
+            Ok(make_array(array.to_data().into_builder().data_type(target.clone()).build()?))
+        }
+        Date32 | Time32(_) => {
+            let narrow = arrow_cast::cast(&array, &Int32)?;
+            Ok(make_array(narrow.to_data().into_builder().data_type(target.clone()).build()?))
+        }
+        _ => Ok(arrow_cast::cast(&array, target)?),
+    }
+}
+
+/// Turns a Float64 column into `target` (Float32 round-trips exactly: its values came from Float32).
+pub fn float_column_as(array: ArrayRef, target: &DataType) -> Result<ArrayRef> {
+    Ok(arrow_cast::cast(&array, target)?)
+}
+
+/// Checks that a later batch (or another source) agrees with the first one on the columns the operator reads.
+pub fn check_same_type(first: &SchemaRef, batch: &RecordBatch, name: &str, what: &str) -> Result<()> {
+    let (Ok(a), Ok(b)) = (first.field_with_name(name), batch.schema_ref().field_with_name(name)) else {
+        return Ok(()); // a missing column is reported by `column`
+    };
+    if a.data_type() != b.data_type() {
+        return Err(Error::new(
+            ErrorKind::SchemaMismatch,
+            format!(
+                "column '{name}': {what} has type {}, but the first batch had {}",
+                b.data_type(),
+                a.data_type()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A zero-row array of `dt`.
+pub fn empty_array(dt: &DataType) -> ArrayRef {
+    arrow_array::new_empty_array(dt)
+}
+
+pub fn arc<A: Array + 'static>(a: A) -> ArrayRef {
+    Arc::new(a)
+}

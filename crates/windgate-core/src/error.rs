@@ -1,0 +1,80 @@
+//! The one error type of the core. Every variant names the parameter, column or source at fault, because the
+//! message is what a Python user sees (DESIGN §7). The bindings map each [`ErrorKind`] to a Python class.
+
+use std::fmt;
+
+/// What kind of mistake an [`Error`] reports; the bindings pick the Python exception class from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A parameter has a bad value (`size=0`, `slide > size`, unknown strategy...). Python: `InvalidParameterError`.
+    InvalidParameter,
+    /// A named column is not in the input. Python: `ColumnNotFoundError`.
+    ColumnNotFound,
+    /// A column or parameter has the wrong type. Python: `ColumnTypeError` (a `TypeError`).
+    ColumnType,
+    /// Batches or sources disagree on a column's type. Python: `SchemaMismatchError`.
+    SchemaMismatch,
+    /// A late row under `on_late="error"`, or an unsorted source. Python: `LateRowError`.
+    LateRow,
+    /// Timestamps or sums leave the i64 range. Python: `TimeOverflowError` / `AggregateOverflowError`.
+    Overflow,
+    /// A null where none is allowed (the time column). Python: `NullTimeError`.
+    NullValue,
+    /// The operator failed earlier and refuses further work. Python: `OperatorPoisonedError`.
+    Poisoned,
+}
+
+/// A windgate error: a kind and a message that names what was wrong and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
+    }
+
+    /// `param`: what was wrong; the message starts with the parameter's name.
+    pub fn param(param: &str, message: impl fmt::Display) -> Self {
+        Self::new(ErrorKind::InvalidParameter, format!("{param}: {message}"))
+    }
+
+    pub fn column_not_found(param: &str, column: &str, available: &[String]) -> Self {
+        Self::new(
+            ErrorKind::ColumnNotFound,
+            format!("{param}: column '{column}' is not in the input (columns: {})", available.join(", ")),
+        )
+    }
+
+    pub fn column_type(column: &str, message: impl fmt::Display) -> Self {
+        Self::new(ErrorKind::ColumnType, format!("column '{column}': {message}"))
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<arrow_schema::ArrowError> for Error {
+    fn from(e: arrow_schema::ArrowError) -> Self {
+        // Arrow errors reach here only from building output arrays, where our own invariants hold; surface them
+        // rather than panic.
+        Self::new(ErrorKind::SchemaMismatch, format!("arrow: {e}"))
+    }
+}
