@@ -1,1 +1,16 @@
+//! PyO3 bindings of windgate: convert Python arguments, release the GIL, call `windgate-core`, convert back.
+//! No logic lives here.
 
+mod convert;
+mod errors;
+mod window_aggregate;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(window_aggregate::window_aggregate, m)?)?;
+    m.add_class::<window_aggregate::WindowAggregator>()?;
+    Ok(())
+}

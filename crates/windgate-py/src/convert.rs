@@ -1,0 +1,67 @@
+//! Python arguments to core options.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyInt, PyString};
+use windgate_core::aggregate::{LatenessOpt, NullTime, OnLate, Span, Strategy, WindowAggregateOptions};
+use windgate_core::Error;
+
+use crate::errors::to_py;
+
+/// An int in the time column's unit or a duration string.
+pub fn span(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Span> {
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(to_py(Error::param(param, "expected an int or a duration string, got a bool")));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return obj
+            .extract::<i64>()
+            .map(Span::Units)
+            .map_err(|_| to_py(Error::param(param, "the integer does not fit in int64")));
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Span::Text(s.to_str()?.to_string()));
+    }
+    let tname = obj.get_type().name()?.to_string();
+    Err(to_py(Error::new(
+        windgate_core::ErrorKind::ColumnType,
+        format!("{param}: expected an int or a duration string such as \"10s\", got {tname}"),
+    )))
+}
+
+/// Builds and validates the options shared by the batch function and the streaming class.
+#[allow(clippy::too_many_arguments)]
+pub fn options(
+    time: String,
+    size: &Bound<'_, PyAny>,
+    slide: Option<&Bound<'_, PyAny>>,
+    offset: &Bound<'_, PyAny>,
+    by: Vec<String>,
+    aggs: Vec<(String, Vec<String>)>,
+    lateness: Option<&Bound<'_, PyAny>>,
+    on_late: &str,
+    null_time: &str,
+    threads: Option<i64>,
+    strategy: &str,
+    sources: usize,
+) -> PyResult<WindowAggregateOptions> {
+    let mut o = WindowAggregateOptions::new(time, span(size, "size")?, aggs);
+    o.slide = slide.filter(|s| !s.is_none()).map(|s| span(s, "slide")).transpose()?;
+    o.offset = span(offset, "offset")?;
+    o.by = by;
+    o.lateness = match lateness.filter(|l| !l.is_none()) {
+        None => LatenessOpt::Exact,
+        Some(l) if l.extract::<String>().is_ok_and(|s| s == "adaptive") => LatenessOpt::Adaptive,
+        Some(l) => LatenessOpt::Bound(span(l, "lateness")?),
+    };
+    o.on_late = OnLate::parse(on_late).map_err(to_py)?;
+    o.null_time = NullTime::parse(null_time).map_err(to_py)?;
+    o.threads = match threads {
+        None => None,
+        Some(t) if t >= 1 => Some(t as usize),
+        Some(t) => return Err(to_py(Error::param("threads", format!("expected a positive int or None, got {t}")))),
+    };
+    o.strategy = Strategy::parse(strategy).map_err(to_py)?;
+    o.sources = sources;
+    o.validate().map_err(to_py)?;
+    Ok(o)
+}

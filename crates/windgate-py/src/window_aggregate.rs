@@ -1,0 +1,195 @@
+//! `window_aggregate` and `WindowAggregator` for Python.
+
+use std::sync::Mutex;
+
+use arrow_array::RecordBatch;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pyo3_arrow::input::AnyRecordBatch;
+use pyo3_arrow::{PyRecordBatch, PyTable};
+use windgate_core::aggregate as core;
+use windgate_core::{Error, ErrorKind};
+
+use crate::convert::options;
+use crate::errors::{catch_panic, to_py};
+
+/// Batch window aggregation over one or several sources (see `windgate.window_aggregate`).
+#[pyfunction]
+#[pyo3(signature = (sources, *, time, size, slide=None, offset=None, by=vec![], aggs, lateness=None,
+                    on_late="drop", null_time="error", threads=None, strategy="auto"))]
+#[allow(clippy::too_many_arguments)]
+pub fn window_aggregate<'py>(
+    py: Python<'py>,
+    sources: Vec<AnyRecordBatch>,
+    time: String,
+    size: &Bound<'py, PyAny>,
+    slide: Option<&Bound<'py, PyAny>>,
+    offset: Option<&Bound<'py, PyAny>>,
+    by: Vec<String>,
+    aggs: Vec<(String, Vec<String>)>,
+    lateness: Option<&Bound<'py, PyAny>>,
+    on_late: &str,
+    null_time: &str,
+    threads: Option<i64>,
+    strategy: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let zero = 0i64.into_pyobject(py)?.into_any();
+    let offset = offset.filter(|o| !o.is_none()).unwrap_or(&zero);
+    let opts = options(
+        time, size, slide, offset, by, aggs, lateness, on_late, null_time, threads, strategy, sources.len(),
+    )?;
+    let readers = sources
+        .into_iter()
+        .map(|s| s.into_reader())
+        .collect::<PyResult<Vec<_>>>()?;
+    // Ctrl-C is checked between batches; the KeyboardInterrupt is carried out of the GIL-free section.
+    let interrupt: Mutex<Option<PyErr>> = Mutex::new(None);
+    let result = py.detach(|| {
+        catch_panic("window_aggregate", || {
+            let inputs = readers
+                .into_iter()
+                .map(|r| (r.schema(), r.map(|b| b.map_err(Error::from))))
+                .collect();
+            core::window_aggregate(inputs, opts, || {
+                Python::attach(|py| py.check_signals()).map_err(|e| {
+                    *interrupt.lock().expect("not poisoned") = Some(e);
+                    Error::new(ErrorKind::Poisoned, "interrupted")
+                })
+            })
+        })
+    });
+    if let Some(e) = interrupt.into_inner().expect("not poisoned") {
+        return Err(e);
+    }
+    let (schema, batches) = result.map_err(to_py)?;
+    PyTable::try_new(batches, schema)?.into_pyarrow(py)
+}
+
+/// The streaming operator (see `windgate.WindowAggregator`).
+#[pyclass(module = "windgate._native")]
+pub struct WindowAggregator {
+    inner: core::WindowAggregator,
+}
+
+#[pymethods]
+impl WindowAggregator {
+    #[new]
+    #[pyo3(signature = (*, time, size, slide=None, offset=None, by=vec![], aggs, lateness=None,
+                        on_late="drop", null_time="error", threads=None, strategy="auto", sources=1))]
+    #[allow(clippy::too_many_arguments)]
+    fn new<'py>(
+        py: Python<'py>,
+        time: String,
+        size: &Bound<'py, PyAny>,
+        slide: Option<&Bound<'py, PyAny>>,
+        offset: Option<&Bound<'py, PyAny>>,
+        by: Vec<String>,
+        aggs: Vec<(String, Vec<String>)>,
+        lateness: Option<&Bound<'py, PyAny>>,
+        on_late: &str,
+        null_time: &str,
+        threads: Option<i64>,
+        strategy: &str,
+        sources: i64,
+    ) -> PyResult<Self> {
+        if sources < 1 {
+            return Err(to_py(Error::param("sources", format!("expected at least 1 source, got {sources}"))));
+        }
+        let zero = 0i64.into_pyobject(py)?.into_any();
+        let offset = offset.filter(|o| !o.is_none()).unwrap_or(&zero);
+        let opts = options(
+            time, size, slide, offset, by, aggs, lateness, on_late, null_time, threads, strategy,
+            sources as usize,
+        )?;
+        Ok(Self { inner: core::WindowAggregator::new(opts).map_err(to_py)? })
+    }
+
+    /// Pushes one batch (or every batch of a stream) of `source`; returns the rows of windows that closed.
+    #[pyo3(signature = (batch, source=0))]
+    fn push<'py>(&mut self, py: Python<'py>, batch: AnyRecordBatch, source: i64) -> PyResult<Bound<'py, PyAny>> {
+        if source < 0 {
+            return Err(to_py(Error::param("source", format!("expected a source index >= 0, got {source}"))));
+        }
+        let reader = batch.into_reader()?;
+        let schema = reader.schema();
+        let inner = &mut self.inner;
+        let out = py.detach(|| {
+            catch_panic("push", || {
+                inner.bind(&schema)?;
+                let mut outs = vec![];
+                for b in reader {
+                    outs.push(inner.push(&b.map_err(Error::from)?, source as usize)?);
+                }
+                concat(inner, outs)
+            })
+        });
+        self.finish(py, out)
+    }
+
+    /// Ends one source: it stops holding back the watermark. Returns the rows of windows that closed.
+    fn close_source<'py>(&mut self, py: Python<'py>, source: i64) -> PyResult<Bound<'py, PyAny>> {
+        if source < 0 {
+            return Err(to_py(Error::param("source", format!("expected a source index >= 0, got {source}"))));
+        }
+        let inner = &mut self.inner;
+        let out = py.detach(|| catch_panic("close_source", || inner.close_source(source as usize)));
+        self.finish(py, out)
+    }
+
+    /// End of stream: returns the rows of every window still open.
+    fn flush<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let inner = &mut self.inner;
+        let out = py.detach(|| catch_panic("flush", || inner.flush()));
+        self.finish(py, out)
+    }
+
+    /// Counters: rows in, late rows, windows and rows out, open panes, keys, watermark, ...
+    #[getter]
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.inner.stats();
+        let d = PyDict::new(py);
+        d.set_item("batches_in", s.batches_in)?;
+        d.set_item("rows_in", s.rows_in)?;
+        d.set_item("late_rows", s.late_rows)?;
+        d.set_item("null_time_rows", s.null_time_rows)?;
+        d.set_item("rows_out", s.rows_out)?;
+        d.set_item("windows_out", s.windows_out)?;
+        d.set_item("open_panes", s.open_panes)?;
+        d.set_item("open_slots", s.open_slots)?;
+        d.set_item("keys", s.keys)?;
+        d.set_item("watermark", s.watermark)?;
+        d.set_item("slack", s.slack)?;
+        d.set_item("threads", s.threads)?;
+        d.set_item("strategy", s.strategy)?;
+        Ok(d)
+    }
+
+    /// The output schema (known after the first batch), as a pyarrow.Schema, or None.
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.inner.output_schema().map(|s| pyo3_arrow::PySchema::new(s).into_pyarrow(py)).transpose()
+    }
+}
+
+impl WindowAggregator {
+    fn finish<'py>(&mut self, py: Python<'py>, out: Result<RecordBatch, Error>) -> PyResult<Bound<'py, PyAny>> {
+        match out {
+            Ok(batch) => PyRecordBatch::new(batch).into_pyarrow(py),
+            Err(e) => {
+                if e.kind() == ErrorKind::Poisoned {
+                    self.inner.poison(e.message());
+                }
+                Err(to_py(e))
+            }
+        }
+    }
+}
+
+/// One batch from the outputs of several pushes (a stream pushed at once).
+fn concat(inner: &core::WindowAggregator, outs: Vec<RecordBatch>) -> Result<RecordBatch, Error> {
+    let schema = inner.output_schema().expect("bound before pushing");
+    if outs.len() == 1 {
+        return Ok(outs.into_iter().next().expect("one"));
+    }
+    Ok(arrow_select::concat::concat_batches(&schema, &outs)?)
+}

@@ -1,0 +1,194 @@
+"""windgate: deterministic parallel sliding-window stream operators over Arrow, for Python and PySpark.
+
+Arrow goes in, Arrow comes out, and the answer is the same every time: for any thread count, batch split or
+arrival timing, every operator returns its single-threaded reference engine's rows in the same order.
+
+>>> import pyarrow as pa, windgate
+>>> t = pa.table({"ts": [1, 5, 12, 25], "k": ["a", "b", "a", "a"], "v": [1.0, 2.0, 3.0, 4.0]})
+>>> out = windgate.window_aggregate(t, time="ts", size=10, by="k", aggs={"*": "count", "v": "sum"})
+>>> out.to_pylist()[0]
+{'k': 'a', 'window_start': 0, 'window_end': 10, 'count': 1, 'sum_v': 1.0}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from . import _args, _native
+from .errors import (
+    ColumnNotFoundError,
+    ColumnTypeError,
+    InvalidParameterError,
+    LateRowError,
+    NullTimeError,
+    OperatorPoisonedError,
+    SchemaMismatchError,
+    WindgateError,
+    WindgateOverflowError,
+)
+
+__version__: str = _native.__version__
+
+__all__ = [
+    "window_aggregate",
+    "WindowAggregator",
+    "WindgateError",
+    "InvalidParameterError",
+    "ColumnNotFoundError",
+    "ColumnTypeError",
+    "SchemaMismatchError",
+    "LateRowError",
+    "WindgateOverflowError",
+    "NullTimeError",
+    "OperatorPoisonedError",
+    "__version__",
+]
+
+Aggs = Mapping[str, "str | list[str] | tuple[str, ...]"]
+
+
+def window_aggregate(
+    data: Any,
+    *,
+    time: str,
+    size: _args.Span,
+    slide: _args.Span | None = None,
+    offset: _args.Span = 0,
+    by: str | list[str] | None = None,
+    aggs: Aggs,
+    lateness: _args.Span | None = None,
+    on_late: str = "drop",
+    null_time: str = "error",
+    threads: int | None = None,
+    strategy: str = "auto",
+) -> pa.Table:
+    """Sliding- or tumbling-window aggregation, per group, over a whole input.
+
+    Windows are aligned like Spark's ``window()``: window ``j`` covers ``[j*slide + offset, j*slide + offset +
+    size)``. A window is output for a group when it holds at least one row of that group.
+
+    Args:
+        data: a pyarrow Table, RecordBatch or RecordBatchReader, anything with ``__arrow_c_stream__`` (polars,
+            pandas, duckdb), or a list of those (several sources, merged by time).
+        time: the time column: int64 (any unit) or a timestamp/date column.
+        size: window length: an int in the time column's unit, or a duration string (``"10s"``,
+            ``"5 minutes"``) or ``timedelta`` for timestamp columns.
+        slide: distance between window starts (default: ``size``, tumbling windows). At most ``size``.
+        offset: shift of the window grid (Spark's ``startTime``).
+        by: group column(s). Null is a group of its own.
+        aggs: output aggregates: ``{"*": "count", "kwh": ["sum", "max"]}``. Functions: ``count``, ``sum``,
+            ``min``, ``max``, ``mean``, ``var``, ``std`` (sample), ``first``, ``last`` (by time, then source,
+            then arrival). Nulls are ignored; all-null gives null. Float sums are exact and correctly rounded,
+            so they do not depend on row order.
+        lateness: ``None`` (exact over all rows whatever their order), a bound K (rows more than K behind the
+            largest time seen are late), or ``"adaptive"`` (seed 004's K-slack).
+        on_late: ``"drop"`` (dropped and counted) or ``"error"``.
+        null_time: ``"error"`` or ``"drop"`` for rows whose time is null.
+        threads: worker threads (``None``: all cores).
+        strategy: ``"auto"`` or ``"reference"`` (the single-threaded oracle).
+
+    Returns:
+        A pyarrow Table: the ``by`` columns, ``window_start``, ``window_end``, then ``count`` and
+        ``<func>_<column>`` in the order given, ordered by ``(window_start, by...)`` with nulls first.
+
+    Example:
+        >>> import pyarrow as pa, windgate
+        >>> t = pa.table({"ts": [0, 4, 7, 11], "v": [1, 2, 3, 4]})
+        >>> windgate.window_aggregate(t, time="ts", size=10, slide=5, aggs={"v": ["sum", "max"]}).to_pydict()
+        {'window_start': [-5, 0, 5, 10], 'window_end': [5, 10, 15, 20], 'sum_v': [3, 6, 7, 4], 'max_v': [2, 3, 4, 4]}
+    """
+    return _native.window_aggregate(
+        _args.sources(data),
+        time=time,
+        size=_args.span(size, "size"),
+        slide=_args.span(slide, "slide"),
+        offset=_args.span(offset, "offset"),
+        by=_args.by_columns(by),
+        aggs=_args.agg_list(aggs),
+        lateness=_args.span(lateness, "lateness"),
+        on_late=on_late,
+        null_time=null_time,
+        threads=threads,
+        strategy=strategy,
+    )
+
+
+class WindowAggregator:
+    """Streaming window aggregation: push batches as they arrive, get each window once it is final.
+
+    Takes the keyword arguments of :func:`window_aggregate` plus ``sources`` (how many sources push into it).
+    A window is final when the watermark passes its end: the watermark is the largest time seen minus
+    ``lateness`` (the minimum over sources). With ``lateness=None`` and one source, nothing is final until
+    :meth:`flush`; with several sources and no lateness, each source must be sorted by time and windows close
+    as soon as every source has moved past them. Memory is bounded by the open panes, not the stream's length.
+
+    Example:
+        >>> import pyarrow as pa, windgate
+        >>> agg = windgate.WindowAggregator(time="ts", size=10, aggs={"*": "count"}, lateness=0)
+        >>> agg.push(pa.record_batch({"ts": [1, 2, 11]})).to_pydict()
+        {'window_start': [0], 'window_end': [10], 'count': [2]}
+        >>> agg.flush().to_pydict()
+        {'window_start': [10], 'window_end': [20], 'count': [1]}
+        >>> agg.stats["rows_in"], agg.stats["late_rows"]
+        (3, 0)
+    """
+
+    def __init__(
+        self,
+        *,
+        time: str,
+        size: _args.Span,
+        slide: _args.Span | None = None,
+        offset: _args.Span = 0,
+        by: str | list[str] | None = None,
+        aggs: Aggs,
+        lateness: _args.Span | None = None,
+        on_late: str = "drop",
+        null_time: str = "error",
+        threads: int | None = None,
+        strategy: str = "auto",
+        sources: int = 1,
+    ) -> None:
+        self._inner = _native.WindowAggregator(
+            time=time,
+            size=_args.span(size, "size"),
+            slide=_args.span(slide, "slide"),
+            offset=_args.span(offset, "offset"),
+            by=_args.by_columns(by),
+            aggs=_args.agg_list(aggs),
+            lateness=_args.span(lateness, "lateness"),
+            on_late=on_late,
+            null_time=null_time,
+            threads=threads,
+            strategy=strategy,
+            sources=sources,
+        )
+
+    def push(self, batch: Any, source: int = 0) -> pa.RecordBatch:
+        """Pushes a batch (or a table or stream, batch by batch) of ``source``.
+
+        Returns the rows of the windows that became final (a possibly empty ``pyarrow.RecordBatch``).
+        """
+        return self._inner.push(_args.arrow_source(batch, "batch"), source)
+
+    def close_source(self, source: int) -> pa.RecordBatch:
+        """Marks ``source`` as finished so that it no longer holds windows back."""
+        return self._inner.close_source(source)
+
+    def flush(self) -> pa.RecordBatch:
+        """End of stream: returns every window still open. The operator takes no more batches after it."""
+        return self._inner.flush()
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Counters: ``rows_in``, ``late_rows``, ``null_time_rows``, ``rows_out``, ``windows_out``,
+        ``open_panes``, ``keys``, ``watermark``, ``slack``, ``threads``, ``strategy``, ..."""
+        return self._inner.stats
+
+    @property
+    def schema(self) -> pa.Schema | None:
+        """The output schema, once the first batch has been pushed."""
+        return self._inner.schema

@@ -1,0 +1,86 @@
+"""Normalising Python arguments before they reach the extension."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import ColumnTypeError, InvalidParameterError
+
+Span = int | str | _dt.timedelta
+
+
+def span(value: Span | None, param: str) -> int | str | None:
+    """An int (time column units), a duration string, or a ``timedelta`` (turned into a duration string)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, _dt.timedelta):
+        micros = value // _dt.timedelta(microseconds=1)
+        if _dt.timedelta(microseconds=micros) != value:
+            raise InvalidParameterError(f"{param}: timedelta {value!r} is finer than a microsecond")
+        return f"{micros}us"
+    if isinstance(value, bool) or not isinstance(value, int):
+        # numpy integers are fine; floats and the rest are not.
+        if hasattr(value, "__index__") and not isinstance(value, bool):
+            return int(value.__index__())
+        raise ColumnTypeError(
+            f"{param}: expected an int, a duration string such as '10s', or a timedelta, "
+            f"got {type(value).__name__}"
+        )
+    return value
+
+
+def by_columns(by: str | list[str] | tuple[str, ...] | None) -> list[str]:
+    if by is None:
+        return []
+    if isinstance(by, str):
+        return [by]
+    if not all(isinstance(b, str) for b in by):
+        raise ColumnTypeError(f"by: expected a column name or a list of column names, got {by!r}")
+    return list(by)
+
+
+def agg_list(aggs: Mapping[str, str | list[str] | tuple[str, ...]]) -> list[tuple[str, list[str]]]:
+    """``{"*": "count", "kwh": ["sum", "max"]}`` -> ``[("*", ["count"]), ("kwh", ["sum", "max"])]``."""
+    if not isinstance(aggs, Mapping):
+        raise ColumnTypeError(
+            f"aggs: expected a dict mapping columns to function names, e.g. {{'*': 'count'}}, "
+            f"got {type(aggs).__name__}"
+        )
+    out = []
+    for column, funcs in aggs.items():
+        if not isinstance(column, str):
+            raise ColumnTypeError(f"aggs: column names must be strings, got {column!r}")
+        names = [funcs] if isinstance(funcs, str) else list(funcs)
+        if not all(isinstance(f, str) for f in names):
+            raise ColumnTypeError(f"aggs: functions of column {column!r} must be names, got {funcs!r}")
+        out.append((column, names))
+    return out
+
+
+def arrow_source(data: Any, param: str = "data") -> Any:
+    """Anything the extension can import: Arrow PyCapsule objects directly; pandas through pyarrow."""
+    if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
+        return data
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is optional
+        pd = None
+    if pd is not None and isinstance(data, pd.DataFrame):
+        import pyarrow as pa
+
+        return pa.Table.from_pandas(data, preserve_index=False)
+    raise ColumnTypeError(
+        f"{param}: expected a pyarrow Table/RecordBatch/RecordBatchReader or an object with "
+        f"__arrow_c_stream__ (polars, pandas, duckdb), got {type(data).__name__}"
+    )
+
+
+def sources(data: Any) -> list[Any]:
+    """One source or a list of sources."""
+    if isinstance(data, (list, tuple)):
+        if not data:
+            raise InvalidParameterError("data: expected at least one source, got an empty list")
+        return [arrow_source(d, f"data[{i}]") for i, d in enumerate(data)]
+    return [arrow_source(data)]

@@ -1,0 +1,49 @@
+"""Type stubs of the compiled extension ``windgate._native``. Use the wrappers in ``windgate`` instead."""
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+__version__: str
+
+def window_aggregate(
+    sources: Sequence[Any],
+    *,
+    time: str,
+    size: int | str,
+    slide: int | str | None = None,
+    offset: int | str | None = None,
+    by: Sequence[str] = (),
+    aggs: Sequence[tuple[str, Sequence[str]]],
+    lateness: int | str | None = None,
+    on_late: str = "drop",
+    null_time: str = "error",
+    threads: int | None = None,
+    strategy: str = "auto",
+) -> pa.Table: ...
+
+class WindowAggregator:
+    def __init__(
+        self,
+        *,
+        time: str,
+        size: int | str,
+        slide: int | str | None = None,
+        offset: int | str | None = None,
+        by: Sequence[str] = (),
+        aggs: Sequence[tuple[str, Sequence[str]]],
+        lateness: int | str | None = None,
+        on_late: str = "drop",
+        null_time: str = "error",
+        threads: int | None = None,
+        strategy: str = "auto",
+        sources: int = 1,
+    ) -> None: ...
+    def push(self, batch: Any, source: int = 0) -> pa.RecordBatch: ...
+    def close_source(self, source: int) -> pa.RecordBatch: ...
+    def flush(self) -> pa.RecordBatch: ...
+    @property
+    def stats(self) -> dict[str, Any]: ...
+    @property
+    def schema(self) -> pa.Schema | None: ...

@@ -1,0 +1,267 @@
+"""Synthetic data sets shaped like the public streams the seed papers use.
+
+:func:`smartgrid` models the smart-plug data of the DEBS 2014 Grand Challenge (the "Energy Consumption" data of
+seed 000): every plug of every household reports, at regular intervals, two measurements with the same
+timestamp: ``work`` (property 0, cumulative energy in kWh, never decreasing per plug) and ``load``
+(property 1, current power in W, positive, with a per-plug level drawn from a skewed distribution and a
+daily cycle). :func:`smartgrid_sources` splits the same rows into several time-sorted sources, as the
+data concentrators of seed 000 do.
+
+Only numpy and pyarrow are used (no windgate extension), so the module can generate data before the engine
+is built. Everything is vectorised: 10 M rows take about a second.
+
+>>> from windgate.datasets import smartgrid
+>>> t = smartgrid(10_000, seed=1)
+>>> t.num_rows, t.column_names
+(10000, ['ts', 'house_id', 'household_id', 'plug_id', 'property', 'value'])
+>>> t["plug_id"].to_numpy().max() < 40 * 25
+True
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["SMARTGRID_SCHEMA", "smartgrid", "smartgrid_sources"]
+
+#: Schema of :func:`smartgrid` tables.
+SMARTGRID_SCHEMA = pa.schema(
+    [
+        pa.field("ts", pa.timestamp("ms", tz="UTC"), nullable=False),
+        pa.field("house_id", pa.int32(), nullable=False),
+        pa.field("household_id", pa.int32(), nullable=False),
+        pa.field("plug_id", pa.int32(), nullable=False),
+        pa.field("property", pa.int8(), nullable=False),
+        pa.field("value", pa.float64(), nullable=False),
+    ]
+)
+
+_MS_PER_DAY = 86_400_000
+
+
+def _start_ms(start: str | _dt.datetime | _dt.date | np.datetime64 | int) -> int:
+    """Epoch milliseconds (UTC) of ``start``: an ISO string, a datetime (naive = UTC), a date, a
+    ``numpy.datetime64`` or an int (already epoch milliseconds)."""
+    if isinstance(start, bool):
+        raise TypeError("start: expected an ISO date/time string, a datetime or epoch milliseconds")
+    if isinstance(start, int | np.integer):
+        return int(start)
+    if isinstance(start, _dt.datetime):
+        if start.tzinfo is not None:
+            start = start.astimezone(_dt.UTC).replace(tzinfo=None)
+        return int(np.datetime64(start, "ms").astype(np.int64))
+    if isinstance(start, str):
+        text = start.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1]
+        try:
+            parsed = _dt.datetime.fromisoformat(text)
+        except ValueError as exc:
+            raise ValueError(f"start: cannot read {start!r} as an ISO date/time") from exc
+        return _start_ms(parsed)
+    if isinstance(start, _dt.date | np.datetime64):
+        return int(np.datetime64(start, "ms").astype(np.int64))
+    raise TypeError(f"start: expected an ISO date/time string, a datetime or epoch milliseconds, got {start!r}")
+
+
+def _check_positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+    return int(value)
+
+
+def smartgrid(
+    rows: int,
+    *,
+    households: int = 40,
+    houses: int | None = None,
+    plugs_per_household: int = 25,
+    rate: float = 1000.0,
+    start: str | _dt.datetime | _dt.date | np.datetime64 | int = "2013-09-01T00:00:00",
+    disorder: float = 0.0,
+    seed: int = 0,
+    batch_rows: int | None = None,
+) -> pa.Table:
+    """Smart-plug readings shaped like the DEBS 2014 Grand Challenge data, as a :class:`pyarrow.Table`.
+
+    Columns (see :data:`SMARTGRID_SCHEMA`):
+
+    ``ts`` (``timestamp[ms, tz=UTC]``)
+        Event time. Readings come at ``rate`` rows per second of event time: reading ``r`` (rows ``2r`` and
+        ``2r + 1``) gets ``start + floor((r + u) * 2000 / rate)`` ms with ``u`` uniform in ``[0, 1)``, so the
+        times are jittered but never decrease in row order.
+    ``house_id``, ``household_id``, ``plug_id`` (``int32``)
+        Global ids: ``households * plugs_per_household`` plugs (default 1000, the key users group by); plug
+        ``p`` belongs to household ``p // plugs_per_household``; household ``h`` lives in house
+        ``h * houses // households``. ``houses`` defaults to ``max(1, households // 4)``.
+    ``property`` (``int8``)
+        0 = work (cumulative kWh), 1 = load (W). Each reading is a work row followed by a load row with the
+        same ``ts`` and plug, as in the DEBS 2014 files.
+    ``value`` (``float64``)
+        Load: positive, ``base_plug * (1 + 0.5 sin(daily phase)) * noise`` with ``base_plug`` log-normal
+        (median 40 W, sigma 1, so a few plugs draw most of the power) and log-normal noise, rounded to mW.
+        Work: a per-plug starting meter reading plus the energy of the loads reported so far, rounded to Wh
+        (monotone per plug).
+
+    Plugs report round-robin in a fixed shuffled order, so all keys are equally frequent (each plug reports
+    every ``households * plugs_per_household * 2 / rate`` seconds).
+
+    ``disorder`` (seconds, default 0 = rows in event-time order): each row gets an arrival delay uniform in
+    ``[0, disorder)`` and the rows are returned in arrival order (ties keep event order). A row then arrives
+    less than ``disorder`` seconds of event time after the largest timestamp seen so far, so
+    ``lateness=f"{disorder}s"`` drops nothing.
+
+    ``batch_rows`` splits the table into record batches (chunks) of that many rows; the rows do not depend on
+    it. The result is deterministic for a ``seed`` and the other arguments.
+
+    >>> from windgate.datasets import smartgrid
+    >>> t = smartgrid(4, households=1, plugs_per_household=2, rate=2.0, seed=3)
+    >>> t.column("property").to_pylist()
+    [0, 1, 0, 1]
+    >>> t.column("ts").to_pylist()[0].isoformat()
+    '2013-09-01T00:00:00.255000+00:00'
+    >>> smartgrid(1000, disorder=2.0).num_rows
+    1000
+    """
+    rows = int(rows)
+    if rows < 0:
+        raise ValueError(f"rows: expected a non-negative integer, got {rows!r}")
+    households = _check_positive_int("households", households)
+    plugs_per_household = _check_positive_int("plugs_per_household", plugs_per_household)
+    houses = max(1, households // 4) if houses is None else _check_positive_int("houses", houses)
+    if houses > households:
+        raise ValueError(f"houses: expected at most households={households}, got {houses}")
+    if not (isinstance(rate, int | float) and math.isfinite(rate) and rate > 0):
+        raise ValueError(f"rate: expected a positive number of rows per second, got {rate!r}")
+    if not (isinstance(disorder, int | float) and math.isfinite(disorder) and disorder >= 0):
+        raise ValueError(f"disorder: expected a non-negative number of seconds, got {disorder!r}")
+    if batch_rows is not None:
+        batch_rows = _check_positive_int("batch_rows", batch_rows)
+    start_ms = _start_ms(start)
+
+    n_plugs = households * plugs_per_household
+    n_readings = (rows + 1) // 2
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x5EED_D0E5]))
+
+    # Per plug: report slot in the round-robin cycle, load level, initial meter reading.
+    slot_plug = rng.permutation(n_plugs).astype(np.int32)  # slot s of each cycle is plug slot_plug[s]
+    base_w = rng.lognormal(mean=math.log(40.0), sigma=1.0, size=n_plugs)
+    work0_kwh = rng.uniform(0.0, 5_000.0, size=n_plugs)
+    phase = rng.uniform(0.0, 2 * math.pi, size=n_plugs)
+
+    # Event times of the readings, jittered inside their slot so they never decrease.
+    reading_ms = 2000.0 / rate
+    r = np.arange(n_readings, dtype=np.float64)
+    r += rng.random(n_readings)
+    r *= reading_ms
+    ts_reading = np.floor(r).astype(np.int64)
+    del r
+    ts_reading += start_ms
+
+    cycles = -(-n_readings // n_plugs)
+    plug_reading = np.tile(slot_plug, cycles)[:n_readings]  # reading i comes from plug slot_plug[i % n_plugs]
+
+    # Load: skewed per-plug level, daily cycle, multiplicative noise; rounded to mW (always > 0).
+    day_frac = ((ts_reading - start_ms) % _MS_PER_DAY).astype(np.float64)
+    day_frac *= 2 * math.pi / _MS_PER_DAY
+    day_frac += phase[plug_reading]
+    load = np.sin(day_frac, out=day_frac)
+    load *= 0.5
+    load += 1.0
+    load *= base_w[plug_reading]
+    load *= rng.lognormal(mean=0.0, sigma=0.25, size=n_readings)
+    np.round(load, 3, out=load)
+    np.maximum(load, 0.001, out=load)
+
+    # Work: cumulative energy per plug. Readings of a plug sit n_plugs apart, so a (cycles, n_plugs) matrix
+    # holds each plug's readings in one column and a cumulative sum down the columns integrates the load.
+    energy = np.zeros(cycles * n_plugs, dtype=np.float64)
+    energy[:n_readings] = load
+    energy *= reading_ms * n_plugs / 3_600_000_000.0  # W * ms -> kWh over the plug's report interval
+    energy = energy.reshape(cycles, n_plugs)
+    np.cumsum(energy, axis=0, out=energy)
+    energy += work0_kwh[slot_plug]
+    work = energy.reshape(-1)[:n_readings]
+    work = np.round(work, 3)
+    del energy
+
+    # Interleave: row 2i = work of reading i, row 2i + 1 = load of reading i; then cut to `rows`.
+    ts = np.repeat(ts_reading, 2)[:rows]
+    plug = np.repeat(plug_reading, 2)[:rows]
+    value = np.empty(2 * n_readings, dtype=np.float64)
+    value[0::2] = work
+    value[1::2] = load
+    value = value[:rows]
+    prop = np.tile(np.array([0, 1], dtype=np.int8), n_readings)[:rows]
+    del ts_reading, plug_reading, load, work
+
+    if disorder > 0 and rows > 1:
+        # Arrival = event time + delay, in integer microseconds; a stable sort keeps event order on ties.
+        # Rows arrive nearly sorted, which the stable (timsort/radix) sort handles quickly.
+        max_delay_us = int(round(disorder * 1e6))
+        arrival = ts * 1000
+        arrival += rng.integers(0, max(max_delay_us, 1), size=rows, dtype=np.int64)
+        order = np.argsort(arrival, kind="stable")
+        del arrival
+        ts = ts[order]
+        plug = plug[order]
+        value = value[order]
+        prop = prop[order]
+        del order
+
+    household = (plug // plugs_per_household).astype(np.int32)
+    house = (household.astype(np.int64) * houses // households).astype(np.int32)
+
+    table = pa.Table.from_arrays(
+        [
+            pa.array(ts, type=pa.int64()).cast(SMARTGRID_SCHEMA.field("ts").type),
+            pa.array(house, type=pa.int32()),
+            pa.array(household, type=pa.int32()),
+            pa.array(plug, type=pa.int32()),
+            pa.array(prop, type=pa.int8()),
+            pa.array(value, type=pa.float64()),
+        ],
+        schema=SMARTGRID_SCHEMA,
+    )
+    if batch_rows is not None and rows > 0:
+        table = pa.Table.from_batches(table.to_batches(max_chunksize=batch_rows), schema=SMARTGRID_SCHEMA)
+    return table
+
+
+def smartgrid_sources(rows: int, *, sources: int, **kwargs) -> list[pa.Table]:
+    """The rows of :func:`smartgrid` (same arguments) split into ``sources`` tables by plug, round-robin.
+
+    Plug ``p`` goes to source ``p % sources``, so each plug (key) lives in exactly one source, and each
+    source is sorted by ``ts`` (a stable sort, so ties keep their order in :func:`smartgrid`'s output). With
+    ``disorder=0`` every source is a subsequence of the single-stream table. Together the sources hold exactly
+    the ``rows`` rows of ``smartgrid(rows, ...)``; a source may be empty when there are fewer plugs than
+    sources.
+
+    >>> from windgate.datasets import smartgrid_sources
+    >>> parts = smartgrid_sources(10_000, sources=3, seed=1)
+    >>> [p.num_rows for p in parts], sum(p.num_rows for p in parts)
+    ([3340, 3330, 3330], 10000)
+    >>> all(set(p["plug_id"].to_numpy() % 3) == {i} for i, p in enumerate(parts))
+    True
+    """
+    sources = _check_positive_int("sources", sources)
+    batch_rows = kwargs.pop("batch_rows", None)
+    table = smartgrid(rows, **kwargs)
+    plug = table.column("plug_id").to_numpy()
+    ts = table.column("ts").cast(pa.int64()).to_numpy()
+    source_of_row = plug % sources
+    # One stable sort by (source, ts) and a split, instead of one filter and sort per source.
+    order = np.lexsort((ts, source_of_row))
+    bounds = np.searchsorted(source_of_row[order], np.arange(sources + 1), side="left")
+    out = []
+    for i in range(sources):
+        part = table.take(pa.array(order[bounds[i] : bounds[i + 1]]))
+        part = part.combine_chunks()
+        if batch_rows is not None and part.num_rows > 0:
+            part = pa.Table.from_batches(part.to_batches(max_chunksize=int(batch_rows)), schema=table.schema)
+        out.append(part)
+    return out

@@ -1,0 +1,56 @@
+"""windgate's exception classes.
+
+Every error windgate raises for bad input is a :class:`WindgateError` and also a standard ``ValueError`` or
+``TypeError``, so existing ``except ValueError`` code keeps working. Messages name the parameter, column or
+source at fault and what was expected.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "WindgateError",
+    "InvalidParameterError",
+    "ColumnNotFoundError",
+    "ColumnTypeError",
+    "SchemaMismatchError",
+    "LateRowError",
+    "WindgateOverflowError",
+    "NullTimeError",
+    "OperatorPoisonedError",
+]
+
+
+class WindgateError(Exception):
+    """Base class of every windgate error."""
+
+
+class InvalidParameterError(WindgateError, ValueError):
+    """A parameter has a bad value (``size=0``, ``slide > size``, an unknown strategy, ...)."""
+
+
+class ColumnNotFoundError(WindgateError, ValueError):
+    """A column named by ``time``, ``by`` or ``aggs`` is not in the input."""
+
+
+class ColumnTypeError(WindgateError, TypeError):
+    """A column or parameter has a type the operation cannot take."""
+
+
+class SchemaMismatchError(WindgateError, ValueError):
+    """Batches or sources disagree on a column's type."""
+
+
+class LateRowError(WindgateError, ValueError):
+    """A late row under ``on_late="error"``, or a source that is not sorted by time."""
+
+
+class WindgateOverflowError(WindgateError, ValueError):
+    """Timestamps whose windows leave the int64 range, or an int64 sum that overflows."""
+
+
+class NullTimeError(WindgateError, ValueError):
+    """A null in the time column (pass ``null_time="drop"`` to drop such rows)."""
+
+
+class OperatorPoisonedError(WindgateError, RuntimeError):
+    """The operator failed earlier (an internal error or an error while emitting) and refuses further work."""
