@@ -65,3 +65,21 @@ pub fn options(
     o.validate().map_err(to_py)?;
     Ok(o)
 }
+
+/// A duration string in a time unit (`"s"`, `"ms"`, `"us"`, `"ns"`, `"day"`): `windgate.spark` uses it to
+/// place rows in time ranges with exactly the core's reading of durations.
+#[pyfunction]
+#[pyo3(signature = (text, unit, param="size"))]
+pub fn duration_units(text: &str, unit: &str, param: &str) -> PyResult<i64> {
+    use windgate_core::time::{TimeUnit, parse_duration};
+    let unit = match unit {
+        "s" => TimeUnit::Second,
+        "ms" => TimeUnit::Millisecond,
+        "us" => TimeUnit::Microsecond,
+        "ns" => TimeUnit::Nanosecond,
+        "day" => TimeUnit::Day,
+        "plain" => TimeUnit::Plain,
+        other => return Err(to_py(Error::param("unit", format!("unknown time unit {other:?}")))),
+    };
+    parse_duration(text, unit, param).map_err(to_py)
+}

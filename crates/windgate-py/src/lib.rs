@@ -12,5 +12,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(window_aggregate::window_aggregate, m)?)?;
     m.add_class::<window_aggregate::WindowAggregator>()?;
+    m.add_function(wrap_pyfunction!(convert::duration_units, m)?)?;
     Ok(())
 }
