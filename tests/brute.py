@@ -1,0 +1,81 @@
+"""A brute-force window aggregation in plain Python: the oracle the pytest suite checks windgate against."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from fractions import Fraction
+from typing import Any
+
+
+def windows_of(ts: int, size: int, slide: int, offset: int) -> list[int]:
+    """Starts of the windows [start, start + size) containing ts, with starts on offset + k * slide."""
+    first = ts - size + 1
+    j = -((-(first - offset)) // slide)  # ceil
+    out = []
+    while j * slide + offset <= ts:
+        out.append(j * slide + offset)
+        j += 1
+    return out
+
+
+def _sort_key(v: Any) -> tuple:
+    return (0,) if v is None else (1, v)
+
+
+def aggregate(
+    rows: list[dict[str, Any]],
+    *,
+    size: int,
+    slide: int,
+    offset: int,
+    by: str | None,
+    funcs: list[str],
+    column: str = "v",
+) -> list[dict[str, Any]]:
+    """rows: dicts with ts, the by column and ``column``, in arrival order (single source)."""
+    groups: dict[tuple, list[tuple[int, int, Any]]] = defaultdict(list)
+    for seq, r in enumerate(rows):
+        for start in windows_of(r["ts"], size, slide, offset):
+            groups[(start, r[by] if by else None)].append((r["ts"], seq, r[column]))
+    out = []
+    for (start, key), members in sorted(groups.items(), key=lambda kv: (kv[0][0], _sort_key(kv[0][1]))):
+        rec: dict[str, Any] = {}
+        if by:
+            rec[by] = key
+        rec["window_start"] = start
+        rec["window_end"] = start + size
+        vals = [m for m in members if m[2] is not None]
+        xs = [m[2] for m in vals]
+        for f in funcs:
+            name = "count" if f == "count*" else f"{f}_{column}"
+            if f == "count*":
+                rec[name] = len(members)
+            elif f == "count":
+                rec[name] = len(xs)
+            elif not xs:
+                rec[name] = None
+            elif f == "sum":
+                rec[name] = math.fsum(xs) if isinstance(xs[0], float) else sum(xs)
+            elif f == "min":
+                rec[name] = min(xs)
+            elif f == "max":
+                rec[name] = max(xs)
+            elif f == "mean":
+                rec[name] = math.fsum(xs) / len(xs) if isinstance(xs[0], float) else sum(xs) / len(xs)
+            elif f == "first":
+                rec[name] = min(vals, key=lambda m: (m[0], m[1]))[2]
+            elif f == "last":
+                rec[name] = max(vals, key=lambda m: (m[0], m[1]))[2]
+            elif f in ("var", "std"):
+                if len(xs) < 2:
+                    rec[name] = None
+                else:
+                    fx = [Fraction(x) for x in xs]
+                    mean = sum(fx) / len(fx)
+                    var = sum((x - mean) ** 2 for x in fx) / (len(fx) - 1)
+                    rec[name] = float(var) if f == "var" else math.sqrt(float(var))
+            else:
+                raise ValueError(f)
+        out.append(rec)
+    return out
