@@ -10,7 +10,9 @@ import pytest
 import windgate
 from windgate import errors
 
-T = pa.table({"ts": pa.array([1, 2, 3], pa.int64()), "k": ["a", "b", "a"], "v": [1.0, 2.0, 3.0], "s": ["x", "y", "z"]})
+T = pa.table(
+    {"ts": pa.array([1, 2, 3], pa.int64()), "k": ["a", "b", "a"], "v": [1.0, 2.0, 3.0], "s": ["x", "y", "z"]}
+)
 
 
 def agg(**kw):
@@ -22,10 +24,18 @@ def agg(**kw):
 @pytest.mark.parametrize(
     ("kw", "cls", "pattern"),
     [
-        (dict(time="nope"), errors.ColumnNotFoundError, r"time: column 'nope' is not in the input \(columns: ts, k"),
+        (
+            dict(time="nope"),
+            errors.ColumnNotFoundError,
+            r"time: column 'nope' is not in the input \(columns: ts, k",
+        ),
         (dict(by="nope"), errors.ColumnNotFoundError, r"by: column 'nope'"),
         (dict(aggs={"nope": "sum"}), errors.ColumnNotFoundError, r"aggs: column 'nope'"),
-        (dict(time="s"), errors.ColumnTypeError, r"column 's': the time column must be an integer, timestamp"),
+        (
+            dict(time="s"),
+            errors.ColumnTypeError,
+            r"column 's': the time column must be an integer, timestamp",
+        ),
         (dict(aggs={"s": "sum"}), errors.ColumnTypeError, r"column 's': sum needs an integer, float"),
         (dict(size=0), errors.InvalidParameterError, r"size: expected a positive window size, got 0"),
         (dict(size=-5), errors.InvalidParameterError, r"size: expected a positive window size"),
@@ -81,11 +91,16 @@ def test_null_time():
 def test_schema_mismatch_between_batches_and_sources():
     a = windgate.WindowAggregator(time="ts", size=10, aggs={"v": "sum"})
     a.push(pa.table({"ts": [1], "v": [1.0]}))
-    with pytest.raises(errors.SchemaMismatchError, match=r"(?i)column 'v': this batch has type int64, but the first"):
+    with pytest.raises(
+        errors.SchemaMismatchError, match=r"(?i)column 'v': this batch has type int64, but the first"
+    ):
         a.push(pa.table({"ts": [2], "v": [1]}))
     with pytest.raises(errors.SchemaMismatchError, match=r"(?i)column 'v': source 1 has type int64"):
         windgate.window_aggregate(
-            [pa.table({"ts": [1], "v": [1.0]}), pa.table({"ts": [1], "v": [1]})], time="ts", size=10, aggs={"v": "sum"}
+            [pa.table({"ts": [1], "v": [1.0]}), pa.table({"ts": [1], "v": [1]})],
+            time="ts",
+            size=10,
+            aggs={"v": "sum"},
         )
 
 

@@ -39,8 +39,13 @@ def _local_and_spark(spark, table, **kw):
 
 def test_keyed_matches_local_call(spark):
     t = _data()
-    kw = dict(time="ts", size="60s", slide="20s", by="k",
-              aggs={"*": "count", "v": ["sum", "min", "max", "mean", "std"], "i": ["sum", "first", "last"]})
+    kw = dict(
+        time="ts",
+        size="60s",
+        slide="20s",
+        by="k",
+        aggs={"*": "count", "v": ["sum", "min", "max", "mean", "std"], "i": ["sum", "first", "last"]},
+    )
     # Spark's repartition shuffles rows, but ties are broken by the original row order, so first/last agree.
     got, want = _local_and_spark(spark, t, **kw)
     assert got.equals(want)
@@ -66,7 +71,11 @@ def test_matches_spark_native_window_groupby(spark):
     t = _data(n=5000, keys=5, seed=11)
     df = spark.createDataFrame(t.to_pandas())
     ours = wspark.window_aggregate(
-        df, time="ts", size="60s", slide="10s", by="k",
+        df,
+        time="ts",
+        size="60s",
+        slide="10s",
+        by="k",
         aggs={"*": "count", "v": ["count", "sum", "min", "max", "mean", "var"], "i": ["sum"]},
     ).toPandas()
     native = (
@@ -85,7 +94,14 @@ def test_matches_spark_native_window_groupby(spark):
             "k",
             F.col("window.start").alias("window_start"),
             F.col("window.end").alias("window_end"),
-            "count", "count_v", "sum_v", "min_v", "max_v", "mean_v", "var_v", "sum_i",
+            "count",
+            "count_v",
+            "sum_v",
+            "min_v",
+            "max_v",
+            "mean_v",
+            "var_v",
+            "sum_i",
         )
         .orderBy("window_start", "k")
         .toPandas()

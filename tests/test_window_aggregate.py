@@ -8,22 +8,22 @@ import time
 
 import pyarrow as pa
 import pytest
-from brute import aggregate as brute_aggregate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import windgate
+from brute import aggregate as brute_aggregate
 
 FUNCS = ["count*", "count", "sum", "min", "max", "mean", "first", "last", "var", "std"]
 AGGS = {"*": "count", "v": ["count", "sum", "min", "max", "mean", "first", "last", "var", "std"]}
 
 
-def table(rows, v_type=pa.float64()):
+def table(rows, v_type=None):
     return pa.table(
         {
             "ts": pa.array([r["ts"] for r in rows], pa.int64()),
             "k": pa.array([r["k"] for r in rows], pa.int32()),
-            "v": pa.array([r["v"] for r in rows], v_type),
+            "v": pa.array([r["v"] for r in rows], v_type or pa.float64()),
         }
     )
 
@@ -72,7 +72,11 @@ def window_case(draw):
 
 def batches_of(t: pa.Table, cuts: list[int]) -> list[pa.RecordBatch]:
     bounds = [0, *cuts, t.num_rows]
-    return [t.slice(a, b - a).combine_chunks().to_batches()[0] for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+    return [
+        t.slice(a, b - a).combine_chunks().to_batches()[0]
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+        if b > a
+    ]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -100,15 +104,18 @@ def test_batch_and_streaming_match_brute_force(case):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.floats(-1e300, 1e300, allow_nan=False, allow_infinity=False), min_size=1, max_size=50),
-       st.randoms(use_true_random=False))
+@given(
+    st.lists(st.floats(-1e300, 1e300, allow_nan=False, allow_infinity=False), min_size=1, max_size=50),
+    st.randoms(use_true_random=False),
+)
 def test_float_sums_are_exact_and_order_independent(values, rnd):
     t = pa.table({"ts": [0] * len(values), "v": values})
     got = windgate.window_aggregate(t, time="ts", size=10, aggs={"v": ["sum", "mean"]})
     shuffled = list(values)
     rnd.shuffle(shuffled)
-    got2 = windgate.window_aggregate(pa.table({"ts": [0] * len(values), "v": shuffled}), time="ts", size=10,
-                                     aggs={"v": ["sum", "mean"]})
+    got2 = windgate.window_aggregate(
+        pa.table({"ts": [0] * len(values), "v": shuffled}), time="ts", size=10, aggs={"v": ["sum", "mean"]}
+    )
     assert got.equals(got2)
     assert got.column("sum_v")[0].as_py() == math.fsum(values)
 
@@ -128,11 +135,25 @@ def test_docstring_example_and_output_order():
 
 def test_timestamps_durations_and_types():
     ts = pa.array([0, 1_500_000, 61_000_000, 119_999_999], pa.timestamp("us", tz="UTC"))
-    t = pa.table({"ts": ts, "k": pa.array([1, 1, 2, 1], pa.int8()), "v": pa.array([1, 2, 3, 4], pa.int32()),
-                  "f": pa.array([0.5, 1.5, None, 2.5], pa.float32())})
+    t = pa.table(
+        {
+            "ts": ts,
+            "k": pa.array([1, 1, 2, 1], pa.int8()),
+            "v": pa.array([1, 2, 3, 4], pa.int32()),
+            "f": pa.array([0.5, 1.5, None, 2.5], pa.float32()),
+        }
+    )
     out = windgate.window_aggregate(
-        t, time="ts", size="1 minute", slide="30s", by="k",
-        aggs={"v": ["sum", "min", "max", "mean"], "f": ["max", "last"], "ts": ["min", "max", "first", "last"]},
+        t,
+        time="ts",
+        size="1 minute",
+        slide="30s",
+        by="k",
+        aggs={
+            "v": ["sum", "min", "max", "mean"],
+            "f": ["max", "last"],
+            "ts": ["min", "max", "first", "last"],
+        },
     )
     assert out.schema.field("window_start").type == pa.timestamp("us", tz="UTC")
     assert out.schema.field("k").type == pa.int8()
@@ -152,7 +173,9 @@ def test_inputs_polars_pandas_reader_batch_and_sources():
     pl = pytest.importorskip("polars")
     assert windgate.window_aggregate(pl.from_arrow(t), **kw).equals(want)
     assert windgate.window_aggregate(t.to_pandas(), **kw).equals(want)
-    assert windgate.window_aggregate(pa.RecordBatchReader.from_batches(t.schema, t.to_batches()), **kw).equals(want)
+    assert windgate.window_aggregate(
+        pa.RecordBatchReader.from_batches(t.schema, t.to_batches()), **kw
+    ).equals(want)
     assert windgate.window_aggregate(t.to_batches()[0], **kw).equals(want)
     # Two sources: the union.
     assert windgate.window_aggregate([t.slice(0, 2), t.slice(2)], **kw).equals(want)
@@ -218,8 +241,13 @@ def test_first_last_tie_break_by_source_then_arrival():
 
 def test_gil_is_released_during_work():
     n = 3_000_000
-    t = pa.table({"ts": pa.array(range(n), pa.int64()), "k": pa.array([i % 1000 for i in range(n)], pa.int32()),
-                  "v": pa.array([1.0] * n)})
+    t = pa.table(
+        {
+            "ts": pa.array(range(n), pa.int64()),
+            "k": pa.array([i % 1000 for i in range(n)], pa.int32()),
+            "v": pa.array([1.0] * n),
+        }
+    )
     ticks = 0
     done = threading.Event()
 

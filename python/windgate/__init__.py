@@ -97,8 +97,9 @@ def window_aggregate(
     Example:
         >>> import pyarrow as pa, windgate
         >>> t = pa.table({"ts": [0, 4, 7, 11], "v": [1, 2, 3, 4]})
-        >>> windgate.window_aggregate(t, time="ts", size=10, slide=5, aggs={"v": ["sum", "max"]}).to_pydict()
-        {'window_start': [-5, 0, 5, 10], 'window_end': [5, 10, 15, 20], 'sum_v': [3, 6, 7, 4], 'max_v': [2, 3, 4, 4]}
+        >>> out = windgate.window_aggregate(t, time="ts", size=10, slide=5, aggs={"v": ["sum", "max"]})
+        >>> out.column("window_start").to_pylist(), out.column("sum_v").to_pylist()
+        ([-5, 0, 5, 10], [3, 6, 7, 4])
     """
     return _native.window_aggregate(
         _args.sources(data),

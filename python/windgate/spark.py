@@ -4,13 +4,13 @@ Spark spreads the work over machines; windgate fills each task's cores. Every he
 with the same rows as the local function on the same data (DESIGN §5):
 
 * keyed window aggregation (``by`` given): ``repartition(by)``, each partition sorted by time, then
-  ``mapInArrow`` streams it through a :class:`windgate.WindowAggregator`, so memory per task is bounded by the
-  open windows, not the partition;
+  ``mapInArrow`` streams it through a :class:`windgate.WindowAggregator`, so memory per task is bounded
+  by the open windows, not the partition;
 * unkeyed aggregation: rows are cut into time ranges (a whole number of slides), each row copied into every
   range whose windows it falls in, and each task emits only the windows that start in its own ranges.
 
-Ties in time are broken by the DataFrame's row order (``monotonically_increasing_id``), which matches the local
-call's arrival order for data read in order, so ``first``/``last`` agree too.
+Ties in time are broken by the DataFrame's row order (``monotonically_increasing_id``), which matches the
+local call's arrival order for data read in order, so ``first``/``last`` agree too.
 
 Example:
     >>> from windgate.spark import local_session, window_aggregate  # doctest: +SKIP

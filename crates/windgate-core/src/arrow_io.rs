@@ -17,7 +17,12 @@ use crate::time::TimeUnit;
 /// Finds a column by name, or says which columns exist. `param` is the parameter that named it.
 pub fn column<'a>(batch: &'a RecordBatch, name: &str, param: &str) -> Result<&'a ArrayRef> {
     batch.column_by_name(name).ok_or_else(|| {
-        let names: Vec<String> = batch.schema().fields().iter().map(|f| f.name().clone()).collect();
+        let names: Vec<String> = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
         Error::column_not_found(param, name, &names)
     })
 }
@@ -35,7 +40,9 @@ pub fn time_unit(dt: &DataType, column: &str) -> Result<TimeUnit> {
         other => {
             return Err(Error::column_type(
                 column,
-                format!("the time column must be an integer, timestamp or date column, got {other}"),
+                format!(
+                    "the time column must be an integer, timestamp or date column, got {other}"
+                ),
             ));
         }
     })
@@ -48,15 +55,29 @@ pub fn as_i64(array: &ArrayRef, column: &str) -> Result<ScalarBuffer<i64>> {
     let physical_i64 = matches!(dt, Int64 | Timestamp(..) | Date64 | Time64(_) | Duration(_));
     if physical_i64 {
         let data = array.to_data();
-        return Ok(ScalarBuffer::new(data.buffers()[0].clone(), data.offset(), data.len()));
+        return Ok(ScalarBuffer::new(
+            data.buffers()[0].clone(),
+            data.offset(),
+            data.len(),
+        ));
     }
     if *dt == UInt64 {
         let v = array.as_primitive::<arrow_array::types::UInt64Type>();
-        if let Some(i) = v.iter().position(|x| x.is_some_and(|x| x > i64::MAX as u64)) {
-            return Err(Error::column_type(column, format!("UInt64 value {} at row {i} exceeds int64", v.value(i))));
+        if let Some(i) = v
+            .iter()
+            .position(|x| x.is_some_and(|x| x > i64::MAX as u64))
+        {
+            return Err(Error::column_type(
+                column,
+                format!("UInt64 value {} at row {i} exceeds int64", v.value(i)),
+            ));
         }
     }
-    let target = if matches!(dt, Date32 | Time32(_)) { Int32 } else { Int64 };
+    let target = if matches!(dt, Date32 | Time32(_)) {
+        Int32
+    } else {
+        Int64
+    };
     let mut arr = array.clone();
     if target == Int32 {
         let data = arr.to_data().into_builder().data_type(Int32).build()?;
@@ -76,7 +97,12 @@ pub fn as_f64(array: &ArrayRef) -> Result<ScalarBuffer<f64>> {
 }
 
 /// Reads an aggregate's input column as its value class.
-pub fn input_values(array: &ArrayRef, class: ValueClass, validity_only: bool, column: &str) -> Result<InputValues> {
+pub fn input_values(
+    array: &ArrayRef,
+    class: ValueClass,
+    validity_only: bool,
+    column: &str,
+) -> Result<InputValues> {
     let nulls = array.logical_nulls();
     if validity_only {
         return Ok(InputValues::Validity(nulls));
@@ -98,12 +124,22 @@ pub fn int_column_as(array: ArrayRef, target: &DataType) -> Result<ArrayRef> {
     use DataType::*;
     match target {
         Int64 => Ok(array),
-        Timestamp(..) | Date64 | Time64(_) | Duration(_) => {
-            Ok(make_array(array.to_data().into_builder().data_type(target.clone()).build()?))
-        }
+        Timestamp(..) | Date64 | Time64(_) | Duration(_) => Ok(make_array(
+            array
+                .to_data()
+                .into_builder()
+                .data_type(target.clone())
+                .build()?,
+        )),
         Date32 | Time32(_) => {
             let narrow = arrow_cast::cast(&array, &Int32)?;
-            Ok(make_array(narrow.to_data().into_builder().data_type(target.clone()).build()?))
+            Ok(make_array(
+                narrow
+                    .to_data()
+                    .into_builder()
+                    .data_type(target.clone())
+                    .build()?,
+            ))
         }
         _ => Ok(arrow_cast::cast(&array, target)?),
     }
@@ -115,8 +151,16 @@ pub fn float_column_as(array: ArrayRef, target: &DataType) -> Result<ArrayRef> {
 }
 
 /// Checks that a later batch (or another source) agrees with the first one on the columns the operator reads.
-pub fn check_same_type(first: &SchemaRef, batch: &RecordBatch, name: &str, what: &str) -> Result<()> {
-    let (Ok(a), Ok(b)) = (first.field_with_name(name), batch.schema_ref().field_with_name(name)) else {
+pub fn check_same_type(
+    first: &SchemaRef,
+    batch: &RecordBatch,
+    name: &str,
+    what: &str,
+) -> Result<()> {
+    let (Ok(a), Ok(b)) = (
+        first.field_with_name(name),
+        batch.schema_ref().field_with_name(name),
+    ) else {
         return Ok(()); // a missing column is reported by `column`
     };
     if a.data_type() != b.data_type() {

@@ -35,7 +35,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self {
+            kind,
+            message: message.into(),
+        }
     }
 
     /// `param`: what was wrong; the message starts with the parameter's name.
@@ -46,12 +49,18 @@ impl Error {
     pub fn column_not_found(param: &str, column: &str, available: &[String]) -> Self {
         Self::new(
             ErrorKind::ColumnNotFound,
-            format!("{param}: column '{column}' is not in the input (columns: {})", available.join(", ")),
+            format!(
+                "{param}: column '{column}' is not in the input (columns: {})",
+                available.join(", ")
+            ),
         )
     }
 
     pub fn column_type(column: &str, message: impl fmt::Display) -> Self {
-        Self::new(ErrorKind::ColumnType, format!("column '{column}': {message}"))
+        Self::new(
+            ErrorKind::ColumnType,
+            format!("column '{column}': {message}"),
+        )
     }
 
     pub fn kind(&self) -> ErrorKind {

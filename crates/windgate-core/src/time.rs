@@ -48,16 +48,24 @@ impl WindowSpec {
     /// ```
     pub fn new(size: i64, slide: Option<i64>, offset: i64) -> Result<Self> {
         if size <= 0 {
-            return Err(Error::param("size", format!("expected a positive window size, got {size}")));
+            return Err(Error::param(
+                "size",
+                format!("expected a positive window size, got {size}"),
+            ));
         }
         let slide = slide.unwrap_or(size);
         if slide <= 0 {
-            return Err(Error::param("slide", format!("expected a positive slide, got {slide}")));
+            return Err(Error::param(
+                "slide",
+                format!("expected a positive slide, got {slide}"),
+            ));
         }
         if slide > size {
             return Err(Error::param(
                 "slide",
-                format!("slide ({slide}) must not exceed size ({size}): rows between windows would be lost"),
+                format!(
+                    "slide ({slide}) must not exceed size ({size}): rows between windows would be lost"
+                ),
             ));
         }
         let pane = gcd(size, slide);
@@ -127,7 +135,10 @@ impl WindowSpec {
     /// `ts >= watermark`, so such a window is final.
     pub fn last_closed_window(&self, watermark: Timestamp) -> i64 {
         // end(j) = j*slide + offset + size <= wm  <=>  j <= (wm - offset - size) / slide
-        floor_div_i128(watermark as i128 - self.offset as i128 - self.size as i128, self.slide as i128)
+        floor_div_i128(
+            watermark as i128 - self.offset as i128 - self.size as i128,
+            self.slide as i128,
+        )
     }
 
     /// Checks that every window touching `[min_ts, max_ts]` has a start and an end inside i64, so the
@@ -137,7 +148,11 @@ impl WindowSpec {
         let lo_start = (min_ts as i128 - offset).div_euclid(slide) * slide - size + offset;
         let hi_end = (max_ts as i128 - offset).div_euclid(slide) * slide + offset + size;
         if lo_start < i64::MIN as i128 || hi_end > i64::MAX as i128 {
-            let bad = if lo_start < i64::MIN as i128 { min_ts } else { max_ts };
+            let bad = if lo_start < i64::MIN as i128 {
+                min_ts
+            } else {
+                max_ts
+            };
             return Err(Error::new(
                 ErrorKind::Overflow,
                 format!(
@@ -214,7 +229,9 @@ pub fn parse_duration(text: &str, unit: TimeUnit, param: &str) -> Result<i64> {
     let bad = |why: &str| {
         Error::param(
             param,
-            format!("cannot read duration {text:?}: {why} (expected e.g. \"250ms\", \"10s\", \"5 minutes\", \"1h\")"),
+            format!(
+                "cannot read duration {text:?}: {why} (expected e.g. \"250ms\", \"10s\", \"5 minutes\", \"1h\")"
+            ),
         )
     };
     let mut rest = text.trim();
@@ -223,13 +240,17 @@ pub fn parse_duration(text: &str, unit: TimeUnit, param: &str) -> Result<i64> {
     }
     let mut total_ns: i128 = 0;
     while !rest.is_empty() {
-        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         if num_len == 0 {
             return Err(bad("expected a number"));
         }
         let (num, tail) = rest.split_at(num_len);
         let tail = tail.trim_start();
-        let unit_len = tail.find(|c: char| !c.is_alphabetic() && c != 'µ').unwrap_or(tail.len());
+        let unit_len = tail
+            .find(|c: char| !c.is_alphabetic() && c != 'µ')
+            .unwrap_or(tail.len());
         let (unit_word, tail) = tail.split_at(unit_len);
         let factor: i128 = match unit_word.to_ascii_lowercase().as_str() {
             "ns" | "nanosecond" | "nanoseconds" => 1,
@@ -249,7 +270,10 @@ pub fn parse_duration(text: &str, unit: TimeUnit, param: &str) -> Result<i64> {
         rest = tail.trim_start().trim_start_matches(',').trim_start();
     }
     if total_ns % unit_ns != 0 {
-        return Err(bad(&format!("it is not a whole number of {} (the time column's unit)", unit.name())));
+        return Err(bad(&format!(
+            "it is not a whole number of {} (the time column's unit)",
+            unit.name()
+        )));
     }
     i64::try_from(total_ns / unit_ns).map_err(|_| bad("it is too long"))
 }
@@ -260,7 +284,11 @@ fn scale_decimal(num: &str, factor: i128) -> Option<i128> {
     if int_part.is_empty() && frac_part.is_empty() || frac_part.contains('.') {
         return None;
     }
-    let int: i128 = if int_part.is_empty() { 0 } else { int_part.parse().ok()? };
+    let int: i128 = if int_part.is_empty() {
+        0
+    } else {
+        int_part.parse().ok()?
+    };
     let mut value = int.checked_mul(factor)?;
     let mut scale = factor;
     for d in frac_part.bytes() {
@@ -298,20 +326,49 @@ mod tests {
 
     #[test]
     fn validation_names_the_parameter() {
-        assert!(WindowSpec::new(0, None, 0).unwrap_err().message().starts_with("size:"));
-        assert!(WindowSpec::new(10, Some(-1), 0).unwrap_err().message().starts_with("slide:"));
-        assert!(WindowSpec::new(10, Some(20), 0).unwrap_err().message().starts_with("slide:"));
+        assert!(
+            WindowSpec::new(0, None, 0)
+                .unwrap_err()
+                .message()
+                .starts_with("size:")
+        );
+        assert!(
+            WindowSpec::new(10, Some(-1), 0)
+                .unwrap_err()
+                .message()
+                .starts_with("slide:")
+        );
+        assert!(
+            WindowSpec::new(10, Some(20), 0)
+                .unwrap_err()
+                .message()
+                .starts_with("slide:")
+        );
     }
 
     #[test]
     fn durations() {
-        assert_eq!(parse_duration("250ms", TimeUnit::Microsecond, "size").unwrap(), 250_000);
-        assert_eq!(parse_duration("1.5s", TimeUnit::Millisecond, "size").unwrap(), 1_500);
+        assert_eq!(
+            parse_duration("250ms", TimeUnit::Microsecond, "size").unwrap(),
+            250_000
+        );
+        assert_eq!(
+            parse_duration("1.5s", TimeUnit::Millisecond, "size").unwrap(),
+            1_500
+        );
         assert_eq!(parse_duration("1 day", TimeUnit::Day, "size").unwrap(), 1);
-        assert_eq!(parse_duration("2 weeks", TimeUnit::Second, "size").unwrap(), 1_209_600);
+        assert_eq!(
+            parse_duration("2 weeks", TimeUnit::Second, "size").unwrap(),
+            1_209_600
+        );
         let e = parse_duration("1h", TimeUnit::Day, "slide").unwrap_err();
         assert!(e.message().contains("whole number of days"), "{e}");
-        assert!(parse_duration("10 parsecs", TimeUnit::Second, "size").unwrap_err().message().contains("parsecs"));
+        assert!(
+            parse_duration("10 parsecs", TimeUnit::Second, "size")
+                .unwrap_err()
+                .message()
+                .contains("parsecs")
+        );
         assert!(parse_duration("", TimeUnit::Second, "size").is_err());
         assert!(parse_duration("1.2.3s", TimeUnit::Second, "size").is_err());
         assert!(parse_duration("1ns", TimeUnit::Second, "size").is_err());

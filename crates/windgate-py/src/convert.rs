@@ -2,15 +2,20 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyString};
-use windgate_core::aggregate::{LatenessOpt, NullTime, OnLate, Span, Strategy, WindowAggregateOptions};
 use windgate_core::Error;
+use windgate_core::aggregate::{
+    LatenessOpt, NullTime, OnLate, Span, Strategy, WindowAggregateOptions,
+};
 
 use crate::errors::to_py;
 
 /// An int in the time column's unit or a duration string.
 pub fn span(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Span> {
     if obj.is_instance_of::<pyo3::types::PyBool>() {
-        return Err(to_py(Error::param(param, "expected an int or a duration string, got a bool")));
+        return Err(to_py(Error::param(
+            param,
+            "expected an int or a duration string, got a bool",
+        )));
     }
     if obj.is_instance_of::<PyInt>() {
         return obj
@@ -45,7 +50,10 @@ pub fn options(
     sources: usize,
 ) -> PyResult<WindowAggregateOptions> {
     let mut o = WindowAggregateOptions::new(time, span(size, "size")?, aggs);
-    o.slide = slide.filter(|s| !s.is_none()).map(|s| span(s, "slide")).transpose()?;
+    o.slide = slide
+        .filter(|s| !s.is_none())
+        .map(|s| span(s, "slide"))
+        .transpose()?;
     o.offset = span(offset, "offset")?;
     o.by = by;
     o.lateness = match lateness.filter(|l| !l.is_none()) {
@@ -58,7 +66,12 @@ pub fn options(
     o.threads = match threads {
         None => None,
         Some(t) if t >= 1 => Some(t as usize),
-        Some(t) => return Err(to_py(Error::param("threads", format!("expected a positive int or None, got {t}")))),
+        Some(t) => {
+            return Err(to_py(Error::param(
+                "threads",
+                format!("expected a positive int or None, got {t}"),
+            )));
+        }
     };
     o.strategy = Strategy::parse(strategy).map_err(to_py)?;
     o.sources = sources;
@@ -79,7 +92,12 @@ pub fn duration_units(text: &str, unit: &str, param: &str) -> PyResult<i64> {
         "ns" => TimeUnit::Nanosecond,
         "day" => TimeUnit::Day,
         "plain" => TimeUnit::Plain,
-        other => return Err(to_py(Error::param("unit", format!("unknown time unit {other:?}")))),
+        other => {
+            return Err(to_py(Error::param(
+                "unit",
+                format!("unknown time unit {other:?}"),
+            )));
+        }
     };
     parse_duration(text, unit, param).map_err(to_py)
 }

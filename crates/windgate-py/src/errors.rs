@@ -26,7 +26,10 @@ pub fn to_py(err: Error) -> PyErr {
 }
 
 fn exception_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
-    Ok(py.import("windgate.errors")?.getattr(name)?.cast_into::<PyType>()?)
+    Ok(py
+        .import("windgate.errors")?
+        .getattr(name)?
+        .cast_into::<PyType>()?)
 }
 
 /// Runs `f`, turning a Rust panic into a Python exception instead of aborting the interpreter.
@@ -41,7 +44,9 @@ pub fn catch_panic<T>(what: &str, f: impl FnOnce() -> Result<T, Error>) -> Resul
                 .unwrap_or_else(|| "unknown panic".into());
             Err(Error::new(
                 ErrorKind::Poisoned,
-                format!("{what}: internal error ({msg}); the operator is unusable, please report this"),
+                format!(
+                    "{what}: internal error ({msg}); the operator is unusable, please report this"
+                ),
             ))
         }
     }

@@ -36,7 +36,18 @@ pub fn window_aggregate<'py>(
     let zero = 0i64.into_pyobject(py)?.into_any();
     let offset = offset.filter(|o| !o.is_none()).unwrap_or(&zero);
     let opts = options(
-        time, size, slide, offset, by, aggs, lateness, on_late, null_time, threads, strategy, sources.len(),
+        time,
+        size,
+        slide,
+        offset,
+        by,
+        aggs,
+        lateness,
+        on_late,
+        null_time,
+        threads,
+        strategy,
+        sources.len(),
     )?;
     let readers = sources
         .into_iter()
@@ -93,22 +104,45 @@ impl WindowAggregator {
         sources: i64,
     ) -> PyResult<Self> {
         if sources < 1 {
-            return Err(to_py(Error::param("sources", format!("expected at least 1 source, got {sources}"))));
+            return Err(to_py(Error::param(
+                "sources",
+                format!("expected at least 1 source, got {sources}"),
+            )));
         }
         let zero = 0i64.into_pyobject(py)?.into_any();
         let offset = offset.filter(|o| !o.is_none()).unwrap_or(&zero);
         let opts = options(
-            time, size, slide, offset, by, aggs, lateness, on_late, null_time, threads, strategy,
+            time,
+            size,
+            slide,
+            offset,
+            by,
+            aggs,
+            lateness,
+            on_late,
+            null_time,
+            threads,
+            strategy,
             sources as usize,
         )?;
-        Ok(Self { inner: core::WindowAggregator::new(opts).map_err(to_py)? })
+        Ok(Self {
+            inner: core::WindowAggregator::new(opts).map_err(to_py)?,
+        })
     }
 
     /// Pushes one batch (or every batch of a stream) of `source`; returns the rows of windows that closed.
     #[pyo3(signature = (batch, source=0))]
-    fn push<'py>(&mut self, py: Python<'py>, batch: AnyRecordBatch, source: i64) -> PyResult<Bound<'py, PyAny>> {
+    fn push<'py>(
+        &mut self,
+        py: Python<'py>,
+        batch: AnyRecordBatch,
+        source: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
         if source < 0 {
-            return Err(to_py(Error::param("source", format!("expected a source index >= 0, got {source}"))));
+            return Err(to_py(Error::param(
+                "source",
+                format!("expected a source index >= 0, got {source}"),
+            )));
         }
         let reader = batch.into_reader()?;
         let schema = reader.schema();
@@ -129,7 +163,10 @@ impl WindowAggregator {
     /// Ends one source: it stops holding back the watermark. Returns the rows of windows that closed.
     fn close_source<'py>(&mut self, py: Python<'py>, source: i64) -> PyResult<Bound<'py, PyAny>> {
         if source < 0 {
-            return Err(to_py(Error::param("source", format!("expected a source index >= 0, got {source}"))));
+            return Err(to_py(Error::param(
+                "source",
+                format!("expected a source index >= 0, got {source}"),
+            )));
         }
         let inner = &mut self.inner;
         let out = py.detach(|| catch_panic("close_source", || inner.close_source(source as usize)));
@@ -167,12 +204,19 @@ impl WindowAggregator {
     /// The output schema (known after the first batch), as a pyarrow.Schema, or None.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.inner.output_schema().map(|s| pyo3_arrow::PySchema::new(s).into_pyarrow(py)).transpose()
+        self.inner
+            .output_schema()
+            .map(|s| pyo3_arrow::PySchema::new(s).into_pyarrow(py))
+            .transpose()
     }
 }
 
 impl WindowAggregator {
-    fn finish<'py>(&mut self, py: Python<'py>, out: Result<RecordBatch, Error>) -> PyResult<Bound<'py, PyAny>> {
+    fn finish<'py>(
+        &mut self,
+        py: Python<'py>,
+        out: Result<RecordBatch, Error>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         match out {
             Ok(batch) => PyRecordBatch::new(batch).into_pyarrow(py),
             Err(e) => {

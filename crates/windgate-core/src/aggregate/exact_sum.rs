@@ -56,7 +56,11 @@ impl ExactSum {
             return;
         }
         // v = ±mant * 2^(pos - 1074), pos >= 0.
-        let (mant, pos) = if biased == 0 { (frac, 0) } else { (frac | (1 << 52), biased - 1) };
+        let (mant, pos) = if biased == 0 {
+            (frac, 0)
+        } else {
+            (frac | (1 << 52), biased - 1)
+        };
         let digit = (pos / DIGIT_BITS as i64) as u16;
         let shifted = (mant as u128) << (pos % DIGIT_BITS as i64);
         let parts = [
@@ -64,7 +68,11 @@ impl ExactSum {
             ((shifted >> 32) as i64) & DIGIT_MASK,
             ((shifted >> 64) as i64) & DIGIT_MASK,
         ];
-        let base = self.reserve(digit, 3);
+        // Fast path: the digits are already there (values of one column share a narrow exponent range).
+        let base = match (digit as usize).checked_sub(self.lo as usize) {
+            Some(b) if b + 3 <= self.digits.len() => b,
+            _ => self.reserve(digit, 3),
+        };
         let digits = &mut self.digits[base..base + 3];
         if bits >> 63 == 0 {
             for (d, p) in digits.iter_mut().zip(parts) {
@@ -100,10 +108,19 @@ impl ExactSum {
         if other.digits.is_empty() {
             return;
         }
+        if self.digits.is_empty() {
+            self.lo = other.lo;
+            self.digits.clone_from(&other.digits);
+            self.pending = other.pending;
+            return;
+        }
         if self.pending.saturating_add(other.pending) >= NORMALISE_EVERY {
             self.normalise();
         }
-        let base = self.reserve(other.lo, other.digits.len());
+        let base = match (other.lo as usize).checked_sub(self.lo as usize) {
+            Some(b) if b + other.digits.len() <= self.digits.len() => b,
+            _ => self.reserve(other.lo, other.digits.len()),
+        };
         for (d, o) in self.digits[base..].iter_mut().zip(&other.digits) {
             *d += o;
         }
@@ -114,7 +131,7 @@ impl ExactSum {
     }
 
     /// Makes digits `[digit, digit + n)` present and returns the index of `digit` in `self.digits`.
-    #[inline]
+    #[cold]
     fn reserve(&mut self, digit: u16, n: usize) -> usize {
         if self.digits.is_empty() {
             self.lo = digit;
@@ -217,7 +234,11 @@ fn round_digits(lo: u16, digits: &[i64]) -> f64 {
 /// 2^e for -1074 <= e <= 1023, exactly.
 fn pow2(e: i64) -> f64 {
     debug_assert!((-1074..=1023).contains(&e));
-    if e >= -1022 { f64::from_bits(((e + 1023) as u64) << 52) } else { f64::from_bits(1u64 << (e + 1074)) }
+    if e >= -1022 {
+        f64::from_bits(((e + 1023) as u64) << 52)
+    } else {
+        f64::from_bits(1u64 << (e + 1074))
+    }
 }
 
 /// `a * b` as an exact unevaluated sum `hi + lo` (FMA-based two-product).

@@ -32,7 +32,9 @@ pub enum AggFunc {
 }
 
 impl AggFunc {
-    pub const NAMES: [&str; 9] = ["count", "sum", "min", "max", "mean", "var", "std", "first", "last"];
+    pub const NAMES: [&str; 9] = [
+        "count", "sum", "min", "max", "mean", "var", "std", "first", "last",
+    ];
 
     /// Parses a function name given for `column` (`"*"` allows only `count`).
     pub fn parse(name: &str, column: &str) -> Result<Self> {
@@ -51,7 +53,10 @@ impl AggFunc {
             _ => {
                 return Err(Error::param(
                     "aggs",
-                    format!("unknown function {name:?} for column {column:?}; expected one of {:?}", Self::NAMES),
+                    format!(
+                        "unknown function {name:?} for column {column:?}; expected one of {:?}",
+                        Self::NAMES
+                    ),
                 ));
             }
         };
@@ -90,7 +95,10 @@ pub enum ValueClass {
 /// Classifies a column type for a function, or says why the function cannot take it.
 pub fn value_class(dt: &DataType, func: AggFunc, column: &str) -> Result<ValueClass> {
     use DataType::*;
-    let temporal = matches!(dt, Timestamp(..) | Date32 | Date64 | Time32(_) | Time64(_) | Duration(_));
+    let temporal = matches!(
+        dt,
+        Timestamp(..) | Date32 | Date64 | Time32(_) | Time64(_) | Duration(_)
+    );
     let class = match dt {
         Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 => ValueClass::Int,
         Float32 | Float64 => ValueClass::Float,
@@ -99,14 +107,25 @@ pub fn value_class(dt: &DataType, func: AggFunc, column: &str) -> Result<ValueCl
         _ => {
             return Err(Error::column_type(
                 column,
-                format!("{} needs an integer, float or temporal column, got {dt}", func.name()),
+                format!(
+                    "{} needs an integer, float or temporal column, got {dt}",
+                    func.name()
+                ),
             ));
         }
     };
-    if temporal && matches!(func, AggFunc::Sum | AggFunc::Mean | AggFunc::Var | AggFunc::Std) {
+    if temporal
+        && matches!(
+            func,
+            AggFunc::Sum | AggFunc::Mean | AggFunc::Var | AggFunc::Std
+        )
+    {
         return Err(Error::column_type(
             column,
-            format!("{} is not defined for {dt} (use min, max, first, last or count)", func.name()),
+            format!(
+                "{} is not defined for {dt} (use min, max, first, last or count)",
+                func.name()
+            ),
         ));
     }
     Ok(class)
@@ -135,23 +154,39 @@ impl AggSpec {
         let mut specs: Vec<AggSpec> = Vec::new();
         for (column, funcs) in aggs {
             if funcs.is_empty() {
-                return Err(Error::param("aggs", format!("no function given for column {column:?}")));
+                return Err(Error::param(
+                    "aggs",
+                    format!("no function given for column {column:?}"),
+                ));
             }
             for name in funcs {
                 let func = AggFunc::parse(name, column)?;
                 let (col, output_name) = if func == AggFunc::CountStar {
                     (None, "count".to_string())
                 } else {
-                    (Some(Arc::from(column.as_str())), format!("{}_{column}", func.name()))
+                    (
+                        Some(Arc::from(column.as_str())),
+                        format!("{}_{column}", func.name()),
+                    )
                 };
                 if specs.iter().any(|s| s.output_name == output_name) {
-                    return Err(Error::param("aggs", format!("output column {output_name:?} is asked for twice")));
+                    return Err(Error::param(
+                        "aggs",
+                        format!("output column {output_name:?} is asked for twice"),
+                    ));
                 }
-                specs.push(AggSpec { column: col, func, output_name });
+                specs.push(AggSpec {
+                    column: col,
+                    func,
+                    output_name,
+                });
             }
         }
         if specs.is_empty() {
-            return Err(Error::param("aggs", "expected at least one aggregate, e.g. {\"*\": \"count\"}"));
+            return Err(Error::param(
+                "aggs",
+                "expected at least one aggregate, e.g. {\"*\": \"count\"}",
+            ));
         }
         Ok(specs)
     }

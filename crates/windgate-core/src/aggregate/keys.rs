@@ -15,6 +15,9 @@ use std::hash::BuildHasher;
 use crate::arrow_io::as_i64;
 use crate::error::Result;
 
+const DENSE: usize = 1 << 16;
+const NO_KEY: u32 = u32::MAX;
+
 pub struct KeyDict {
     names: Vec<String>,
     converter: Option<RowConverter>,
@@ -25,6 +28,8 @@ pub struct KeyDict {
     by_int: HashMap<i64, u32, FixedState>,
     null_id: Option<u32>,
     single_int: bool,
+    /// Ids of small non-negative values (`0..DENSE`), the common shape of ids: an array lookup, no hashing.
+    dense: Vec<u32>,
     /// Row bytes of key `i`: `arena[offsets[i]..offsets[i + 1]]`.
     arena: Vec<u8>,
     offsets: Vec<usize>,
@@ -35,13 +40,24 @@ pub struct KeyDict {
 impl KeyDict {
     /// A dictionary for the `by` columns with these types; no columns means one key for every row.
     pub fn new(names: Vec<String>, types: Vec<DataType>) -> Result<Self> {
-        let opts = SortOptions { descending: false, nulls_first: true };
+        let opts = SortOptions {
+            descending: false,
+            nulls_first: true,
+        };
         let single_int = types.len() == 1
-            && matches!(types[0], DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64);
+            && matches!(
+                types[0],
+                DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
+            );
         let converter = if types.is_empty() {
             None
         } else {
-            Some(RowConverter::new(types.into_iter().map(|t| SortField::new_with_options(t, opts)).collect())?)
+            Some(RowConverter::new(
+                types
+                    .into_iter()
+                    .map(|t| SortField::new_with_options(t, opts))
+                    .collect(),
+            )?)
         };
         Ok(Self {
             names,
@@ -51,6 +67,7 @@ impl KeyDict {
             by_int: HashMap::with_hasher(FixedState::with_seed(0x5eed)),
             null_id: None,
             single_int,
+            dense: Vec::new(),
             arena: Vec::new(),
             offsets: vec![0],
             ranks: Vec::new(),
@@ -62,7 +79,11 @@ impl KeyDict {
     }
 
     pub fn len(&self) -> usize {
-        if self.converter.is_none() { 1 } else { self.offsets.len() - 1 }
+        if self.converter.is_none() {
+            1
+        } else {
+            self.offsets.len() - 1
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -77,7 +98,11 @@ impl KeyDict {
         if self.single_int {
             return self.ids_single_int(&columns[0]);
         }
-        let encoded = self.converter.as_ref().expect("checked above").convert_columns(columns)?;
+        let encoded = self
+            .converter
+            .as_ref()
+            .expect("checked above")
+            .convert_columns(columns)?;
         let mut ids = Vec::with_capacity(rows);
         for row in encoded.iter() {
             ids.push(self.intern(row.as_ref()));
@@ -110,11 +135,23 @@ impl KeyDict {
                 ids.push(lid);
                 continue;
             }
+            if let Some(&id) = self.dense.get(v as u64 as usize)
+                && id != NO_KEY
+            {
+                ids.push(id);
+                continue;
+            }
             let id = match self.by_int.get(&v) {
                 Some(&id) => id,
                 None => {
                     let id = self.push_row_of(column, i)?;
                     self.by_int.insert(v, id);
+                    if (0..DENSE as i64).contains(&v) {
+                        if self.dense.is_empty() {
+                            self.dense = vec![NO_KEY; DENSE];
+                        }
+                        self.dense[v as usize] = id;
+                    }
                     id
                 }
             };
@@ -126,7 +163,11 @@ impl KeyDict {
 
     /// Encodes row `i` of a single column and stores it as a new key.
     fn push_row_of(&mut self, column: &ArrayRef, i: usize) -> Result<u32> {
-        let rows = self.converter.as_ref().expect("keyed").convert_columns(&[column.slice(i, 1)])?;
+        let rows = self
+            .converter
+            .as_ref()
+            .expect("keyed")
+            .convert_columns(&[column.slice(i, 1)])?;
         Ok(self.push_bytes(rows.row(0).as_ref()))
     }
 
@@ -184,7 +225,10 @@ impl KeyDict {
 
     /// Approximate heap bytes held (for `stats`).
     pub fn memory_bytes(&self) -> usize {
-        self.arena.capacity() + self.offsets.capacity() * 8 + self.table.capacity() * 4 + self.by_int.capacity() * 16
+        self.arena.capacity()
+            + self.offsets.capacity() * 8
+            + self.table.capacity() * 4
+            + self.by_int.capacity() * 16
     }
 }
 
@@ -201,12 +245,19 @@ mod tests {
         assert_eq!(d.ids(&[col], 4).unwrap(), vec![0, 1, 2, 0]);
         assert_eq!(d.ranks(), &[2, 0, 1]);
         let back = d.columns(&[1, 2, 0]).unwrap();
-        assert_eq!(back[0].as_ref(), &Int32Array::from(vec![None, Some(-3), Some(5)]) as &dyn Array);
+        assert_eq!(
+            back[0].as_ref(),
+            &Int32Array::from(vec![None, Some(-3), Some(5)]) as &dyn Array
+        );
     }
 
     #[test]
     fn composite_keys() {
-        let mut d = KeyDict::new(vec!["a".into(), "b".into()], vec![DataType::Utf8, DataType::Int32]).unwrap();
+        let mut d = KeyDict::new(
+            vec!["a".into(), "b".into()],
+            vec![DataType::Utf8, DataType::Int32],
+        )
+        .unwrap();
         let a: ArrayRef = Arc::new(StringArray::from(vec!["x", "y", "x", "x"]));
         let b: ArrayRef = Arc::new(Int32Array::from(vec![1, 1, 1, 0]));
         assert_eq!(d.ids(&[a, b], 4).unwrap(), vec![0, 1, 0, 2]);

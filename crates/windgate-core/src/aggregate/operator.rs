@@ -26,6 +26,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::order::kslack::{Admission, KSlack, Lateness};
 use crate::time::{TimeUnit, WindowSpec};
 
+/// Rows ingested at a time: large batches are sliced so that per-row scratch stays in cache.
+const INGEST_ROWS: usize = 1 << 15;
+
 /// Counters reported as `stats`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -52,7 +55,14 @@ enum Engine {
 }
 
 impl Engine {
-    fn ingest(&mut self, ts: &[i64], keys: &[u32], keep: Option<&[bool]>, inputs: &[InputValues], order: RowOrder<'_>) {
+    fn ingest(
+        &mut self,
+        ts: &[i64],
+        keys: &[u32],
+        keep: Option<&[bool]>,
+        inputs: &[InputValues],
+        order: RowOrder<'_>,
+    ) {
         match self {
             Engine::Pane(e) => e.ingest(ts, keys, keep, inputs, order),
             Engine::Reference(e) => e.ingest(ts, keys, keep, inputs, order),
@@ -133,14 +143,30 @@ impl WindowAggregator {
     pub fn new(opts: WindowAggregateOptions) -> Result<Self> {
         let specs = opts.validate()?;
         let sources = (0..opts.sources)
-            .map(|_| Source { kslack: KSlack::new(Lateness::Exact), seq: 0, closed: false })
+            .map(|_| Source {
+                kslack: KSlack::new(Lateness::Exact),
+                seq: 0,
+                closed: false,
+            })
             .collect();
         let strategy = match opts.strategy {
             Strategy::Auto => "pane",
             Strategy::Reference => "reference",
         };
-        let stats = Stats { threads: 1, strategy, ..Stats::default() };
-        Ok(Self { opts, specs, bound: None, sources, stats, flushed: false, poisoned: None })
+        let stats = Stats {
+            threads: 1,
+            strategy,
+            ..Stats::default()
+        };
+        Ok(Self {
+            opts,
+            specs,
+            bound: None,
+            sources,
+            stats,
+            flushed: false,
+            poisoned: None,
+        })
     }
 
     pub fn options(&self) -> &WindowAggregateOptions {
@@ -177,12 +203,18 @@ impl WindowAggregator {
         let o = &self.opts;
         let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
         let field = |name: &str, param: &str| {
-            schema.field_with_name(name).map_err(|_| Error::column_not_found(param, name, &names))
+            schema
+                .field_with_name(name)
+                .map_err(|_| Error::column_not_found(param, name, &names))
         };
         let time_type = field(&o.time, "time")?.data_type().clone();
         let unit = time_unit(&time_type, &o.time)?;
         let size = o.size.resolve(unit, "size")?;
-        let slide = o.slide.as_ref().map(|s| s.resolve(unit, "slide")).transpose()?;
+        let slide = o
+            .slide
+            .as_ref()
+            .map(|s| s.resolve(unit, "slide"))
+            .transpose()?;
         let offset = o.offset.resolve(unit, "offset")?;
         let spec = WindowSpec::new(size, slide, offset)?;
         let policy = o.lateness_policy(unit)?;
@@ -196,7 +228,11 @@ impl WindowAggregator {
             key_types.push(f.data_type().clone());
             out_fields.push(Field::new(b, f.data_type().clone(), true));
         }
-        let window_type = if unit == TimeUnit::Plain { DataType::Int64 } else { time_type.clone() };
+        let window_type = if unit == TimeUnit::Plain {
+            DataType::Int64
+        } else {
+            time_type.clone()
+        };
         out_fields.push(Field::new("window_start", window_type.clone(), false));
         out_fields.push(Field::new("window_end", window_type, false));
         let mut metas = vec![];
@@ -209,7 +245,11 @@ impl WindowAggregator {
                     (dt, class)
                 }
             };
-            let meta = Arc::new(AggMeta { spec: spec.clone(), input_type, class });
+            let meta = Arc::new(AggMeta {
+                spec: spec.clone(),
+                input_type,
+                class,
+            });
             let nullable = !matches!(spec.func, AggFunc::CountStar | AggFunc::Count);
             out_fields.push(Field::new(&spec.output_name, meta.output_type(), nullable));
             metas.push(meta);
@@ -218,7 +258,10 @@ impl WindowAggregator {
             if out_fields[..i].iter().any(|g| g.name() == f.name()) {
                 return Err(Error::param(
                     "aggs",
-                    format!("output column '{}' clashes with another output column (rename the input)", f.name()),
+                    format!(
+                        "output column '{}' clashes with another output column (rename the input)",
+                        f.name()
+                    ),
                 ));
             }
         }
@@ -244,14 +287,30 @@ impl WindowAggregator {
         if source >= self.sources.len() {
             return Err(Error::param(
                 "source",
-                format!("source {source} does not exist; this operator has {} source(s)", self.sources.len()),
+                format!(
+                    "source {source} does not exist; this operator has {} source(s)",
+                    self.sources.len()
+                ),
             ));
         }
         if self.sources[source].closed {
-            return Err(Error::param("source", format!("source {source} was closed")));
+            return Err(Error::param(
+                "source",
+                format!("source {source} was closed"),
+            ));
         }
         self.bind(batch.schema_ref())?;
-        self.ingest(batch, source)?;
+        // Large batches go through in cache-sized slices (one slice's row state stays in L2).
+        let n = batch.num_rows();
+        let mut start = 0;
+        loop {
+            let len = INGEST_ROWS.min(n - start);
+            self.ingest(&batch.slice(start, len), source, start)?;
+            start += len;
+            if start >= n {
+                break;
+            }
+        }
         self.guard(|this| this.emit_ready())
     }
 
@@ -259,7 +318,10 @@ impl WindowAggregator {
     pub fn close_source(&mut self, source: usize) -> Result<RecordBatch> {
         self.check_usable("close_source")?;
         if source >= self.sources.len() {
-            return Err(Error::param("source", format!("source {source} does not exist")));
+            return Err(Error::param(
+                "source",
+                format!("source {source} does not exist"),
+            ));
         }
         self.sources[source].closed = true;
         self.guard(|this| this.emit_ready())
@@ -282,10 +344,16 @@ impl WindowAggregator {
 
     fn check_usable(&self, what: &str) -> Result<()> {
         if let Some(why) = &self.poisoned {
-            return Err(Error::new(ErrorKind::Poisoned, format!("{what}: the operator failed earlier ({why})")));
+            return Err(Error::new(
+                ErrorKind::Poisoned,
+                format!("{what}: the operator failed earlier ({why})"),
+            ));
         }
         if self.flushed {
-            return Err(Error::param(what, "the operator was flushed (end of stream); create a new one"));
+            return Err(Error::param(
+                what,
+                "the operator was flushed (end of stream); create a new one",
+            ));
         }
         Ok(())
     }
@@ -343,10 +411,14 @@ impl WindowAggregator {
 
     /// Validates a batch and hands its admitted rows to the engine. On error nothing has changed but the key
     /// dictionary (which may hold keys of the rejected batch; they are never output).
-    fn ingest(&mut self, batch: &RecordBatch, source: usize) -> Result<()> {
+    fn ingest(&mut self, batch: &RecordBatch, source: usize, first_row: usize) -> Result<()> {
         let o = &self.opts;
         let b = self.bound.as_mut().expect("bound");
-        let what = if source == 0 { "this batch".to_string() } else { format!("a batch of source {source}") };
+        let what = if source == 0 {
+            "this batch".to_string()
+        } else {
+            format!("a batch of source {source}")
+        };
         for name in std::iter::once(&o.time).chain(&o.by) {
             check_same_type(&b.schema, batch, name, &what)?;
         }
@@ -359,15 +431,20 @@ impl WindowAggregator {
         let time_col = column(batch, &o.time, "time")?;
         let ts = as_i64(time_col, &o.time)?;
         let by_cols: Vec<ArrayRef> =
-            o.by.iter().map(|c| column(batch, c, "by").cloned()).collect::<Result<_>>()?;
+            o.by.iter()
+                .map(|c| column(batch, c, "by").cloned())
+                .collect::<Result<_>>()?;
         let inputs: Vec<InputValues> = b
             .metas
             .iter()
             .map(|m| match &m.spec.column {
                 None => Ok(InputValues::Star),
-                Some(c) => {
-                    input_values(column(batch, c, "aggs")?, m.class, m.spec.func == AggFunc::Count, c)
-                }
+                Some(c) => input_values(
+                    column(batch, c, "aggs")?,
+                    m.class,
+                    m.spec.func == AggFunc::Count,
+                    c,
+                ),
             })
             .collect::<Result<_>>()?;
         let keys = b.keys.ids(&by_cols, n)?;
@@ -385,8 +462,9 @@ impl WindowAggregator {
                     return Err(Error::new(
                         ErrorKind::NullValue,
                         format!(
-                            "column '{}': null time at row {i} of {what}; pass null_time=\"drop\" to drop such rows",
-                            o.time
+                            "column '{}': null time at row {} of {what}; pass null_time=\"drop\" to drop such rows",
+                            o.time,
+                            first_row + i
                         ),
                     ));
                 }
@@ -399,9 +477,11 @@ impl WindowAggregator {
                     return Err(Error::new(
                         ErrorKind::LateRow,
                         format!(
-                            "source {source} is not sorted by time: row {i} of {what} has {} = {t} after {}; \
+                            "source {source} is not sorted by time: row {} of {what} has {} = {t} after {}; \
                              sources merged without lateness must be sorted (pass lateness=... to accept disorder)",
-                            o.time, watermark
+                            first_row + i,
+                            o.time,
+                            watermark
                         ),
                     ));
                 }
@@ -409,8 +489,9 @@ impl WindowAggregator {
                     return Err(Error::new(
                         ErrorKind::LateRow,
                         format!(
-                            "late row: row {i} of {what} has {} = {t}, below the watermark {watermark} \
+                            "late row: row {} of {what} has {} = {t}, below the watermark {watermark} \
                              (on_late=\"error\"; use on_late=\"drop\" to drop and count late rows)",
+                            first_row + i,
                             o.time
                         ),
                     ));
@@ -429,9 +510,13 @@ impl WindowAggregator {
         // Commit.
         let src = &mut self.sources[source];
         src.kslack = ks;
-        let order = RowOrder { ts: &ts, source: source as u32, seq0: src.seq };
+        let order = RowOrder {
+            ts: &ts,
+            source: source as u32,
+            seq0: src.seq,
+        };
         src.seq += n as u64;
-        self.stats.batches_in += 1;
+        self.stats.batches_in += (first_row == 0) as u64;
         self.stats.rows_in += n as u64;
         self.stats.late_rows += late;
         self.stats.null_time_rows += null_time;
@@ -443,7 +528,11 @@ impl WindowAggregator {
 /// Builds the output batch of an emission.
 fn assemble(b: &mut Bound, e: &Emission) -> Result<RecordBatch> {
     let mut columns = b.keys.columns(&e.keys)?;
-    let window_type = b.output_schema.field(b.keys.names().len()).data_type().clone();
+    let window_type = b
+        .output_schema
+        .field(b.keys.names().len())
+        .data_type()
+        .clone();
     let starts = Int64Array::from_iter_values(e.windows.iter().map(|&j| b.spec.window_start(j)));
     let ends = Int64Array::from_iter_values(e.windows.iter().map(|&j| b.spec.window_end(j)));
     columns.push(int_column_as(Arc::new(starts), &window_type)?);

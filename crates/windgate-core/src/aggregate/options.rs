@@ -69,7 +69,10 @@ impl Strategy {
             "reference" => Ok(Strategy::Reference),
             other => Err(Error::param(
                 "strategy",
-                format!("unknown strategy {other:?}; expected one of {:?}", Self::NAMES),
+                format!(
+                    "unknown strategy {other:?}; expected one of {:?}",
+                    Self::NAMES
+                ),
             )),
         }
     }
@@ -80,7 +83,10 @@ impl OnLate {
         match name {
             "drop" => Ok(OnLate::Drop),
             "error" => Ok(OnLate::Error),
-            other => Err(Error::param("on_late", format!("expected \"drop\" or \"error\", got {other:?}"))),
+            other => Err(Error::param(
+                "on_late",
+                format!("expected \"drop\" or \"error\", got {other:?}"),
+            )),
         }
     }
 }
@@ -90,7 +96,10 @@ impl NullTime {
         match name {
             "error" => Ok(NullTime::Error),
             "drop" => Ok(NullTime::Drop),
-            other => Err(Error::param("null_time", format!("expected \"error\" or \"drop\", got {other:?}"))),
+            other => Err(Error::param(
+                "null_time",
+                format!("expected \"error\" or \"drop\", got {other:?}"),
+            )),
         }
     }
 }
@@ -166,7 +175,10 @@ impl WindowAggregateOptions {
             }
         }
         if self.threads == Some(0) {
-            return Err(Error::param("threads", "expected a positive number of threads or None (all cores)"));
+            return Err(Error::param(
+                "threads",
+                "expected a positive number of threads or None (all cores)",
+            ));
         }
         if self.sources == 0 {
             return Err(Error::param("sources", "expected at least one source"));

@@ -66,8 +66,21 @@ impl PaneEngine {
     }
 
     /// Lifts one batch. `keep[i]` says whether row i was admitted; `ts` and `keys` are per row.
-    pub fn ingest(&mut self, ts: &[i64], keys: &[u32], keep: Option<&[bool]>, inputs: &[InputValues], order: RowOrder<'_>) {
-        let Self { spec, panes, store, slots, .. } = self;
+    pub fn ingest(
+        &mut self,
+        ts: &[i64],
+        keys: &[u32],
+        keep: Option<&[bool]>,
+        inputs: &[InputValues],
+        order: RowOrder<'_>,
+    ) {
+        let Self {
+            spec,
+            panes,
+            store,
+            slots,
+            ..
+        } = self;
         slots.clear();
         slots.resize(ts.len(), SKIP);
         let pane_len = spec.pane();
@@ -98,11 +111,8 @@ impl PaneEngine {
         let wp = self.spec.panes_per_window();
         let mut j = self.next_window;
         let mut rows: Vec<(u32, u32)> = Vec::new();
-        loop {
-            // Skip windows without panes: jump to the first window of the next open pane.
-            let Some((&p, _)) = self.panes.range(self.spec.first_pane(j)..).next() else {
-                break;
-            };
+        // Skip windows without panes: jump to the first window of the next open pane.
+        while let Some((&p, _)) = self.panes.range(self.spec.first_pane(j)..).next() {
             j = j.max(self.spec.windows_of_pane(p).0);
             if j > last {
                 break;
@@ -145,7 +155,9 @@ impl PaneEngine {
 
     /// The last window that holds a row (for the end of the stream).
     pub fn last_window(&self) -> Option<i64> {
-        self.panes.last_key_value().map(|(&p, _)| self.spec.windows_of_pane(p).1)
+        self.panes
+            .last_key_value()
+            .map(|(&p, _)| self.spec.windows_of_pane(p).1)
     }
 
     pub fn open_panes(&self) -> usize {

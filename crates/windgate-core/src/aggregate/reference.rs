@@ -27,16 +27,38 @@ pub struct ReferenceEngine {
 
 impl ReferenceEngine {
     pub fn new(spec: WindowSpec, scratch: SlotStore) -> Self {
-        Self { spec, rows: Vec::new(), chunks: Vec::new(), scratch, next_window: i64::MIN }
+        Self {
+            spec,
+            rows: Vec::new(),
+            chunks: Vec::new(),
+            scratch,
+            next_window: i64::MIN,
+        }
     }
 
-    pub fn ingest(&mut self, ts: &[i64], keys: &[u32], keep: Option<&[bool]>, inputs: &[InputValues], order: RowOrder<'_>) {
+    pub fn ingest(
+        &mut self,
+        ts: &[i64],
+        keys: &[u32],
+        keep: Option<&[bool]>,
+        inputs: &[InputValues],
+        order: RowOrder<'_>,
+    ) {
         let chunk = self.chunks.len() as u32;
         self.chunks.push(Some(inputs.to_vec()));
         for i in 0..ts.len() {
             if keep.is_none_or(|k| k[i]) {
-                let at = OrderKey { ts: ts[i], source: order.source, seq: order.seq0 + i as u64 };
-                self.rows.push(Row { at, key: keys[i], chunk, index: i as u32 });
+                let at = OrderKey {
+                    ts: ts[i],
+                    source: order.source,
+                    seq: order.seq0 + i as u64,
+                };
+                self.rows.push(Row {
+                    at,
+                    key: keys[i],
+                    chunk,
+                    index: i as u32,
+                });
             }
         }
     }
@@ -71,7 +93,8 @@ impl ReferenceEngine {
         self.next_window = self.next_window.max(last.saturating_add(1));
         // Forget rows whose every window is out.
         let spec = self.spec;
-        self.rows.retain(|row| spec.windows_of_ts(row.at.ts).1 > last);
+        self.rows
+            .retain(|row| spec.windows_of_ts(row.at.ts).1 > last);
         let mut live = vec![false; self.chunks.len()];
         self.rows.iter().for_each(|r| live[r.chunk as usize] = true);
         for (c, alive) in self.chunks.iter_mut().zip(live) {
@@ -83,16 +106,25 @@ impl ReferenceEngine {
 
     fn fold_row(&mut self, slot: u32, r: usize) {
         let row = &self.rows[r];
-        let inputs = self.chunks[row.chunk as usize].as_ref().expect("live chunk");
+        let inputs = self.chunks[row.chunk as usize]
+            .as_ref()
+            .expect("live chunk");
         let ts = [row.at.ts];
-        let order = RowOrder { ts: &ts, source: row.at.source, seq0: row.at.seq };
+        let order = RowOrder {
+            ts: &ts,
+            source: row.at.source,
+            seq0: row.at.seq,
+        };
         for (state, input) in self.scratch.states.iter_mut().zip(inputs) {
             state.update(&[slot], &input.slice(row.index as usize, 1), order);
         }
     }
 
     pub fn last_window(&self) -> Option<i64> {
-        self.rows.iter().map(|r| self.spec.windows_of_ts(r.at.ts).1).max()
+        self.rows
+            .iter()
+            .map(|r| self.spec.windows_of_ts(r.at.ts).1)
+            .max()
     }
 
     pub fn retained_rows(&self) -> usize {

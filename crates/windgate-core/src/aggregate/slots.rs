@@ -13,7 +13,11 @@ pub struct SlotStore {
 
 impl SlotStore {
     pub fn new(metas: &[Arc<AggMeta>]) -> Self {
-        Self { states: metas.iter().map(|m| AggState::new(m.clone())).collect(), free: Vec::new(), len: 0 }
+        Self {
+            states: metas.iter().map(|m| AggState::new(m.clone())).collect(),
+            free: Vec::new(),
+            len: 0,
+        }
     }
 
     /// An empty slot, reusing a released one when there is one.

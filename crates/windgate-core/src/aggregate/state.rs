@@ -62,7 +62,11 @@ pub struct RowOrder<'a> {
 impl RowOrder<'_> {
     #[inline]
     fn key(&self, i: usize) -> OrderKey {
-        OrderKey { ts: self.ts[i], source: self.source, seq: self.seq0 + i as u64 }
+        OrderKey {
+            ts: self.ts[i],
+            source: self.source,
+            seq: self.seq0 + i as u64,
+        }
     }
 }
 
@@ -82,7 +86,9 @@ impl AggMeta {
             (AggFunc::CountStar | AggFunc::Count, _) => DataType::Int64,
             (AggFunc::Sum, ValueClass::Int) => DataType::Int64,
             (AggFunc::Sum | AggFunc::Mean | AggFunc::Var | AggFunc::Std, _) => DataType::Float64,
-            (AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last, _) => self.input_type.clone(),
+            (AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last, _) => {
+                self.input_type.clone()
+            }
         }
     }
 
@@ -94,13 +100,37 @@ impl AggMeta {
 #[derive(Debug, Clone)]
 enum Kind {
     Count(Vec<i64>),
-    SumInt { sum: Vec<i128>, n: Vec<i64> },
-    SumFloat { sum: Vec<ExactSum>, n: Vec<i64> },
-    Moments { s: Vec<ExactSum>, q: Vec<ExactSum>, n: Vec<i64> },
-    ExtremeInt { v: Vec<i64>, n: Vec<i64> },
-    ExtremeFloat { v: Vec<f64>, n: Vec<i64> },
-    PickInt { v: Vec<i64>, at: Vec<OrderKey>, n: Vec<i64> },
-    PickFloat { v: Vec<f64>, at: Vec<OrderKey>, n: Vec<i64> },
+    SumInt {
+        sum: Vec<i128>,
+        n: Vec<i64>,
+    },
+    SumFloat {
+        sum: Vec<ExactSum>,
+        n: Vec<i64>,
+    },
+    Moments {
+        s: Vec<ExactSum>,
+        q: Vec<ExactSum>,
+        n: Vec<i64>,
+    },
+    ExtremeInt {
+        v: Vec<i64>,
+        n: Vec<i64>,
+    },
+    ExtremeFloat {
+        v: Vec<f64>,
+        n: Vec<i64>,
+    },
+    PickInt {
+        v: Vec<i64>,
+        at: Vec<OrderKey>,
+        n: Vec<i64>,
+    },
+    PickFloat {
+        v: Vec<f64>,
+        at: Vec<OrderKey>,
+        n: Vec<i64>,
+    },
 }
 
 /// The partial states of one aggregate for every slot.
@@ -135,15 +165,37 @@ impl AggState {
     pub fn new(meta: Arc<AggMeta>) -> Self {
         let kind = match (meta.spec.func, meta.class) {
             (AggFunc::CountStar | AggFunc::Count, _) => Kind::Count(vec![]),
-            (AggFunc::Sum | AggFunc::Mean, ValueClass::Int) => Kind::SumInt { sum: vec![], n: vec![] },
-            (AggFunc::Sum | AggFunc::Mean, ValueClass::Float) => Kind::SumFloat { sum: vec![], n: vec![] },
-            (AggFunc::Var | AggFunc::Std, _) => Kind::Moments { s: vec![], q: vec![], n: vec![] },
-            (AggFunc::Min | AggFunc::Max, ValueClass::Int) => Kind::ExtremeInt { v: vec![], n: vec![] },
-            (AggFunc::Min | AggFunc::Max, ValueClass::Float) => Kind::ExtremeFloat { v: vec![], n: vec![] },
-            (AggFunc::First | AggFunc::Last, ValueClass::Int) => Kind::PickInt { v: vec![], at: vec![], n: vec![] },
-            (AggFunc::First | AggFunc::Last, ValueClass::Float) => {
-                Kind::PickFloat { v: vec![], at: vec![], n: vec![] }
-            }
+            (AggFunc::Sum | AggFunc::Mean, ValueClass::Int) => Kind::SumInt {
+                sum: vec![],
+                n: vec![],
+            },
+            (AggFunc::Sum | AggFunc::Mean, ValueClass::Float) => Kind::SumFloat {
+                sum: vec![],
+                n: vec![],
+            },
+            (AggFunc::Var | AggFunc::Std, _) => Kind::Moments {
+                s: vec![],
+                q: vec![],
+                n: vec![],
+            },
+            (AggFunc::Min | AggFunc::Max, ValueClass::Int) => Kind::ExtremeInt {
+                v: vec![],
+                n: vec![],
+            },
+            (AggFunc::Min | AggFunc::Max, ValueClass::Float) => Kind::ExtremeFloat {
+                v: vec![],
+                n: vec![],
+            },
+            (AggFunc::First | AggFunc::Last, ValueClass::Int) => Kind::PickInt {
+                v: vec![],
+                at: vec![],
+                n: vec![],
+            },
+            (AggFunc::First | AggFunc::Last, ValueClass::Float) => Kind::PickFloat {
+                v: vec![],
+                at: vec![],
+                n: vec![],
+            },
         };
         Self { meta, kind }
     }
@@ -176,11 +228,15 @@ impl AggState {
             Kind::Count(c) => c.push(0),
             Kind::SumInt { sum, n } => (sum.push(0), n.push(0)).1,
             Kind::SumFloat { sum, n } => (sum.push(ExactSum::new()), n.push(0)).1,
-            Kind::Moments { s, q, n } => (s.push(ExactSum::new()), q.push(ExactSum::new()), n.push(0)).2,
+            Kind::Moments { s, q, n } => {
+                (s.push(ExactSum::new()), q.push(ExactSum::new()), n.push(0)).2
+            }
             Kind::ExtremeInt { v, n } => (v.push(0), n.push(0)).1,
             Kind::ExtremeFloat { v, n } => (v.push(0.0), n.push(0)).1,
             Kind::PickInt { v, at, n } => (v.push(0), at.push(OrderKey::default()), n.push(0)).2,
-            Kind::PickFloat { v, at, n } => (v.push(0.0), at.push(OrderKey::default()), n.push(0)).2,
+            Kind::PickFloat { v, at, n } => {
+                (v.push(0.0), at.push(OrderKey::default()), n.push(0)).2
+            }
         }
     }
 
@@ -206,13 +262,21 @@ impl AggState {
         let func = self.meta.spec.func;
         match (&mut self.kind, input) {
             (Kind::Count(c), InputValues::Star) => each_valid(slots, None, |_, s| c[s] += 1),
-            (Kind::Count(c), InputValues::Validity(nulls)) => each_valid(slots, nulls.as_ref(), |_, s| c[s] += 1),
-            (Kind::Count(c), InputValues::Int(_, nulls)) => each_valid(slots, nulls.as_ref(), |_, s| c[s] += 1),
-            (Kind::Count(c), InputValues::Float(_, nulls)) => each_valid(slots, nulls.as_ref(), |_, s| c[s] += 1),
-            (Kind::SumInt { sum, n }, InputValues::Int(v, nulls)) => each_valid(slots, nulls.as_ref(), |i, s| {
-                sum[s] += v[i] as i128;
-                n[s] += 1;
-            }),
+            (Kind::Count(c), InputValues::Validity(nulls)) => {
+                each_valid(slots, nulls.as_ref(), |_, s| c[s] += 1)
+            }
+            (Kind::Count(c), InputValues::Int(_, nulls)) => {
+                each_valid(slots, nulls.as_ref(), |_, s| c[s] += 1)
+            }
+            (Kind::Count(c), InputValues::Float(_, nulls)) => {
+                each_valid(slots, nulls.as_ref(), |_, s| c[s] += 1)
+            }
+            (Kind::SumInt { sum, n }, InputValues::Int(v, nulls)) => {
+                each_valid(slots, nulls.as_ref(), |i, s| {
+                    sum[s] += v[i] as i128;
+                    n[s] += 1;
+                })
+            }
             (Kind::SumFloat { sum, n }, InputValues::Float(v, nulls)) => {
                 each_valid(slots, nulls.as_ref(), |i, s| {
                     sum[s].add(v[i]);
@@ -295,7 +359,14 @@ impl AggState {
                 sum[dst].merge(&s2[src]);
                 n[dst] += n2[src];
             }
-            (Kind::Moments { s, q, n }, Kind::Moments { s: s2, q: q2, n: n2 }) => {
+            (
+                Kind::Moments { s, q, n },
+                Kind::Moments {
+                    s: s2,
+                    q: q2,
+                    n: n2,
+                },
+            ) => {
                 s[dst].merge(&s2[src]);
                 q[dst].merge(&q2[src]);
                 n[dst] += n2[src];
@@ -317,7 +388,14 @@ impl AggState {
                     n[dst] += n2[src];
                 }
             }
-            (Kind::PickInt { v, at, n }, Kind::PickInt { v: v2, at: at2, n: n2 }) => {
+            (
+                Kind::PickInt { v, at, n },
+                Kind::PickInt {
+                    v: v2,
+                    at: at2,
+                    n: n2,
+                },
+            ) => {
                 if n2[src] > 0 {
                     if n[dst] == 0 || (at2[src] > at[dst]) == (func == AggFunc::Last) {
                         (v[dst], at[dst]) = (v2[src], at2[src]);
@@ -325,7 +403,14 @@ impl AggState {
                     n[dst] += n2[src];
                 }
             }
-            (Kind::PickFloat { v, at, n }, Kind::PickFloat { v: v2, at: at2, n: n2 }) => {
+            (
+                Kind::PickFloat { v, at, n },
+                Kind::PickFloat {
+                    v: v2,
+                    at: at2,
+                    n: n2,
+                },
+            ) => {
                 if n2[src] > 0 {
                     if n[dst] == 0 || (at2[src] > at[dst]) == (func == AggFunc::Last) {
                         (v[dst], at[dst]) = (v2[src], at2[src]);
@@ -357,13 +442,19 @@ impl AggState {
         };
         let pick = |slot: &u32| *slot as usize;
         match &self.kind {
-            Kind::Count(c) => Ok(Arc::new(Int64Array::from_iter_values(slots.iter().map(|s| c[pick(s)])))),
+            Kind::Count(c) => Ok(Arc::new(Int64Array::from_iter_values(
+                slots.iter().map(|s| c[pick(s)]),
+            ))),
             Kind::SumInt { sum, n } => {
                 let nulls = valid(n, 1);
                 if func == AggFunc::Mean {
                     let vals = slots.iter().map(|&s| {
                         let s = s as usize;
-                        if n[s] == 0 { 0.0 } else { sum[s] as f64 / n[s] as f64 }
+                        if n[s] == 0 {
+                            0.0
+                        } else {
+                            sum[s] as f64 / n[s] as f64
+                        }
                     });
                     return floats(vals.collect(), nulls);
                 }
@@ -372,7 +463,10 @@ impl AggState {
                     let v = i64::try_from(sum[s as usize]).map_err(|_| {
                         Error::new(
                             ErrorKind::Overflow,
-                            format!("aggs: sum of column '{}' overflows int64 in a window", self.meta.column()),
+                            format!(
+                                "aggs: sum of column '{}' overflows int64 in a window",
+                                self.meta.column()
+                            ),
                         )
                     })?;
                     vals.push(v);
@@ -384,7 +478,11 @@ impl AggState {
                 let vals = slots.iter().map(|&s| {
                     let s = s as usize;
                     let total = sum[s].value();
-                    if mean && n[s] > 0 { total / n[s] as f64 } else { total }
+                    if mean && n[s] > 0 {
+                        total / n[s] as f64
+                    } else {
+                        total
+                    }
                 });
                 floats(vals.collect(), valid(n, 1))
             }
@@ -392,7 +490,11 @@ impl AggState {
                 let vals = slots.iter().map(|&i| {
                     let i = i as usize;
                     let var = sample_variance(&s[i], &q[i], n[i]);
-                    if func == AggFunc::Std { var.sqrt() } else { var }
+                    if func == AggFunc::Std {
+                        var.sqrt()
+                    } else {
+                        var
+                    }
                 });
                 floats(vals.collect(), valid(n, 2))
             }
@@ -471,7 +573,10 @@ mod tests {
         // Values 1e9 + {4, 7, 13, 16}: variance 30 exactly; the textbook formula loses it to cancellation.
         let xs = [1e9 + 4.0, 1e9 + 7.0, 1e9 + 13.0, 1e9 + 16.0];
         assert_eq!(variance(&xs), 30.0);
-        assert_eq!(variance(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]), 32.0 / 7.0);
+        assert_eq!(
+            variance(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]),
+            32.0 / 7.0
+        );
         assert!(variance(&[1.0]).is_nan());
     }
 }

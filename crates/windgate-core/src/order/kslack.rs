@@ -24,7 +24,10 @@ pub enum Lateness {
 impl Lateness {
     pub fn fixed(k: i64) -> Result<Self> {
         if k < 0 {
-            return Err(Error::param("lateness", format!("expected a non-negative bound, got {k}")));
+            return Err(Error::param(
+                "lateness",
+                format!("expected a non-negative bound, got {k}"),
+            ));
         }
         Ok(Lateness::Fixed(k))
     }
@@ -35,7 +38,9 @@ impl Lateness {
 pub enum Admission {
     Admit,
     /// The row is below the watermark it met on arrival.
-    Late { watermark: Timestamp },
+    Late {
+        watermark: Timestamp,
+    },
 }
 
 /// One source's watermark state.
@@ -59,7 +64,13 @@ impl KSlack {
             Lateness::Fixed(k) => k,
             _ => 0,
         };
-        Self { policy, t_max: None, k, buf_min: None, watermark: None }
+        Self {
+            policy,
+            t_max: None,
+            k,
+            buf_min: None,
+            watermark: None,
+        }
     }
 
     pub fn policy(&self) -> Lateness {
@@ -159,7 +170,12 @@ mod tests {
         assert_eq!(ks.observe(6), Admission::Late { watermark: 7 });
         assert_eq!(ks.observe(20), Admission::Admit);
         assert_eq!(ks.watermark(), Some(17));
-        assert!(Lateness::fixed(-1).unwrap_err().message().starts_with("lateness:"));
+        assert!(
+            Lateness::fixed(-1)
+                .unwrap_err()
+                .message()
+                .starts_with("lateness:")
+        );
     }
 
     #[test]

@@ -1,0 +1,44 @@
+//! Data generators shared by the criterion benches.
+
+use std::sync::Arc;
+
+use arrow_array::{Float64Array, Int32Array, RecordBatch, TimestampMillisecondArray};
+
+/// `rows` smart-grid-like rows, one per millisecond, `keys` plugs drawn by a xorshift generator, in batches of
+/// `batch` rows. `disorder` shifts each row's time back by up to that many milliseconds (0: in order).
+pub fn smartgrid_batches(rows: usize, keys: u32, batch: usize, disorder: i64) -> Vec<RecordBatch> {
+    let mut state = 0x9e3779b97f4a7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut out = Vec::with_capacity(rows.div_ceil(batch));
+    let mut start = 0usize;
+    while start < rows {
+        let n = batch.min(rows - start);
+        let ts: Vec<i64> = (start..start + n)
+            .map(|i| {
+                i as i64
+                    - if disorder > 0 {
+                        (next() % disorder as u64) as i64
+                    } else {
+                        0
+                    }
+            })
+            .collect();
+        let k: Vec<i32> = (0..n).map(|_| (next() % keys as u64) as i32).collect();
+        let v: Vec<f64> = (0..n).map(|_| (next() % 10_000) as f64 * 0.01).collect();
+        out.push(
+            RecordBatch::try_from_iter([
+                ("ts", Arc::new(TimestampMillisecondArray::from(ts)) as _),
+                ("plug_id", Arc::new(Int32Array::from(k)) as _),
+                ("value", Arc::new(Float64Array::from(v)) as _),
+            ])
+            .expect("valid batch"),
+        );
+        start += n;
+    }
+    out
+}
