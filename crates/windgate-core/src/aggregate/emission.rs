@@ -22,11 +22,16 @@ impl Emission {
 
     /// Appends one window's rows, sorted by key rank. `rows` holds `(key, slot)` pairs.
     pub fn push_window(&mut self, window: i64, rows: &mut [(u32, u32)], ranks: &[u32]) {
+        rows.sort_unstable_by_key(|&(key, _)| ranks[key as usize]);
+        self.push_sorted_window(window, rows);
+    }
+
+    /// Appends one window's rows, already in key order.
+    pub fn push_sorted_window(&mut self, window: i64, rows: &[(u32, u32)]) {
         if rows.is_empty() {
             return;
         }
-        rows.sort_unstable_by_key(|&(key, _)| ranks[key as usize]);
-        for &(key, slot) in rows.iter() {
+        for &(key, slot) in rows {
             self.windows.push(window);
             self.keys.push(key);
             self.slots.push(slot);

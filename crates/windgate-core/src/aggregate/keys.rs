@@ -33,8 +33,16 @@ pub struct KeyDict {
     /// Row bytes of key `i`: `arena[offsets[i]..offsets[i + 1]]`.
     arena: Vec<u8>,
     offsets: Vec<usize>,
-    /// Sort position of each key, recomputed when keys were added.
+    /// Sort position of each key, and the keys in that order; recomputed when keys were added.
     ranks: Vec<u32>,
+    sorted: Vec<u32>,
+}
+
+/// Key ids in output order: `ranks[id]` is a key's position, `sorted[pos]` the key at a position.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyOrder<'a> {
+    pub ranks: &'a [u32],
+    pub sorted: &'a [u32],
 }
 
 impl KeyDict {
@@ -71,6 +79,7 @@ impl KeyDict {
             arena: Vec::new(),
             offsets: vec![0],
             ranks: Vec::new(),
+            sorted: Vec::new(),
         })
     }
 
@@ -197,20 +206,24 @@ impl KeyDict {
         &self.arena[self.offsets[id as usize]..self.offsets[id as usize + 1]]
     }
 
-    /// Sort position of every key id (ascending by the `by` columns, nulls first).
-    pub fn ranks(&mut self) -> &[u32] {
+    /// The output order of keys (ascending by the `by` columns, nulls first), recomputed when keys were added.
+    pub fn order(&mut self) -> KeyOrder<'_> {
         let n = self.len();
         if self.ranks.len() != n {
-            let mut order: Vec<u32> = (0..n as u32).collect();
+            let mut sorted: Vec<u32> = (0..n as u32).collect();
             if self.converter.is_some() {
-                order.sort_unstable_by(|&a, &b| self.bytes(a).cmp(self.bytes(b)));
+                sorted.sort_unstable_by(|&a, &b| self.bytes(a).cmp(self.bytes(b)));
             }
             self.ranks = vec![0; n];
-            for (rank, &id) in order.iter().enumerate() {
+            for (rank, &id) in sorted.iter().enumerate() {
                 self.ranks[id as usize] = rank as u32;
             }
+            self.sorted = sorted;
         }
-        &self.ranks
+        KeyOrder {
+            ranks: &self.ranks,
+            sorted: &self.sorted,
+        }
     }
 
     /// The `by` columns for these key ids, in order.
@@ -243,7 +256,8 @@ mod tests {
         let mut d = KeyDict::new(vec!["k".into()], vec![DataType::Int32]).unwrap();
         let col: ArrayRef = Arc::new(Int32Array::from(vec![Some(5), None, Some(-3), Some(5)]));
         assert_eq!(d.ids(&[col], 4).unwrap(), vec![0, 1, 2, 0]);
-        assert_eq!(d.ranks(), &[2, 0, 1]);
+        assert_eq!(d.order().ranks, &[2, 0, 1]);
+        assert_eq!(d.order().sorted, &[1, 2, 0]);
         let back = d.columns(&[1, 2, 0]).unwrap();
         assert_eq!(
             back[0].as_ref(),
@@ -261,6 +275,6 @@ mod tests {
         let a: ArrayRef = Arc::new(StringArray::from(vec!["x", "y", "x", "x"]));
         let b: ArrayRef = Arc::new(Int32Array::from(vec![1, 1, 1, 0]));
         assert_eq!(d.ids(&[a, b], 4).unwrap(), vec![0, 1, 0, 2]);
-        assert_eq!(d.ranks(), &[1, 2, 0]);
+        assert_eq!(d.order().ranks, &[1, 2, 0]);
     }
 }

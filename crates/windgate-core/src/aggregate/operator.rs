@@ -15,7 +15,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::emission::Emission;
 use super::function::{AggFunc, AggSpec, value_class};
-use super::keys::KeyDict;
+use super::keys::{KeyDict, KeyOrder};
 use super::options::{NullTime, OnLate, Strategy, WindowAggregateOptions};
 use super::pane_engine::PaneEngine;
 use super::reference::ReferenceEngine;
@@ -69,10 +69,10 @@ impl Engine {
         }
     }
 
-    fn emit_until(&mut self, last: i64, ranks: &[u32], out: &mut Emission) {
+    fn emit_until(&mut self, last: i64, keys: KeyOrder<'_>, out: &mut Emission) {
         match self {
-            Engine::Pane(e) => e.emit_until(last, ranks, out),
-            Engine::Reference(e) => e.emit_until(last, ranks, out),
+            Engine::Pane(e) => e.emit_until(last, keys, out),
+            Engine::Reference(e) => e.emit_until(last, keys, out),
         }
     }
 
@@ -399,8 +399,7 @@ impl WindowAggregator {
     fn emit_through(&mut self, last: i64) -> Result<RecordBatch> {
         let b = self.bound.as_mut().expect("bound");
         let mut emission = Emission::default();
-        let ranks = b.keys.ranks().to_vec();
-        b.engine.emit_until(last, &ranks, &mut emission);
+        b.engine.emit_until(last, b.keys.order(), &mut emission);
         let out = assemble(b, &emission);
         b.engine.scratch().clear();
         let out = out?;

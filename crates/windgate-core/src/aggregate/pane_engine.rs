@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::emission::Emission;
+use super::keys::KeyOrder;
 use super::slots::SlotStore;
 use super::state::{InputValues, RowOrder, SKIP};
 use crate::time::WindowSpec;
@@ -106,11 +107,12 @@ impl PaneEngine {
     }
 
     /// Emits every window up to and including `last` that holds a row, and drops the panes no later window
-    /// needs. `ranks` orders keys.
-    pub fn emit_until(&mut self, last: i64, ranks: &[u32], out: &mut Emission) {
+    /// needs.
+    pub fn emit_until(&mut self, last: i64, keys: KeyOrder<'_>, out: &mut Emission) {
         let wp = self.spec.panes_per_window();
         let mut j = self.next_window;
         let mut rows: Vec<(u32, u32)> = Vec::new();
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
         // Skip windows without panes: jump to the first window of the next open pane.
         while let Some((&p, _)) = self.panes.range(self.spec.first_pane(j)..).next() {
             j = j.max(self.spec.windows_of_pane(p).0);
@@ -120,6 +122,7 @@ impl PaneEngine {
             let first = self.spec.first_pane(j);
             rows.clear();
             for (_, pane) in self.panes.range(first..first + wp) {
+                pairs.clear();
                 for &(key, slot) in &pane.entries {
                     let k = key as usize;
                     if k >= self.window_slot_of_key.len() {
@@ -131,13 +134,27 @@ impl PaneEngine {
                         self.window_slot_of_key[k] = ws;
                         rows.push((key, ws));
                     }
-                    self.scratch.combine_from(ws, &self.store, slot);
+                    pairs.push((ws, slot));
                 }
+                self.scratch.combine_pairs(&self.store, &pairs);
+            }
+            if rows.len() * 4 >= keys.sorted.len() {
+                // Most keys are present: walking the keys in order beats sorting the window's rows.
+                rows.clear();
+                for &key in keys.sorted {
+                    if let Some(&ws) = self.window_slot_of_key.get(key as usize)
+                        && ws != SKIP
+                    {
+                        rows.push((key, ws));
+                    }
+                }
+                out.push_sorted_window(j, &rows);
+            } else {
+                out.push_window(j, &mut rows, keys.ranks);
             }
             for &(key, _) in &rows {
                 self.window_slot_of_key[key as usize] = SKIP;
             }
-            out.push_window(j, &mut rows, ranks);
             j += 1;
         }
         self.next_window = self.next_window.max(last.saturating_add(1));

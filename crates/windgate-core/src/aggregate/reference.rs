@@ -5,6 +5,7 @@
 //! `(ts, source, seq)`. No panes, no partial states carried between windows.
 
 use super::emission::Emission;
+use super::keys::KeyOrder;
 use super::slots::SlotStore;
 use super::state::{InputValues, OrderKey, RowOrder};
 use crate::time::WindowSpec;
@@ -64,7 +65,8 @@ impl ReferenceEngine {
     }
 
     /// Emits every window up to and including `last`.
-    pub fn emit_until(&mut self, last: i64, ranks: &[u32], out: &mut Emission) {
+    pub fn emit_until(&mut self, last: i64, keys: KeyOrder<'_>, out: &mut Emission) {
+        let ranks = keys.ranks;
         let mut groups: Vec<(i64, u32, OrderKey, usize)> = Vec::new();
         for (r, row) in self.rows.iter().enumerate() {
             let (lo, hi) = self.spec.windows_of_ts(row.at.ts);

@@ -55,11 +55,10 @@ impl SlotStore {
         }
     }
 
-    /// Combines slot `src` of `other` into slot `dst` for every aggregate.
-    #[inline]
-    pub fn combine_from(&mut self, dst: u32, other: &SlotStore, src: u32) {
+    /// Combines, for every `(dst, src)` pair, slot `src` of `other` into slot `dst`, for every aggregate.
+    pub fn combine_pairs(&mut self, other: &SlotStore, pairs: &[(u32, u32)]) {
         for (a, b) in self.states.iter_mut().zip(&other.states) {
-            a.combine(dst as usize, b, src as usize);
+            a.combine_pairs(b, pairs);
         }
     }
 }

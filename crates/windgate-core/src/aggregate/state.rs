@@ -140,6 +140,13 @@ pub struct AggState {
     kind: Kind,
 }
 
+#[inline(always)]
+fn for_pairs(pairs: &[(u32, u32)], mut f: impl FnMut(usize, usize)) {
+    for &(d, s) in pairs {
+        f(d as usize, s as usize);
+    }
+}
+
 /// Calls `f(row, slot)` for every row with a slot and a non-null value.
 #[inline]
 fn each_valid(slots: &[u32], nulls: Option<&NullBuffer>, mut f: impl FnMut(usize, usize)) {
@@ -348,45 +355,60 @@ impl AggState {
 
     /// Combines slot `src` of `other` (a state of the same aggregate) into slot `dst` of `self`.
     pub fn combine(&mut self, dst: usize, other: &AggState, src: usize) {
+        self.combine_pairs(other, &[(dst as u32, src as u32)]);
+    }
+
+    /// Combines, for every `(dst, src)` pair, slot `src` of `other` into slot `dst` of `self`. One dispatch
+    /// on the state's kind per call, not per pair: the window combiner merges a whole pane at a time.
+    pub fn combine_pairs(&mut self, other: &AggState, pairs: &[(u32, u32)]) {
         let func = self.meta.spec.func;
+        let max = func == AggFunc::Max;
+        let last = func == AggFunc::Last;
         match (&mut self.kind, &other.kind) {
-            (Kind::Count(a), Kind::Count(b)) => a[dst] += b[src],
+            (Kind::Count(a), Kind::Count(b)) => for_pairs(pairs, |d, s| a[d] += b[s]),
             (Kind::SumInt { sum, n }, Kind::SumInt { sum: s2, n: n2 }) => {
-                sum[dst] += s2[src];
-                n[dst] += n2[src];
+                for_pairs(pairs, |d, s| {
+                    sum[d] += s2[s];
+                    n[d] += n2[s];
+                })
             }
             (Kind::SumFloat { sum, n }, Kind::SumFloat { sum: s2, n: n2 }) => {
-                sum[dst].merge(&s2[src]);
-                n[dst] += n2[src];
+                for_pairs(pairs, |d, s| {
+                    sum[d].merge(&s2[s]);
+                    n[d] += n2[s];
+                })
             }
             (
-                Kind::Moments { s, q, n },
+                Kind::Moments { s: sx, q, n },
                 Kind::Moments {
                     s: s2,
                     q: q2,
                     n: n2,
                 },
-            ) => {
-                s[dst].merge(&s2[src]);
-                q[dst].merge(&q2[src]);
-                n[dst] += n2[src];
-            }
+            ) => for_pairs(pairs, |d, s| {
+                sx[d].merge(&s2[s]);
+                q[d].merge(&q2[s]);
+                n[d] += n2[s];
+            }),
             (Kind::ExtremeInt { v, n }, Kind::ExtremeInt { v: v2, n: n2 }) => {
-                if n2[src] > 0 {
-                    let max = func == AggFunc::Max;
-                    if n[dst] == 0 || (max && v2[src] > v[dst]) || (!max && v2[src] < v[dst]) {
-                        v[dst] = v2[src];
+                for_pairs(pairs, |d, s| {
+                    if n2[s] > 0 {
+                        if n[d] == 0 || (max && v2[s] > v[d]) || (!max && v2[s] < v[d]) {
+                            v[d] = v2[s];
+                        }
+                        n[d] += n2[s];
                     }
-                    n[dst] += n2[src];
-                }
+                })
             }
             (Kind::ExtremeFloat { v, n }, Kind::ExtremeFloat { v: v2, n: n2 }) => {
-                if n2[src] > 0 {
-                    if n[dst] == 0 || better_float(v2[src], v[dst], func == AggFunc::Max) {
-                        v[dst] = v2[src];
+                for_pairs(pairs, |d, s| {
+                    if n2[s] > 0 {
+                        if n[d] == 0 || better_float(v2[s], v[d], max) {
+                            v[d] = v2[s];
+                        }
+                        n[d] += n2[s];
                     }
-                    n[dst] += n2[src];
-                }
+                })
             }
             (
                 Kind::PickInt { v, at, n },
@@ -395,14 +417,14 @@ impl AggState {
                     at: at2,
                     n: n2,
                 },
-            ) => {
-                if n2[src] > 0 {
-                    if n[dst] == 0 || (at2[src] > at[dst]) == (func == AggFunc::Last) {
-                        (v[dst], at[dst]) = (v2[src], at2[src]);
+            ) => for_pairs(pairs, |d, s| {
+                if n2[s] > 0 {
+                    if n[d] == 0 || (at2[s] > at[d]) == last {
+                        (v[d], at[d]) = (v2[s], at2[s]);
                     }
-                    n[dst] += n2[src];
+                    n[d] += n2[s];
                 }
-            }
+            }),
             (
                 Kind::PickFloat { v, at, n },
                 Kind::PickFloat {
@@ -410,14 +432,14 @@ impl AggState {
                     at: at2,
                     n: n2,
                 },
-            ) => {
-                if n2[src] > 0 {
-                    if n[dst] == 0 || (at2[src] > at[dst]) == (func == AggFunc::Last) {
-                        (v[dst], at[dst]) = (v2[src], at2[src]);
+            ) => for_pairs(pairs, |d, s| {
+                if n2[s] > 0 {
+                    if n[d] == 0 || (at2[s] > at[d]) == last {
+                        (v[d], at[d]) = (v2[s], at2[s]);
                     }
-                    n[dst] += n2[src];
+                    n[d] += n2[s];
                 }
-            }
+            }),
             _ => unreachable!("combine of states of different aggregates"),
         }
     }
