@@ -32,7 +32,7 @@ def _local_and_spark(spark, table, **kw):
     from windgate import spark as wspark
 
     df = spark.createDataFrame(table.to_pandas()).repartition(3)
-    got = wspark.window_aggregate(df, **kw).toArrow()
+    got = wspark.window_aggregate(df, ordered=True, **kw).toArrow()
     want = windgate.window_aggregate(table, **kw)
     return got.cast(want.schema), want
 
@@ -59,7 +59,7 @@ def test_unkeyed_time_ranges_match_local_call(spark):
     from windgate import spark as wspark
 
     df = spark.createDataFrame(t.to_pandas())
-    small = wspark.window_aggregate(df, range_size="30s", **kw).toArrow().cast(want.schema)
+    small = wspark.window_aggregate(df, range_size="30s", ordered=True, **kw).toArrow().cast(want.schema)
     assert small.equals(want)  # ranges shorter than a window: rows are copied into several ranges
 
 
@@ -72,6 +72,7 @@ def test_matches_spark_native_window_groupby(spark):
     df = spark.createDataFrame(t.to_pandas())
     ours = wspark.window_aggregate(
         df,
+        ordered=True,
         time="ts",
         size="60s",
         slide="10s",

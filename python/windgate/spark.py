@@ -83,7 +83,7 @@ def window_aggregate(
     aggs: Mapping[str, str | list[str]],
     null_time: str = "error",
     threads: int | None = None,
-    ordered: bool = True,
+    ordered: bool = False,
     range_size: _args.Span | None = None,
 ) -> DataFrame:
     """:func:`windgate.window_aggregate` over a Spark DataFrame; returns a Spark DataFrame.
@@ -92,7 +92,9 @@ def window_aggregate(
         df: the input DataFrame (any columns; the time column is a timestamp, date or integer column).
         time, size, slide, offset, by, aggs, null_time: as in :func:`windgate.window_aggregate`.
         threads: windgate threads per Spark task (default: ``spark.task.cpus``).
-        ordered: sort the result by ``(window_start, by...)`` like the local call (one extra shuffle).
+        ordered: sort the result by ``(window_start, by...)`` like the local call. Spark DataFrames have no
+            order of their own, so this is off by default; when on, the aggregated rows are persisted first so
+            that the range sort's sampling pass does not run the whole aggregation twice.
         range_size: unkeyed only: length of the time ranges each task owns (default: chosen from the data's
             time span so that there are a few ranges per core).
 
@@ -127,19 +129,24 @@ def window_aggregate(
     arrow_out = _native.window_aggregate([arrow_in.empty_table()], **spec).schema
     spark_out = from_arrow_schema(arrow_out, prefer_timestamp_ntz=False)
 
-    seq = df.withColumn(_SEQ, F.monotonically_increasing_id())
+    # Only first/last read the order among rows with equal times; the other functions are order-free, so
+    # the tie-breaking column is shuffled and sorted only when needed.
+    ordered_funcs = {"first", "last"}
+    needs_seq = any(f.lower() in ordered_funcs for _, fs in agg_list for f in fs)
+    seq = df.withColumn(_SEQ, F.monotonically_increasing_id() if needs_seq else F.lit(0).cast("long"))
+    tie = [_SEQ] if needs_seq else []
     if by_cols:
-        parts = seq.repartition(*by_cols).sortWithinPartitions(time, _SEQ)
+        parts = seq.repartition(*by_cols).sortWithinPartitions(time, *tie)
         out = parts.mapInArrow(_keyed_task(spec, arrow_out), spark_out)
     else:
         unit = _unit_of(arrow_in.field(time).type)
         size_u, slide_u, offset_u = _resolve(spec, unit)
         range_u = _range_length(seq, time, unit, size_u, slide_u, spark, range_size)
         ranged = _with_ranges(seq, time, unit, size_u, slide_u, offset_u, range_u)
-        parts = ranged.repartition(_RANGE).sortWithinPartitions(_RANGE, time, _SEQ)
+        parts = ranged.repartition(_RANGE).sortWithinPartitions(_RANGE, time, *tie)
         out = parts.mapInArrow(_ranged_task(spec, arrow_out, range_u, offset_u), spark_out)
     if ordered:
-        out = out.orderBy("window_start", *by_cols)
+        out = out.persist().orderBy("window_start", *by_cols)
     return out
 
 
