@@ -101,20 +101,20 @@ def window_aggregate(
         >>> out.column("window_start").to_pylist(), out.column("sum_v").to_pylist()
         ([-5, 0, 5, 10], [3, 6, 7, 4])
     """
-    return _native.window_aggregate(
-        _args.sources(data),
+    kwargs = _args.operator_kwargs(
         time=time,
-        size=_args.span(size, "size"),
-        slide=_args.span(slide, "slide"),
-        offset=_args.span(offset, "offset"),
-        by=_args.by_columns(by),
-        aggs=_args.agg_list(aggs),
-        lateness=_args.span(lateness, "lateness"),
+        size=size,
+        slide=slide,
+        offset=offset,
+        by=by,
+        aggs=aggs,
+        lateness=lateness,
         on_late=on_late,
         null_time=null_time,
         threads=threads,
         strategy=strategy,
     )
+    return _native.window_aggregate(_args.sources(data), **kwargs)
 
 
 class WindowAggregator:
@@ -153,20 +153,20 @@ class WindowAggregator:
         strategy: str = "auto",
         sources: int = 1,
     ) -> None:
-        self._inner = _native.WindowAggregator(
+        kwargs = _args.operator_kwargs(
             time=time,
-            size=_args.span(size, "size"),
-            slide=_args.span(slide, "slide"),
-            offset=_args.span(offset, "offset"),
-            by=_args.by_columns(by),
-            aggs=_args.agg_list(aggs),
-            lateness=_args.span(lateness, "lateness"),
+            size=size,
+            slide=slide,
+            offset=offset,
+            by=by,
+            aggs=aggs,
+            lateness=lateness,
             on_late=on_late,
             null_time=null_time,
             threads=threads,
             strategy=strategy,
-            sources=sources,
         )
+        self._inner = _native.WindowAggregator(**kwargs, sources=sources)
 
     def push(self, batch: Any, source: int = 0) -> pa.RecordBatch:
         """Pushes a batch (or a table or stream, batch by batch) of ``source``.

@@ -84,3 +84,33 @@ def sources(data: Any) -> list[Any]:
             raise InvalidParameterError("data: expected at least one source, got an empty list")
         return [arrow_source(d, f"data[{i}]") for i, d in enumerate(data)]
     return [arrow_source(data)]
+
+
+def operator_kwargs(
+    *,
+    time: str,
+    size: Span,
+    slide: Span | None,
+    offset: Span,
+    by: str | list[str] | tuple[str, ...] | None,
+    aggs: Mapping[str, str | list[str] | tuple[str, ...]],
+    lateness: Span | None,
+    on_late: str,
+    null_time: str,
+    threads: int | None,
+    strategy: str,
+) -> dict[str, Any]:
+    """The keyword arguments of ``_native.window_aggregate`` / ``_native.WindowAggregator``, normalised."""
+    return {
+        "time": time,
+        "size": span(size, "size"),
+        "slide": span(slide, "slide"),
+        "offset": span(offset, "offset"),
+        "by": by_columns(by),
+        "aggs": agg_list(aggs),
+        "lateness": span(lateness, "lateness"),
+        "on_late": on_late,
+        "null_time": null_time,
+        "threads": threads,
+        "strategy": strategy,
+    }

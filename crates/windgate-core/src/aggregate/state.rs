@@ -121,16 +121,52 @@ enum Kind {
         v: Vec<f64>,
         n: Vec<i64>,
     },
-    PickInt {
-        v: Vec<i64>,
-        at: Vec<OrderKey>,
-        n: Vec<i64>,
-    },
-    PickFloat {
-        v: Vec<f64>,
-        at: Vec<OrderKey>,
-        n: Vec<i64>,
-    },
+    PickInt(Picked<i64>),
+    PickFloat(Picked<f64>),
+}
+
+/// `first`/`last` states: the value of the row that comes first (or last) in the order `(ts, source, seq)`.
+#[derive(Debug, Clone, Default)]
+struct Picked<T> {
+    v: Vec<T>,
+    at: Vec<OrderKey>,
+    n: Vec<i64>,
+}
+
+impl<T: Copy + Default> Picked<T> {
+    fn push_empty(&mut self) {
+        self.v.push(T::default());
+        self.at.push(OrderKey::default());
+        self.n.push(0);
+    }
+
+    fn update(
+        &mut self,
+        slots: &[u32],
+        values: &[T],
+        nulls: Option<&NullBuffer>,
+        order: RowOrder<'_>,
+        last: bool,
+    ) {
+        each_valid(slots, nulls, |i, s| {
+            let k = order.key(i);
+            if self.n[s] == 0 || (k > self.at[s]) == last {
+                (self.v[s], self.at[s]) = (values[i], k);
+            }
+            self.n[s] += 1;
+        })
+    }
+
+    fn combine_pairs(&mut self, other: &Picked<T>, pairs: &[(u32, u32)], last: bool) {
+        for_pairs(pairs, |d, s| {
+            if other.n[s] > 0 {
+                if self.n[d] == 0 || (other.at[s] > self.at[d]) == last {
+                    (self.v[d], self.at[d]) = (other.v[s], other.at[s]);
+                }
+                self.n[d] += other.n[s];
+            }
+        })
+    }
 }
 
 /// The partial states of one aggregate for every slot.
@@ -193,16 +229,10 @@ impl AggState {
                 v: vec![],
                 n: vec![],
             },
-            (AggFunc::First | AggFunc::Last, ValueClass::Int) => Kind::PickInt {
-                v: vec![],
-                at: vec![],
-                n: vec![],
-            },
-            (AggFunc::First | AggFunc::Last, ValueClass::Float) => Kind::PickFloat {
-                v: vec![],
-                at: vec![],
-                n: vec![],
-            },
+            (AggFunc::First | AggFunc::Last, ValueClass::Int) => Kind::PickInt(Picked::default()),
+            (AggFunc::First | AggFunc::Last, ValueClass::Float) => {
+                Kind::PickFloat(Picked::default())
+            }
         };
         Self { meta, kind }
     }
@@ -220,8 +250,8 @@ impl AggState {
             | Kind::Moments { n, .. }
             | Kind::ExtremeInt { n, .. }
             | Kind::ExtremeFloat { n, .. }
-            | Kind::PickInt { n, .. }
-            | Kind::PickFloat { n, .. } => n.len(),
+            | Kind::PickInt(Picked { n, .. })
+            | Kind::PickFloat(Picked { n, .. }) => n.len(),
         }
     }
 
@@ -240,10 +270,8 @@ impl AggState {
             }
             Kind::ExtremeInt { v, n } => (v.push(0), n.push(0)).1,
             Kind::ExtremeFloat { v, n } => (v.push(0.0), n.push(0)).1,
-            Kind::PickInt { v, at, n } => (v.push(0), at.push(OrderKey::default()), n.push(0)).2,
-            Kind::PickFloat { v, at, n } => {
-                (v.push(0.0), at.push(OrderKey::default()), n.push(0)).2
-            }
+            Kind::PickInt(p) => p.push_empty(),
+            Kind::PickFloat(p) => p.push_empty(),
         }
     }
 
@@ -255,7 +283,7 @@ impl AggState {
             Kind::SumFloat { sum, n } => (sum[i], n[i]) = (ExactSum::new(), 0),
             Kind::Moments { s, q, n } => (s[i], q[i], n[i]) = (ExactSum::new(), ExactSum::new(), 0),
             Kind::ExtremeInt { n, .. } | Kind::ExtremeFloat { n, .. } => n[i] = 0,
-            Kind::PickInt { n, .. } | Kind::PickFloat { n, .. } => n[i] = 0,
+            Kind::PickInt(Picked { n, .. }) | Kind::PickFloat(Picked { n, .. }) => n[i] = 0,
         }
     }
 
@@ -329,25 +357,11 @@ impl AggState {
                     n[s] += 1;
                 })
             }
-            (Kind::PickInt { v: st, at, n }, InputValues::Int(v, nulls)) => {
-                let last = func == AggFunc::Last;
-                each_valid(slots, nulls.as_ref(), |i, s| {
-                    let k = order.key(i);
-                    if n[s] == 0 || (k > at[s]) == last {
-                        (st[s], at[s]) = (v[i], k);
-                    }
-                    n[s] += 1;
-                })
+            (Kind::PickInt(p), InputValues::Int(v, nulls)) => {
+                p.update(slots, v, nulls.as_ref(), order, func == AggFunc::Last)
             }
-            (Kind::PickFloat { v: st, at, n }, InputValues::Float(v, nulls)) => {
-                let last = func == AggFunc::Last;
-                each_valid(slots, nulls.as_ref(), |i, s| {
-                    let k = order.key(i);
-                    if n[s] == 0 || (k > at[s]) == last {
-                        (st[s], at[s]) = (v[i], k);
-                    }
-                    n[s] += 1;
-                })
+            (Kind::PickFloat(p), InputValues::Float(v, nulls)) => {
+                p.update(slots, v, nulls.as_ref(), order, func == AggFunc::Last)
             }
             (kind, input) => unreachable!("input {input:?} does not fit state {kind:?}"),
         }
@@ -410,36 +424,8 @@ impl AggState {
                     }
                 })
             }
-            (
-                Kind::PickInt { v, at, n },
-                Kind::PickInt {
-                    v: v2,
-                    at: at2,
-                    n: n2,
-                },
-            ) => for_pairs(pairs, |d, s| {
-                if n2[s] > 0 {
-                    if n[d] == 0 || (at2[s] > at[d]) == last {
-                        (v[d], at[d]) = (v2[s], at2[s]);
-                    }
-                    n[d] += n2[s];
-                }
-            }),
-            (
-                Kind::PickFloat { v, at, n },
-                Kind::PickFloat {
-                    v: v2,
-                    at: at2,
-                    n: n2,
-                },
-            ) => for_pairs(pairs, |d, s| {
-                if n2[s] > 0 {
-                    if n[d] == 0 || (at2[s] > at[d]) == last {
-                        (v[d], at[d]) = (v2[s], at2[s]);
-                    }
-                    n[d] += n2[s];
-                }
-            }),
+            (Kind::PickInt(a), Kind::PickInt(b)) => a.combine_pairs(b, pairs, last),
+            (Kind::PickFloat(a), Kind::PickFloat(b)) => a.combine_pairs(b, pairs, last),
             _ => unreachable!("combine of states of different aggregates"),
         }
     }
@@ -520,10 +506,10 @@ impl AggState {
                 });
                 floats(vals.collect(), valid(n, 2))
             }
-            Kind::ExtremeInt { v, n } | Kind::PickInt { v, n, .. } => {
+            Kind::ExtremeInt { v, n } | Kind::PickInt(Picked { v, n, .. }) => {
                 ints(slots.iter().map(|s| v[pick(s)]).collect(), valid(n, 1))
             }
-            Kind::ExtremeFloat { v, n } | Kind::PickFloat { v, n, .. } => {
+            Kind::ExtremeFloat { v, n } | Kind::PickFloat(Picked { v, n, .. }) => {
                 floats(slots.iter().map(|s| v[pick(s)]).collect(), valid(n, 1))
             }
         }
