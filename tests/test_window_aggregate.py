@@ -266,3 +266,29 @@ def test_gil_is_released_during_work():
     th.join()
     # With the GIL held for the whole call, the thread could not tick at all while it ran.
     assert elapsed < 0.05 or ticks > 3
+
+
+def test_ctrl_c_interrupts_a_long_call():
+    import _thread
+
+    t = pa.table({"ts": pa.array(range(4_000_000), pa.int64())})
+    reader = pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=1000))
+    timer = threading.Timer(0.05, _thread.interrupt_main)  # what Ctrl-C does
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            windgate.window_aggregate(reader, time="ts", size=10, aggs={"*": "count"})
+    finally:
+        timer.cancel()
+
+
+def test_a_failing_input_stream_is_an_input_error():
+    schema = pa.schema([("ts", pa.int64())])
+
+    def batches():
+        yield pa.record_batch([pa.array([1, 2], pa.int64())], schema=schema)
+        raise OSError("disk on fire")
+
+    reader = pa.RecordBatchReader.from_batches(schema, batches())
+    with pytest.raises(windgate.InputError, match="disk on fire"):
+        windgate.window_aggregate(reader, time="ts", size=10, aggs={"*": "count"})

@@ -21,6 +21,7 @@ from . import _args, _native
 from .errors import (
     ColumnNotFoundError,
     ColumnTypeError,
+    InputError,
     InvalidParameterError,
     LateRowError,
     NullTimeError,
@@ -44,6 +45,7 @@ __all__ = [
     "WindgateOverflowError",
     "NullTimeError",
     "OperatorPoisonedError",
+    "InputError",
     "__version__",
 ]
 

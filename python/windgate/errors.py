@@ -17,6 +17,7 @@ __all__ = [
     "WindgateOverflowError",
     "NullTimeError",
     "OperatorPoisonedError",
+    "InputError",
 ]
 
 
@@ -54,3 +55,7 @@ class NullTimeError(WindgateError, ValueError):
 
 class OperatorPoisonedError(WindgateError, RuntimeError):
     """The operator failed earlier (an internal error or an error while emitting) and refuses further work."""
+
+
+class InputError(WindgateError, ValueError):
+    """The input could not be read: an Arrow stream whose producer failed, or data Arrow cannot convert."""

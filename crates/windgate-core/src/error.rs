@@ -22,6 +22,8 @@ pub enum ErrorKind {
     NullValue,
     /// The operator failed earlier and refuses further work. Python: `OperatorPoisonedError`.
     Poisoned,
+    /// The input could not be read (an Arrow stream that failed). Python: `InputError`.
+    Input,
 }
 
 /// A windgate error: a kind and a message that names what was wrong and what was expected.
@@ -81,9 +83,12 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 impl From<arrow_schema::ArrowError> for Error {
+    /// Arrow errors come from reading the caller's input (a failing stream) or, in principle, from building
+    /// output arrays; surface them rather than panic.
     fn from(e: arrow_schema::ArrowError) -> Self {
-        // Arrow errors reach here only from building output arrays, where our own invariants hold; surface them
-        // rather than panic.
-        Self::new(ErrorKind::SchemaMismatch, format!("arrow: {e}"))
+        Self::new(
+            ErrorKind::Input,
+            format!("data: reading or converting Arrow data failed: {e}"),
+        )
     }
 }

@@ -14,6 +14,7 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Overflow => "WindgateOverflowError",
         ErrorKind::NullValue => "NullTimeError",
         ErrorKind::Poisoned => "OperatorPoisonedError",
+        ErrorKind::Input => "InputError",
     }
 }
 
