@@ -1,12 +1,15 @@
 //! Exact, order-independent float summation.
 //!
 //! DESIGN §4 asks for float sums and means that do not depend on summation order, so that any thread count,
-//! batch split or pane split gives bit-identical results. [`ExactSum`] is a sparse fixed-point
-//! superaccumulator (after Neal, "Fast exact summation using small and large superaccumulators", 2015): every
-//! finite f64 is an integer multiple of 2^-1074, so the sum is kept exactly as a big integer in 32-bit digits
-//! held in i64 cells (the upper 32 bits absorb carries). Only the digits the data touches are stored, usually
-//! three or four, inline. The result is the exact sum rounded once to nearest-even: the same bits for every
-//! order of the same values, and the correctly rounded sum besides.
+//! batch split or pane split gives bit-identical results. Every finite f64 is an integer multiple of
+//! 2^-1074, so a sum can be kept exactly as an integer and rounded once, to nearest-even, at the end: the same
+//! bits for every order of the same values, and the correctly rounded sum besides.
+//!
+//! [`ExactSum`] keeps that integer in two tiers. The fast lane is one i128 in fixed point at the finest
+//! resolution seen so far (`anchor`): values of a column usually span a few dozen binary orders of magnitude,
+//! so nearly every add is a shift and one 128-bit add. Values the lane cannot hold without losing bits go to
+//! [`DigitSum`], a sparse superaccumulator of 32-bit digits in i64 cells (after Neal, "Fast exact summation
+//! using small and large superaccumulators", 2015) that covers the whole f64 range.
 
 use smallvec::SmallVec;
 
@@ -15,9 +18,9 @@ const DIGIT_MASK: i64 = (1 << DIGIT_BITS) - 1;
 /// Each add puts less than 2^32 into a cell; a cell holds 2^63, so carries must be pushed up before 2^31 adds.
 const NORMALISE_EVERY: u32 = 1 << 30;
 
-/// An exact sum of f64 values. `Default` is the empty sum.
+/// A sparse superaccumulator: exact for any f64 values, slower than the fast lane of [`ExactSum`].
 #[derive(Debug, Clone, Default)]
-pub struct ExactSum {
+pub struct DigitSum {
     /// Index of `digits[0]`: digit `i` weighs 2^(32*(lo+i) - 1074).
     lo: u16,
     /// Little-endian base-2^32 digits with carries pending; the true value is sum(digits[i] * 2^(32*i)).
@@ -34,7 +37,7 @@ const NAN: u8 = 1;
 const POS_INF: u8 = 2;
 const NEG_INF: u8 = 4;
 
-impl ExactSum {
+impl DigitSum {
     pub fn new() -> Self {
         Self::default()
     }
@@ -101,8 +104,39 @@ impl ExactSum {
         };
     }
 
+    /// Adds `x * 2^(pos - 1074)` exactly (a fast-lane value of [`ExactSum`]).
+    pub fn add_fixed(&mut self, x: i128, pos: u16) {
+        if x == 0 {
+            return;
+        }
+        self.not_only_neg_zero = true;
+        let m = x.unsigned_abs();
+        let shift = (pos as u32) % DIGIT_BITS;
+        let low = m << shift;
+        let high = if shift == 0 { 0 } else { m >> (128 - shift) };
+        let parts = [
+            (low as u64 & 0xffff_ffff) as i64,
+            ((low >> 32) as u64 & 0xffff_ffff) as i64,
+            ((low >> 64) as u64 & 0xffff_ffff) as i64,
+            ((low >> 96) as u64 & 0xffff_ffff) as i64,
+            high as i64,
+        ];
+        if self.pending >= NORMALISE_EVERY - 1 {
+            self.normalise();
+        }
+        let base = self.reserve((pos as u32 / DIGIT_BITS) as u16, parts.len());
+        for (d, p) in self.digits[base..base + parts.len()].iter_mut().zip(parts) {
+            if x > 0 {
+                *d += p;
+            } else {
+                *d -= p;
+            }
+        }
+        self.pending += 1;
+    }
+
     /// Adds another exact sum (the combine step of panes and windows).
-    pub fn merge(&mut self, other: &ExactSum) {
+    pub fn merge(&mut self, other: &DigitSum) {
         self.specials |= other.specials;
         self.not_only_neg_zero |= other.not_only_neg_zero;
         if other.digits.is_empty() {
@@ -169,7 +203,7 @@ impl ExactSum {
         self.pending = 1;
     }
 
-    /// The exact sum, rounded once to nearest-even. An empty sum is 0.0.
+    /// The exact sum, rounded once to nearest-even, with IEEE results for NaN and infinities.
     pub fn value(&self) -> f64 {
         if self.specials != 0 {
             return match self.specials {
@@ -178,6 +212,16 @@ impl ExactSum {
                 _ => f64::NAN, // NaN seen, or +inf and -inf together
             };
         }
+        let v = self.rounded();
+        if v == 0.0 && !self.not_only_neg_zero {
+            -0.0
+        } else {
+            v
+        }
+    }
+
+    /// The finite part of the sum, rounded once to nearest-even (+0.0 when it is zero).
+    pub fn rounded(&self) -> f64 {
         let mut n = self.clone();
         n.normalise();
         let negative = n.digits.last().is_some_and(|&d| d < 0);
@@ -188,11 +232,202 @@ impl ExactSum {
             n.normalise();
         }
         let magnitude = round_digits(n.lo, &n.digits);
-        if magnitude == 0.0 {
-            return if self.not_only_neg_zero { 0.0 } else { -0.0 };
-        }
         if negative { -magnitude } else { magnitude }
     }
+}
+
+/// Most bits a fast-lane term may take: `mant << shift` stays below 2^(53 + LANE_SHIFT) = 2^125, so up to
+/// four such terms can meet before an i128 could overflow, and `checked_add` catches anything beyond.
+const LANE_SHIFT: i64 = 72;
+
+/// An exact sum of f64 values. `Default` is the empty sum.
+///
+/// ```
+/// use windgate_core::aggregate::exact_sum::ExactSum;
+/// let mut s = ExactSum::new();
+/// for v in [0.1, 0.2, 0.3] {
+///     s.add(v);
+/// }
+/// assert_eq!(s.value(), 0.6); // left-to-right f64 addition gives 0.6000000000000001
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ExactSum {
+    /// Fast lane: `acc * 2^(anchor - 1074)`.
+    acc: i128,
+    anchor: u16,
+    /// Slow tier for what the lane cannot hold. The true sum is lane + big.
+    big: Option<Box<DigitSum>>,
+    /// NaN, +inf and -inf seen (bit 0, 1, 2). IEEE rules decide the result from them.
+    specials: u8,
+    /// Only -0.0 (or nothing) was added: the IEEE sum is then -0.0.
+    not_only_neg_zero: bool,
+}
+
+impl ExactSum {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one value exactly.
+    #[inline]
+    pub fn add(&mut self, v: f64) {
+        let bits = v.to_bits();
+        let biased = ((bits >> 52) & 0x7ff) as i64;
+        if biased == 0x7ff {
+            self.not_only_neg_zero = true;
+            self.specials |= if v.is_nan() {
+                NAN
+            } else if v > 0.0 {
+                POS_INF
+            } else {
+                NEG_INF
+            };
+            return;
+        }
+        if v == 0.0 {
+            self.not_only_neg_zero |= v.is_sign_positive();
+            return;
+        }
+        self.not_only_neg_zero = true;
+        let frac = (bits & ((1u64 << 52) - 1)) as i128;
+        let (mant, pos) = if biased == 0 {
+            (frac, 0)
+        } else {
+            (frac | (1 << 52), biased - 1)
+        };
+        let term = if bits >> 63 == 0 { mant } else { -mant };
+        self.add_lane(term, pos as u16);
+    }
+
+    /// Adds `term * 2^(pos - 1074)` (|term| < 2^127) to the fast lane, or to the slow tier if the lane cannot
+    /// hold it exactly.
+    #[inline]
+    fn add_lane(&mut self, term: i128, pos: u16) {
+        if self.acc == 0 {
+            self.acc = term;
+            self.anchor = pos;
+            return;
+        }
+        let d = pos as i64 - self.anchor as i64;
+        if (0..=LANE_SHIFT).contains(&d) && term.unsigned_abs() < 1 << 53 {
+            if let Some(sum) = self.acc.checked_add(term << d) {
+                self.acc = sum;
+                return;
+            }
+        } else if d < 0
+            && -d <= LANE_SHIFT
+            && (self.acc.unsigned_abs().leading_zeros() as i64) > 2 - d + 1
+        {
+            // A finer value: rescale the lane to its resolution (exact while the top bits are free).
+            let rescaled = self.acc << -d;
+            if let Some(sum) = rescaled.checked_add(term) {
+                self.acc = sum;
+                self.anchor = pos;
+                return;
+            }
+        }
+        self.spill(term, pos);
+    }
+
+    #[cold]
+    fn spill(&mut self, term: i128, pos: u16) {
+        let big = self.big.get_or_insert_with(Default::default);
+        big.add_fixed(self.acc, self.anchor);
+        self.acc = term;
+        self.anchor = pos;
+    }
+
+    /// Adds another exact sum (the combine step of panes and windows).
+    #[inline]
+    pub fn merge(&mut self, other: &ExactSum) {
+        self.specials |= other.specials;
+        self.not_only_neg_zero |= other.not_only_neg_zero;
+        if let Some(b) = &other.big {
+            self.big.get_or_insert_with(Default::default).merge(b);
+        }
+        if other.acc != 0 {
+            self.add_lane_wide(other.acc, other.anchor);
+        }
+    }
+
+    /// `add_lane` for a term of up to 127 bits (another lane).
+    fn add_lane_wide(&mut self, term: i128, pos: u16) {
+        if self.acc == 0 {
+            self.acc = term;
+            self.anchor = pos;
+            return;
+        }
+        if pos == self.anchor
+            && let Some(sum) = self.acc.checked_add(term)
+        {
+            self.acc = sum;
+            return;
+        }
+        // Different resolutions: align on the finer one if nothing falls off the top, else use the slow tier.
+        let (fine, fine_pos, coarse, coarse_pos) = if pos < self.anchor {
+            (term, pos, self.acc, self.anchor)
+        } else {
+            (self.acc, self.anchor, term, pos)
+        };
+        let d = (coarse_pos - fine_pos) as u32;
+        if d < 126 && coarse.unsigned_abs().leading_zeros() > d + 1 {
+            if let Some(sum) = (coarse << d).checked_add(fine) {
+                self.acc = sum;
+                self.anchor = fine_pos;
+                return;
+            }
+        }
+        self.big
+            .get_or_insert_with(Default::default)
+            .add_fixed(term, pos);
+    }
+
+    /// The exact sum, rounded once to nearest-even. An empty sum is 0.0.
+    pub fn value(&self) -> f64 {
+        if self.specials != 0 {
+            return match self.specials {
+                POS_INF => f64::INFINITY,
+                NEG_INF => f64::NEG_INFINITY,
+                _ => f64::NAN, // NaN seen, or +inf and -inf together
+            };
+        }
+        let magnitude = match &self.big {
+            None => lane_value(self.acc, self.anchor),
+            Some(_) => None,
+        };
+        let v = magnitude.unwrap_or_else(|| {
+            let mut all = self.big.as_deref().cloned().unwrap_or_default();
+            all.add_fixed(self.acc, self.anchor);
+            all.rounded()
+        });
+        if v == 0.0 && !self.not_only_neg_zero {
+            -0.0
+        } else {
+            v
+        }
+    }
+}
+
+/// `acc * 2^(anchor - 1074)` rounded once, when the result is a normal number (then scaling by a power of
+/// two after the one rounding of `acc as f64` is exact); `None` otherwise.
+#[inline]
+fn lane_value(acc: i128, anchor: u16) -> Option<f64> {
+    if acc == 0 {
+        return Some(0.0);
+    }
+    let top = 127 - acc.unsigned_abs().leading_zeros() as i64; // exponent of the leading bit of acc
+    let exp = top + anchor as i64 - 1074;
+    if !(-1021..=1022).contains(&exp) {
+        return None;
+    }
+    // i128 -> f64 rounds to nearest-even; the scale is within range for both factors.
+    let scale = anchor as i64 - 1074;
+    let head = acc as f64;
+    Some(if scale >= -1022 {
+        head * pow2(scale)
+    } else {
+        head * pow2(scale + 600) * pow2(-600)
+    })
 }
 
 /// Rounds the non-negative number `sum(digits[i] * 2^(32*(lo+i) - 1074))` (digits in `[0, 2^32)`) to f64.
@@ -288,12 +523,30 @@ mod tests {
 
     #[test]
     fn many_adds_trigger_normalisation() {
-        let mut s = ExactSum::new();
+        let mut s = DigitSum::new();
         s.pending = NORMALISE_EVERY - 2;
         for _ in 0..10 {
             s.add(-0.75);
         }
-        assert_eq!(s.value(), -7.5);
+        s.add_fixed(-3, 1074); // -3.0
+        assert_eq!(s.value(), -10.5);
+    }
+
+    #[test]
+    fn lane_spills_to_digits_and_back() {
+        // Values 2^-1074 apart in magnitude cannot share the lane: the slow tier takes over, exactly.
+        assert_eq!(sum(&[1e300, 5e-324, -1e300]), 5e-324);
+        assert_eq!(sum(&[5e-324, 1e300, 1.0, -1e300, 1e-300]), 1.0);
+        assert_eq!(sum(&[1e-310, 1e-310]), 2e-310); // subnormal results
+        let mut a = ExactSum::new();
+        a.add(1e200);
+        let mut b = ExactSum::new();
+        b.add(1e-200);
+        a.merge(&b);
+        let mut c = ExactSum::new();
+        c.add(-1e200);
+        a.merge(&c);
+        assert_eq!(a.value(), 1e-200);
     }
 
     fn finite() -> impl Strategy<Value = f64> {
@@ -302,6 +555,8 @@ mod tests {
             any::<f64>().prop_filter("finite", |v| v.is_finite()),
             (-1e6f64..1e6),
             (-1e-300f64..1e-300),
+            (-1e-310f64..1e-310),
+            (0i32..60, -1000i64..1000).prop_map(|(e, m)| m as f64 * 2f64.powi(e * 17 - 500)),
         ]
     }
 
@@ -324,6 +579,20 @@ mod tests {
                 values.swap(i, (state % (i as u64 + 1)) as usize);
             }
             prop_assert_eq!(sum(&values).to_bits(), whole.to_bits());
+        }
+
+        /// The two tiers agree: the fast lane (with its spills and merges) gives the superaccumulator's bits.
+        #[test]
+        fn lane_matches_digit_sum(values in proptest::collection::vec(finite(), 0..80), cut in 0usize..80) {
+            let mut digits = DigitSum::new();
+            values.iter().for_each(|&v| digits.add(v));
+            let cut = cut.min(values.len());
+            let mut a = ExactSum::new();
+            let mut b = ExactSum::new();
+            values[..cut].iter().for_each(|&v| a.add(v));
+            values[cut..].iter().for_each(|&v| b.add(v));
+            a.merge(&b);
+            prop_assert_eq!(a.value().to_bits(), digits.value().to_bits());
         }
 
         /// Against exact integer arithmetic where the values are multiples of 1/8.
