@@ -37,6 +37,26 @@ const NAN: u8 = 1;
 const POS_INF: u8 = 2;
 const NEG_INF: u8 = 4;
 
+/// The flag of a NaN or infinite value.
+fn special_bit(v: f64) -> u8 {
+    if v.is_nan() {
+        NAN
+    } else if v > 0.0 {
+        POS_INF
+    } else {
+        NEG_INF
+    }
+}
+
+/// The IEEE sum of values that included the flagged specials.
+fn special_result(specials: u8) -> f64 {
+    match specials {
+        POS_INF => f64::INFINITY,
+        NEG_INF => f64::NEG_INFINITY,
+        _ => f64::NAN, // NaN seen, or +inf and -inf together
+    }
+}
+
 impl DigitSum {
     pub fn new() -> Self {
         Self::default()
@@ -95,13 +115,7 @@ impl DigitSum {
     #[cold]
     fn add_special(&mut self, v: f64) {
         self.not_only_neg_zero = true;
-        self.specials |= if v.is_nan() {
-            NAN
-        } else if v > 0.0 {
-            POS_INF
-        } else {
-            NEG_INF
-        };
+        self.specials |= special_bit(v);
     }
 
     /// Adds `x * 2^(pos - 1074)` exactly (a fast-lane value of [`ExactSum`]).
@@ -206,11 +220,7 @@ impl DigitSum {
     /// The exact sum, rounded once to nearest-even, with IEEE results for NaN and infinities.
     pub fn value(&self) -> f64 {
         if self.specials != 0 {
-            return match self.specials {
-                POS_INF => f64::INFINITY,
-                NEG_INF => f64::NEG_INFINITY,
-                _ => f64::NAN, // NaN seen, or +inf and -inf together
-            };
+            return special_result(self.specials);
         }
         let v = self.rounded();
         if v == 0.0 && !self.not_only_neg_zero {
@@ -275,13 +285,7 @@ impl ExactSum {
         let biased = ((bits >> 52) & 0x7ff) as i64;
         if biased == 0x7ff {
             self.not_only_neg_zero = true;
-            self.specials |= if v.is_nan() {
-                NAN
-            } else if v > 0.0 {
-                POS_INF
-            } else {
-                NEG_INF
-            };
+            self.specials |= special_bit(v);
             return;
         }
         if v == 0.0 {
@@ -385,11 +389,7 @@ impl ExactSum {
     /// The exact sum, rounded once to nearest-even. An empty sum is 0.0.
     pub fn value(&self) -> f64 {
         if self.specials != 0 {
-            return match self.specials {
-                POS_INF => f64::INFINITY,
-                NEG_INF => f64::NEG_INFINITY,
-                _ => f64::NAN, // NaN seen, or +inf and -inf together
-            };
+            return special_result(self.specials);
         }
         let magnitude = match &self.big {
             None => lane_value(self.acc, self.anchor),
