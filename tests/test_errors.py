@@ -104,6 +104,13 @@ def test_schema_mismatch_between_batches_and_sources():
         )
 
 
+def test_columns_the_query_does_not_read_may_differ():
+    a = pa.table({"ts": [1], "v": [1.0], "note": ["x"]})
+    b = pa.table({"ts": [2], "v": [2.0], "note": [7]})
+    out = windgate.window_aggregate([a, b], time="ts", size=10, aggs={"v": "sum"})
+    assert out.column("sum_v").to_pylist() == [3.0]
+
+
 def test_bad_data_and_sources():
     with pytest.raises(errors.ColumnTypeError, match=r"data: expected a pyarrow Table"):
         windgate.window_aggregate({"ts": [1]}, time="ts", size=10, aggs={"*": "count"})

@@ -418,13 +418,8 @@ impl WindowAggregator {
         } else {
             format!("a batch of source {source}")
         };
-        for name in std::iter::once(&o.time).chain(&o.by) {
+        for name in used_columns(&self.opts, &self.specs) {
             check_same_type(&b.schema, batch, name, &what)?;
-        }
-        for s in &self.specs {
-            if let Some(c) = &s.column {
-                check_same_type(&b.schema, batch, c, &what)?;
-            }
         }
         let n = batch.num_rows();
         let time_col = column(batch, &o.time, "time")?;
@@ -524,6 +519,16 @@ impl WindowAggregator {
     }
 }
 
+/// The input columns an operator reads: time, `by`, then the aggregates' columns.
+fn used_columns<'a>(
+    o: &'a WindowAggregateOptions,
+    specs: &'a [AggSpec],
+) -> impl Iterator<Item = &'a str> {
+    std::iter::once(o.time.as_str())
+        .chain(o.by.iter().map(String::as_str))
+        .chain(specs.iter().filter_map(|s| s.column.as_deref()))
+}
+
 /// Builds the output batch of an emission.
 fn assemble(b: &mut Bound, e: &Emission) -> Result<RecordBatch> {
     let mut columns = b.keys.columns(&e.keys)?;
@@ -569,11 +574,9 @@ where
     for (s, (schema, batches)) in sources.into_iter().enumerate() {
         agg.bind(&schema)?;
         let bound = agg.bound.as_ref().expect("bound");
-        for f in bound.schema.fields() {
-            if schema.field_with_name(f.name()).is_ok() {
-                let empty = RecordBatch::new_empty(schema.clone());
-                check_same_type(&bound.schema, &empty, f.name(), &format!("source {s}"))?;
-            }
+        let empty = RecordBatch::new_empty(schema.clone());
+        for name in used_columns(&agg.opts, &agg.specs) {
+            check_same_type(&bound.schema, &empty, name, &format!("source {s}"))?;
         }
         for batch in batches {
             on_batch()?;
