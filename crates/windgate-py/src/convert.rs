@@ -39,7 +39,7 @@ pub fn options(
     time: String,
     size: &Bound<'_, PyAny>,
     slide: Option<&Bound<'_, PyAny>>,
-    offset: &Bound<'_, PyAny>,
+    offset: Option<&Bound<'_, PyAny>>,
     by: Vec<String>,
     aggs: Vec<(String, Vec<String>)>,
     lateness: Option<&Bound<'_, PyAny>>,
@@ -54,7 +54,9 @@ pub fn options(
         .filter(|s| !s.is_none())
         .map(|s| span(s, "slide"))
         .transpose()?;
-    o.offset = span(offset, "offset")?;
+    if let Some(offset) = offset.filter(|o| !o.is_none()) {
+        o.offset = span(offset, "offset")?;
+    }
     o.by = by;
     o.lateness = match lateness.filter(|l| !l.is_none()) {
         None => LatenessOpt::Exact,

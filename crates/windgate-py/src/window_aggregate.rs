@@ -33,8 +33,6 @@ pub fn window_aggregate<'py>(
     threads: Option<i64>,
     strategy: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let zero = 0i64.into_pyobject(py)?.into_any();
-    let offset = offset.filter(|o| !o.is_none()).unwrap_or(&zero);
     let opts = options(
         time,
         size,
@@ -89,7 +87,6 @@ impl WindowAggregator {
                         on_late="drop", null_time="error", threads=None, strategy="auto", sources=1))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
-        py: Python<'py>,
         time: String,
         size: &Bound<'py, PyAny>,
         slide: Option<&Bound<'py, PyAny>>,
@@ -109,8 +106,6 @@ impl WindowAggregator {
                 format!("expected at least 1 source, got {sources}"),
             )));
         }
-        let zero = 0i64.into_pyobject(py)?.into_any();
-        let offset = offset.filter(|o| !o.is_none()).unwrap_or(&zero);
         let opts = options(
             time,
             size,

@@ -37,6 +37,18 @@ const NAN: u8 = 1;
 const POS_INF: u8 = 2;
 const NEG_INF: u8 = 4;
 
+/// A finite f64's bits as `(mant, pos)` with `|v| = mant * 2^(pos - 1074)`, `pos >= 0`.
+#[inline]
+fn mantissa_position(bits: u64) -> (u64, i64) {
+    let biased = ((bits >> 52) & 0x7ff) as i64;
+    let frac = bits & ((1u64 << 52) - 1);
+    if biased == 0 {
+        (frac, 0)
+    } else {
+        (frac | (1 << 52), biased - 1)
+    }
+}
+
 /// The flag of a NaN or infinite value.
 fn special_bit(v: f64) -> u8 {
     if v.is_nan() {
@@ -67,7 +79,6 @@ impl DigitSum {
     pub fn add(&mut self, v: f64) {
         let bits = v.to_bits();
         let biased = ((bits >> 52) & 0x7ff) as i64;
-        let frac = bits & ((1u64 << 52) - 1);
         if biased == 0x7ff {
             self.add_special(v);
             return;
@@ -78,12 +89,7 @@ impl DigitSum {
         if v == 0.0 {
             return;
         }
-        // v = ±mant * 2^(pos - 1074), pos >= 0.
-        let (mant, pos) = if biased == 0 {
-            (frac, 0)
-        } else {
-            (frac | (1 << 52), biased - 1)
-        };
+        let (mant, pos) = mantissa_position(bits);
         let digit = (pos / DIGIT_BITS as i64) as u16;
         let shifted = (mant as u128) << (pos % DIGIT_BITS as i64);
         let parts = [
@@ -293,13 +299,12 @@ impl ExactSum {
             return;
         }
         self.not_only_neg_zero = true;
-        let frac = (bits & ((1u64 << 52) - 1)) as i128;
-        let (mant, pos) = if biased == 0 {
-            (frac, 0)
+        let (mant, pos) = mantissa_position(bits);
+        let term = if bits >> 63 == 0 {
+            mant as i128
         } else {
-            (frac | (1 << 52), biased - 1)
+            -(mant as i128)
         };
-        let term = if bits >> 63 == 0 { mant } else { -mant };
         self.add_lane(term, pos as u16);
     }
 
