@@ -529,9 +529,10 @@ fn better_float(candidate: f64, current: f64, max: bool) -> bool {
     if max { ord.is_gt() } else { ord.is_lt() }
 }
 
-/// Sample variance from the exact sums `S = sum x` and `Q = sum x^2`, computed as
-/// `(Q - 2 m S + n m^2) / (n - 1)` for `m = round(S / n)`, with every product split exactly and added to a
-/// fresh exact sum: one rounding at the end, the same bits for any order of the rows.
+/// Sample variance from the exact sums `S = sum x` and `Q = sum x^2`: `Q - 2 m S + n m^2` for
+/// `m = round(S / n)` is summed exactly (every product split with FMA), less the `(S - n m)^2 / n` that `m`
+/// being off the true mean adds. Every input is exact, so the result has the same bits for any order of the
+/// rows.
 fn sample_variance(s: &ExactSum, q: &ExactSum, n: i64) -> f64 {
     if n < 2 {
         return f64::NAN; // masked as null by the caller
@@ -558,7 +559,14 @@ fn sample_variance(s: &ExactSum, q: &ExactSum, n: i64) -> f64 {
         acc.add(hi);
         acc.add(lo);
     }
-    (acc.value() / (nf - 1.0)).max(0.0)
+    // Sum (x - m)^2 = Sum (x - mean)^2 + n (mean - m)^2: take off the second term, with d = S - n m (exact
+    // until one rounding) so that n (mean - m)^2 = d^2 / n.
+    let mut d = s.clone();
+    let (nm_hi, nm_lo) = two_product(nf, m);
+    d.add(-nm_hi);
+    d.add(-nm_lo);
+    let d = d.value();
+    ((acc.value() - d * d / nf) / (nf - 1.0)).max(0.0)
 }
 
 #[cfg(test)]
@@ -586,5 +594,8 @@ mod tests {
             32.0 / 7.0
         );
         assert!(variance(&[1.0]).is_nan());
+        // Equal values have no spread, even when their mean is not representable (hypothesis found this).
+        let x = 699051.6432011065;
+        assert_eq!(variance(&[x, x, x]), 0.0);
     }
 }
