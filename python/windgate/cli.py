@@ -193,9 +193,10 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     console = _console()
     out = Path(args.out)
     plugs = args.households * args.plugs_per_household
+    arrivals = "regular arrivals" if args.dispersion is None else f"arrival dispersion {args.dispersion:g}"
     console.print(
         f"Generating [bold]{args.rows:,}[/] smart-grid rows: {args.households} households x "
-        f"{args.plugs_per_household} plugs = {plugs:,} plugs, {args.rate:g} rows/s, "
+        f"{args.plugs_per_household} plugs = {plugs:,} plugs, {args.rate:g} rows/s, {arrivals}, "
         f"disorder {args.disorder:g} s, seed {args.seed}"
     )
     t0 = time.perf_counter()
@@ -209,6 +210,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             start=args.start,
             disorder=args.disorder,
             seed=args.seed,
+            dispersion=args.dispersion,
         )
     gen_s = time.perf_counter() - t0
     console.print(f"  generated in {gen_s:.2f} s ({_fmt_rate(args.rows, gen_s)})")
@@ -349,6 +351,14 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--rate", type=float, default=1000.0, help="rows per second of event time (default 1000)")
     g.add_argument("--start", default="2013-09-01T00:00:00", help="first event time, ISO, UTC")
     g.add_argument("--disorder", type=float, default=0.0, help="max arrival delay in seconds (default 0)")
+    g.add_argument(
+        "--dispersion",
+        type=float,
+        default=None,
+        metavar="I",
+        help="index of dispersion of arrivals: 1 = Poisson, thousands = bursty (seed 004 §5.2); "
+        "default: regular arrivals",
+    )
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--row-group-rows", type=int, default=1 << 20, help="Parquet row group size (default 1Mi)")
     g.add_argument("--compression", default="zstd", help="Parquet compression (default zstd)")

@@ -26,6 +26,7 @@ import math
 import numpy as np
 import pyarrow as pa
 
+from .bursty import arrival_times
 from .errors import ColumnTypeError, InvalidParameterError
 
 __all__ = ["SMARTGRID_SCHEMA", "smartgrid", "smartgrid_sources"]
@@ -89,6 +90,7 @@ def smartgrid(
     disorder: float = 0.0,
     seed: int = 0,
     batch_rows: int | None = None,
+    dispersion: float | None = None,
 ) -> pa.Table:
     """Smart-plug readings shaped like the DEBS 2014 Grand Challenge data, as a :class:`pyarrow.Table`.
 
@@ -97,7 +99,10 @@ def smartgrid(
     ``ts`` (``timestamp[ms, tz=UTC]``)
         Event time. Readings come at ``rate`` rows per second of event time: reading ``r`` (rows ``2r`` and
         ``2r + 1``) gets ``start + floor((r + u) * 2000 / rate)`` ms with ``u`` uniform in ``[0, 1)``, so the
-        times are jittered but never decrease in row order.
+        times are jittered but never decrease in row order. With ``dispersion`` set, reading times are
+        instead ``start + floor(1000 * a_r)`` ms with ``a_r`` from :func:`windgate.bursty.arrival_times`
+        (``rate / 2`` readings per second, index of dispersion ``dispersion``): the same mean rate, in
+        bursts; still non-decreasing in row order, and both rows of a reading still share ``ts``.
     ``house_id``, ``household_id``, ``plug_id`` (``int32``)
         Global ids: ``households * plugs_per_household`` plugs (default 1000, the key users group by); plug
         ``p`` belongs to household ``p // plugs_per_household``; household ``h`` lives in house
@@ -109,7 +114,8 @@ def smartgrid(
         Load: positive, ``base_plug * (1 + 0.5 sin(daily phase)) * noise`` with ``base_plug`` log-normal
         (median 40 W, sigma 1, so a few plugs draw most of the power) and log-normal noise, rounded to mW.
         Work: a per-plug starting meter reading plus the energy of the loads reported so far, rounded to Wh
-        (monotone per plug).
+        (monotone per plug). Each load counts for the plug's report interval: the nominal one for regular
+        arrivals, the actual time since the plug's previous reading with ``dispersion``.
 
     Plugs report round-robin in a fixed shuffled order, so all keys are equally frequent (each plug reports
     every ``households * plugs_per_household * 2 / rate`` seconds).
@@ -118,6 +124,11 @@ def smartgrid(
     ``[0, disorder)`` and the rows are returned in arrival order (ties keep event order). A row then arrives
     less than ``disorder`` seconds of event time after the largest timestamp seen so far, so
     ``lateness=f"{disorder}s"`` drops nothing.
+
+    ``dispersion`` (default ``None`` = the regular arrivals above): the index of dispersion of the reading
+    arrivals, ``Var(N_t) / E[N_t]`` for large ``t`` (seed 004 §5.2): 1 gives Poisson arrivals, thousands
+    give bursts (seed 004 uses 1000, 2500, 6000). Keys still report round-robin, so a burst raises the rate
+    of every plug at once.
 
     ``batch_rows`` splits the table into record batches (chunks) of that many rows; the rows do not depend on
     it. The result is deterministic for a ``seed`` and the other arguments.
@@ -145,6 +156,13 @@ def smartgrid(
         raise InvalidParameterError(f"disorder: expected a non-negative number of seconds, got {disorder!r}")
     if batch_rows is not None:
         batch_rows = _check_positive_int("batch_rows", batch_rows)
+    if dispersion is not None and not (
+        isinstance(dispersion, int | float)
+        and not isinstance(dispersion, bool)
+        and math.isfinite(dispersion)
+        and dispersion >= 1
+    ):
+        raise InvalidParameterError(f"dispersion: expected None or a number >= 1, got {dispersion!r}")
     start_ms = _start_ms(start)
 
     n_plugs = households * plugs_per_household
@@ -157,13 +175,23 @@ def smartgrid(
     work0_kwh = rng.uniform(0.0, 5_000.0, size=n_plugs)
     phase = rng.uniform(0.0, 2 * math.pi, size=n_plugs)
 
-    # Event times of the readings, jittered inside their slot so they never decrease.
     reading_ms = 2000.0 / rate
-    r = np.arange(n_readings, dtype=np.float64)
-    r += rng.random(n_readings)
-    r *= reading_ms
-    ts_reading = np.floor(r).astype(np.int64)
-    del r
+    if dispersion is None:
+        # Event times of the readings, jittered inside their slot so they never decrease.
+        r = np.arange(n_readings, dtype=np.float64)
+        r += rng.random(n_readings)
+        r *= reading_ms
+        ts_reading = np.floor(r).astype(np.int64)
+        del r
+    else:
+        # Bursty event times: a MAP(2) trace at the same mean rate of readings (seconds -> ms, floored, so
+        # still non-decreasing). Its seed comes from rng, so the table stays a function of `seed`.
+        r = arrival_times(
+            n_readings, rate=rate / 2.0, dispersion=float(dispersion), seed=int(rng.integers(1 << 63))
+        )
+        r *= 1000.0
+        ts_reading = np.floor(r).astype(np.int64)
+        del r
     ts_reading += start_ms
 
     cycles = -(-n_readings // n_plugs)
@@ -185,7 +213,15 @@ def smartgrid(
     # holds each plug's readings in one column and a cumulative sum down the columns integrates the load.
     energy = np.zeros(cycles * n_plugs, dtype=np.float64)
     energy[:n_readings] = load
-    energy *= reading_ms * n_plugs / 3_600_000_000.0  # W * ms -> kWh over the plug's report interval
+    if dispersion is None:
+        energy *= reading_ms * n_plugs / 3_600_000_000.0  # W * ms -> kWh over the plug's report interval
+    else:
+        # Bursty: the plug's actual interval, ms since its previous reading (the nominal one for its first).
+        interval_ms = np.full(n_readings, reading_ms * n_plugs)
+        interval_ms[n_plugs:] = ts_reading[n_plugs:] - ts_reading[:-n_plugs]
+        energy[:n_readings] *= interval_ms
+        energy /= 3_600_000_000.0
+        del interval_ms
     energy = energy.reshape(cycles, n_plugs)
     np.cumsum(energy, axis=0, out=energy)
     energy += work0_kwh[slot_plug]
