@@ -8,6 +8,7 @@ pub mod aggregate;
 pub mod arrow_io;
 pub mod error;
 pub mod order;
+pub mod runtime;
 pub mod time;
 
 pub use error::{Error, ErrorKind, Result};

@@ -3,6 +3,7 @@
 
 pub mod emission;
 pub mod exact_sum;
+pub mod farm_engine;
 pub mod function;
 pub mod keys;
 pub mod operator;
@@ -14,4 +15,6 @@ pub mod state;
 
 pub use function::{AggFunc, AggSpec};
 pub use operator::{Stats, WindowAggregator, window_aggregate};
-pub use options::{LatenessOpt, NullTime, OnLate, Span, Strategy, WindowAggregateOptions};
+pub use options::{
+    FarmOptions, LatenessOpt, NullTime, OnLate, Span, Strategy, WindowAggregateOptions,
+};

@@ -14,23 +14,25 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::emission::Emission;
+use super::farm_engine::{Admitted, FarmEngine};
 use super::function::{AggFunc, AggSpec, value_class};
 use super::keys::{KeyDict, KeyOrder};
-use super::options::{NullTime, OnLate, Strategy, WindowAggregateOptions};
+use super::options::{NullTime, OnLate, Strategy, WindowAggregateOptions, resolve_threads};
 use super::pane_engine::PaneEngine;
 use super::reference::ReferenceEngine;
 use super::slots::SlotStore;
-use super::state::{AggMeta, InputValues, RowOrder};
+use super::state::{AggMeta, InputValues};
 use crate::arrow_io::{as_i64, check_same_type, column, input_values, int_column_as, time_unit};
 use crate::error::{Error, ErrorKind, Result};
 use crate::order::kslack::{Admission, KSlack, Lateness};
+use crate::runtime::farm::FarmStats;
 use crate::time::{TimeUnit, WindowSpec};
 
 /// Rows ingested at a time: large batches are sliced so that per-row scratch stays in cache.
 const INGEST_ROWS: usize = 1 << 15;
 
 /// Counters reported as `stats`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {
     pub batches_in: u64,
     pub rows_in: u64,
@@ -47,39 +49,51 @@ pub struct Stats {
     pub slack: i64,
     pub threads: u64,
     pub strategy: &'static str,
+    /// The pane farm's figures (`strategy="farm"` only).
+    pub farm: Option<FarmStats>,
 }
 
 enum Engine {
     Pane(PaneEngine),
     Reference(ReferenceEngine),
+    Farm(FarmEngine),
 }
 
 impl Engine {
-    fn ingest(
-        &mut self,
-        ts: &[i64],
-        keys: &[u32],
-        keep: Option<&[bool]>,
-        inputs: &[InputValues],
-        order: RowOrder<'_>,
-    ) {
+    fn ingest(&mut self, rows: Admitted) -> Result<()> {
+        let keep = rows.keep.as_deref();
         match self {
-            Engine::Pane(e) => e.ingest(ts, keys, keep, inputs, order),
-            Engine::Reference(e) => e.ingest(ts, keys, keep, inputs, order),
+            Engine::Pane(e) => e.ingest(&rows.ts, &rows.keys, keep, &rows.inputs, rows.order()),
+            Engine::Reference(e) => {
+                e.ingest(&rows.ts, &rows.keys, keep, &rows.inputs, rows.order())
+            }
+            Engine::Farm(e) => return e.ingest(rows),
         }
+        Ok(())
     }
 
-    fn emit_until(&mut self, last: i64, keys: KeyOrder<'_>, out: &mut Emission) {
+    /// Emits the windows up to `last`. `wait=false` lets the farm hand back only what is finished (the batch
+    /// function collects the rest later; the order is the same).
+    fn emit_until(
+        &mut self,
+        last: i64,
+        keys: KeyOrder<'_>,
+        out: &mut Emission,
+        wait: bool,
+    ) -> Result<()> {
         match self {
             Engine::Pane(e) => e.emit_until(last, keys, out),
             Engine::Reference(e) => e.emit_until(last, keys, out),
+            Engine::Farm(e) => return e.emit_until(last, keys, out, wait),
         }
+        Ok(())
     }
 
     fn last_window(&self) -> Option<i64> {
         match self {
             Engine::Pane(e) => e.last_window(),
             Engine::Reference(e) => e.last_window(),
+            Engine::Farm(e) => e.last_window(),
         }
     }
 
@@ -87,6 +101,7 @@ impl Engine {
         match self {
             Engine::Pane(e) => &mut e.scratch,
             Engine::Reference(e) => &mut e.scratch,
+            Engine::Farm(e) => &mut e.scratch,
         }
     }
 }
@@ -137,6 +152,8 @@ pub struct WindowAggregator {
     stats: Stats,
     flushed: bool,
     poisoned: Option<String>,
+    /// Batch mode: pushes do not wait for the farm's windows (the flush collects them, in order).
+    deferred: bool,
 }
 
 impl WindowAggregator {
@@ -149,13 +166,19 @@ impl WindowAggregator {
                 closed: false,
             })
             .collect();
+        let threads = resolve_threads(opts.threads);
         let strategy = match opts.strategy {
-            Strategy::Auto => "pane",
-            Strategy::Reference => "reference",
+            Strategy::Auto if threads > 1 => Strategy::Farm,
+            Strategy::Auto => Strategy::Pane,
+            s => s,
         };
         let stats = Stats {
-            threads: 1,
-            strategy,
+            threads: if strategy == Strategy::Farm {
+                threads as u64
+            } else {
+                1
+            },
+            strategy: strategy.name(),
             ..Stats::default()
         };
         Ok(Self {
@@ -166,6 +189,7 @@ impl WindowAggregator {
             stats,
             flushed: false,
             poisoned: None,
+            deferred: false,
         })
     }
 
@@ -188,6 +212,7 @@ impl WindowAggregator {
                     s.open_slots = e.live_slots() as u64;
                 }
                 Engine::Reference(e) => s.open_slots = e.retained_rows() as u64,
+                Engine::Farm(e) => s.farm = Some(e.stats()),
             }
         }
         s.watermark = self.watermark();
@@ -266,9 +291,14 @@ impl WindowAggregator {
             }
         }
         let store = || SlotStore::new(&metas);
-        let engine = match o.strategy {
-            Strategy::Auto => Engine::Pane(PaneEngine::new(spec, store(), store())),
-            Strategy::Reference => Engine::Reference(ReferenceEngine::new(spec, store())),
+        let engine = match self.stats.strategy {
+            "reference" => Engine::Reference(ReferenceEngine::new(spec, store())),
+            "farm" => Engine::Farm(FarmEngine::new(
+                spec,
+                &metas,
+                &o.farm.config(self.stats.threads as usize),
+            )),
+            _ => Engine::Pane(PaneEngine::new(spec, store(), store())),
         };
         self.bound = Some(Bound {
             schema: schema.clone(),
@@ -336,7 +366,7 @@ impl WindowAggregator {
                 return Ok(RecordBatch::new_empty(Arc::new(Schema::empty())));
             };
             match b.engine.last_window() {
-                Some(last) => this.emit_through(last),
+                Some(last) => this.emit_through(last, true),
                 None => Ok(RecordBatch::new_empty(b.output_schema.clone())),
             }
         })
@@ -383,23 +413,25 @@ impl WindowAggregator {
 
     fn emit_ready(&mut self) -> Result<RecordBatch> {
         let b = self.bound.as_ref().expect("bound before emitting");
+        let wait = !self.deferred;
         match self.watermark() {
             Some(i64::MAX) => match b.engine.last_window() {
-                Some(last) => self.emit_through(last),
+                Some(last) => self.emit_through(last, wait),
                 None => Ok(RecordBatch::new_empty(b.output_schema.clone())),
             },
             Some(wm) => {
                 let last = b.spec.last_closed_window(wm);
-                self.emit_through(last)
+                self.emit_through(last, wait)
             }
             None => Ok(RecordBatch::new_empty(b.output_schema.clone())),
         }
     }
 
-    fn emit_through(&mut self, last: i64) -> Result<RecordBatch> {
+    fn emit_through(&mut self, last: i64, wait: bool) -> Result<RecordBatch> {
         let b = self.bound.as_mut().expect("bound");
         let mut emission = Emission::default();
-        b.engine.emit_until(last, b.keys.order(), &mut emission);
+        b.engine
+            .emit_until(last, b.keys.order(), &mut emission, wait)?;
         let out = assemble(b, &emission);
         b.engine.scratch().clear();
         let out = out?;
@@ -504,8 +536,11 @@ impl WindowAggregator {
         // Commit.
         let src = &mut self.sources[source];
         src.kslack = ks;
-        let order = RowOrder {
-            ts: &ts,
+        let rows = Admitted {
+            ts,
+            keys,
+            keep,
+            inputs,
             source: source as u32,
             seq0: src.seq,
         };
@@ -514,8 +549,7 @@ impl WindowAggregator {
         self.stats.rows_in += n as u64;
         self.stats.late_rows += late;
         self.stats.null_time_rows += null_time;
-        b.engine.ingest(&ts, &keys, keep.as_deref(), &inputs, order);
-        Ok(())
+        b.engine.ingest(rows)
     }
 }
 
@@ -570,6 +604,7 @@ where
     opts.sources = sources.len();
     opts.gate_sources = false;
     let mut agg = WindowAggregator::new(opts)?;
+    agg.deferred = true;
     let mut out = vec![];
     for (s, (schema, batches)) in sources.into_iter().enumerate() {
         agg.bind(&schema)?;

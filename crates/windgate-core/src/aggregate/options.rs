@@ -1,7 +1,11 @@
 //! The parameters of `window_aggregate` / `WindowAggregator`, validated before any data is seen.
 
+use std::time::Duration;
+
 use crate::error::{Error, Result};
 use crate::order::kslack::Lateness;
+use crate::runtime::farm::{FarmConfig, WindowSchedulerKind};
+use crate::runtime::pane_scheduler::PaneSchedulerKind;
 use crate::time::{TimeUnit, WindowSpec, parse_duration};
 
 use super::function::AggSpec;
@@ -54,19 +58,29 @@ pub enum NullTime {
 /// Which engine runs the query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strategy {
-    /// The fastest correct engine for the call (today: the single-threaded pane engine).
+    /// The fastest correct engine for the call: the pane farm with more than one thread, else the pane engine.
     Auto,
     /// The plain reference engine (the test oracle).
     Reference,
+    /// The single-threaded pane engine (PLQ and WLQ in the caller's thread).
+    Pane,
+    /// The parallel pane farm (seed 004): PLQ and WLQ worker farms, AS_PID and WIN_FB by default.
+    Farm,
 }
 
 impl Strategy {
-    pub const NAMES: [&str; 2] = ["auto", "reference"];
+    pub const NAMES: [&str; 4] = ["auto", "reference", "pane", "farm"];
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
 
     pub fn parse(name: &str) -> Result<Self> {
         match name {
             "auto" => Ok(Strategy::Auto),
             "reference" => Ok(Strategy::Reference),
+            "pane" => Ok(Strategy::Pane),
+            "farm" => Ok(Strategy::Farm),
             other => Err(Error::param(
                 "strategy",
                 format!(
@@ -104,6 +118,68 @@ impl NullTime {
     }
 }
 
+/// The pane farm's knobs (brief 004 §3-§4); they change who computes what, never the result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FarmOptions {
+    pub scheduler: PaneSchedulerKind,
+    pub window_scheduler: WindowSchedulerKind,
+    /// A fixed pane split threshold in rows instead of `alpha * theta_b` (small values force splitting).
+    pub split_threshold: Option<u64>,
+    /// The PID's utilisation set-point.
+    pub setpoint: f64,
+    /// The PID's sampling interval T.
+    pub sample_interval: Duration,
+}
+
+impl Default for FarmOptions {
+    fn default() -> Self {
+        Self {
+            scheduler: PaneSchedulerKind::AsPid,
+            window_scheduler: WindowSchedulerKind::WinFb,
+            split_threshold: None,
+            setpoint: 0.9,
+            sample_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+impl FarmOptions {
+    pub fn config(&self, threads: usize) -> FarmConfig {
+        let mut cfg = FarmConfig::new(threads);
+        cfg.scheduler = self.scheduler;
+        cfg.window_scheduler = self.window_scheduler;
+        cfg.split_threshold = self.split_threshold;
+        cfg.pid.setpoint = self.setpoint;
+        cfg.sample_interval = self.sample_interval;
+        cfg
+    }
+
+    fn validate(&self) -> Result<()> {
+        if !(self.setpoint > 0.0 && self.setpoint.is_finite()) {
+            return Err(Error::param(
+                "setpoint",
+                format!(
+                    "expected a positive utilisation set-point such as 0.9, got {}",
+                    self.setpoint
+                ),
+            ));
+        }
+        if self.sample_interval.is_zero() {
+            return Err(Error::param(
+                "sample_interval",
+                "expected a positive duration",
+            ));
+        }
+        if self.split_threshold == Some(0) {
+            return Err(Error::param(
+                "split_threshold",
+                "expected a positive number of rows or None (adaptive)",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Everything `window_aggregate` takes besides the data.
 #[derive(Debug, Clone)]
 pub struct WindowAggregateOptions {
@@ -119,6 +195,7 @@ pub struct WindowAggregateOptions {
     /// `None`: all cores.
     pub threads: Option<usize>,
     pub strategy: Strategy,
+    pub farm: FarmOptions,
     /// Number of sources pushed to (`push(batch, source)`).
     pub sources: usize,
     /// With several sources and no lateness: merge them by readiness (each must be sorted by time) instead of
@@ -141,6 +218,7 @@ impl WindowAggregateOptions {
             null_time: NullTime::Error,
             threads: None,
             strategy: Strategy::Auto,
+            farm: FarmOptions::default(),
             sources: 1,
             gate_sources: true,
         }
@@ -180,6 +258,10 @@ impl WindowAggregateOptions {
                 "expected a positive number of threads or None (all cores)",
             ));
         }
+        if self.threads.is_some_and(|t| t > 254) {
+            return Err(Error::param("threads", "expected at most 254 threads"));
+        }
+        self.farm.validate()?;
         if self.sources == 0 {
             return Err(Error::param("sources", "expected at least one source"));
         }
@@ -200,4 +282,9 @@ impl WindowAggregateOptions {
             LatenessOpt::Bound(k) => Lateness::fixed(k.resolve(unit, "lateness")?)?,
         })
     }
+}
+
+/// The threads a call runs on: `threads`, or every core.
+pub fn resolve_threads(threads: Option<usize>) -> usize {
+    threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

@@ -8,40 +8,13 @@ use std::collections::BTreeMap;
 
 use super::emission::Emission;
 use super::keys::KeyOrder;
-use super::slots::SlotStore;
+use super::slots::{KeySlots, SlotStore};
 use super::state::{InputValues, RowOrder, SKIP};
 use crate::time::WindowSpec;
 
-/// The partial states of one pane: a slot per key present.
-#[derive(Default)]
-struct Pane {
-    /// Dense map key id -> slot (`SKIP` when the key has no row in this pane).
-    slot_of_key: Vec<u32>,
-    /// `(key, slot)` in order of first appearance.
-    entries: Vec<(u32, u32)>,
-}
-
-impl Pane {
-    #[inline]
-    fn slot(&mut self, key: u32, store: &mut SlotStore) -> u32 {
-        let k = key as usize;
-        if k >= self.slot_of_key.len() {
-            self.slot_of_key.resize(k + 1, SKIP);
-        }
-        let slot = self.slot_of_key[k];
-        if slot != SKIP {
-            return slot;
-        }
-        let slot = store.alloc();
-        self.slot_of_key[k] = slot;
-        self.entries.push((key, slot));
-        slot
-    }
-}
-
 pub struct PaneEngine {
     spec: WindowSpec,
-    panes: BTreeMap<i64, Pane>,
+    panes: BTreeMap<i64, KeySlots>,
     store: SlotStore,
     /// Combined window states of the emission being built.
     pub scratch: SlotStore,
@@ -87,7 +60,7 @@ impl PaneEngine {
         let pane_len = spec.pane();
         // The pane of the previous row and its time range: in-order input stays in it without a division.
         let mut cur: Option<(i64, i64, i64)> = None; // (id, start, end)
-        let mut pane: Option<&mut Pane> = None;
+        let mut pane: Option<&mut KeySlots> = None;
         for i in 0..ts.len() {
             if keep.is_some_and(|k| !k[i]) {
                 continue;

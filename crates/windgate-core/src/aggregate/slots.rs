@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::state::{AggMeta, AggState, InputValues, RowOrder};
+use super::state::{AggMeta, AggState, InputValues, RowOrder, SKIP};
 
 /// The partial states of all aggregates, slot `i` of each belonging to the same (key, pane) or (key, window).
 pub struct SlotStore {
@@ -60,5 +60,42 @@ impl SlotStore {
         for (a, b) in self.states.iter_mut().zip(&other.states) {
             a.combine_pairs(b, pairs);
         }
+    }
+}
+
+/// The slots of one group of rows (a pane, a pane partition or a window): a slot per key present.
+#[derive(Debug, Default, Clone)]
+pub struct KeySlots {
+    /// Dense map key id -> slot (`SKIP` when the key has no row here).
+    slot_of_key: Vec<u32>,
+    /// `(key, slot)` in order of first appearance.
+    pub entries: Vec<(u32, u32)>,
+}
+
+impl KeySlots {
+    /// The key's slot in `store`, allocated on first use.
+    #[inline]
+    pub fn slot(&mut self, key: u32, store: &mut SlotStore) -> u32 {
+        let k = key as usize;
+        if k >= self.slot_of_key.len() {
+            self.slot_of_key.resize(k + 1, SKIP);
+        }
+        let slot = self.slot_of_key[k];
+        if slot != SKIP {
+            return slot;
+        }
+        let slot = store.alloc();
+        self.slot_of_key[k] = slot;
+        self.entries.push((key, slot));
+        slot
+    }
+
+    /// Combines `(key, slot)` entries of `from` into this group's slots (allocated in `store` as needed).
+    pub fn merge(&mut self, store: &mut SlotStore, from: &SlotStore, entries: &[(u32, u32)]) {
+        let pairs: Vec<(u32, u32)> = entries
+            .iter()
+            .map(|&(key, slot)| (self.slot(key, store), slot))
+            .collect();
+        store.combine_pairs(from, &pairs);
     }
 }

@@ -1,0 +1,244 @@
+//! Window aggregation on the pane farm (`strategy="farm"`): G lifts rows into per-(key, pane partition)
+//! partial states, H combines partitions into per-(key, window) states.
+//!
+//! Partial states combine exactly (integer counts and sums, exact float sums, extremes and picks by the total
+//! order), so a pane split over workers, or merged into its windows in any order, gives the very states the
+//! single-threaded pane engine computes.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_buffer::ScalarBuffer;
+
+use super::emission::Emission;
+use super::keys::KeyOrder;
+use super::slots::{KeySlots, SlotStore};
+use super::state::{AggMeta, InputValues, RowOrder, SKIP};
+use crate::error::Result;
+use crate::runtime::farm::{Farm, FarmConfig, FarmQuery, FarmStats, Routed};
+use crate::time::WindowSpec;
+
+/// Rows admitted by the operator, owned so that they can cross to the workers.
+pub struct Admitted {
+    pub ts: ScalarBuffer<i64>,
+    pub keys: Vec<u32>,
+    /// `None`: every row admitted.
+    pub keep: Option<Vec<bool>>,
+    pub inputs: Vec<InputValues>,
+    pub source: u32,
+    pub seq0: u64,
+}
+
+impl Admitted {
+    pub fn order(&self) -> RowOrder<'_> {
+        RowOrder {
+            ts: &self.ts,
+            source: self.source,
+            seq0: self.seq0,
+        }
+    }
+}
+
+pub struct AggQuery {
+    metas: Vec<Arc<AggMeta>>,
+}
+
+/// A PLQ worker's open partitions: one slot store, a key map per pane.
+pub struct AggWorker {
+    store: SlotStore,
+    panes: BTreeMap<i64, KeySlots>,
+    slots: Vec<u32>,
+}
+
+/// One pane partition: `entries[i] = (key, slot)` into its own store.
+pub struct AggPart {
+    entries: Vec<(u32, u32)>,
+    store: SlotStore,
+}
+
+pub struct AggWindow {
+    keys: KeySlots,
+    store: SlotStore,
+}
+
+impl FarmQuery for AggQuery {
+    type Chunk = Admitted;
+    type Worker = AggWorker;
+    type Part = AggPart;
+    type Window = AggWindow;
+
+    fn new_worker(&self) -> AggWorker {
+        AggWorker {
+            store: SlotStore::new(&self.metas),
+            panes: BTreeMap::new(),
+            slots: Vec::new(),
+        }
+    }
+
+    fn ingest(&self, w: &mut AggWorker, chunk: &Routed<Admitted>, rows: Range<usize>, me: u8) {
+        let AggWorker {
+            store,
+            panes,
+            slots,
+        } = w;
+        let (lo, hi) = (rows.start, rows.end);
+        slots.clear();
+        slots.resize(hi - lo, SKIP);
+        let mut cur_pane = None;
+        let mut pane: Option<&mut KeySlots> = None;
+        let c = &chunk.chunk;
+        for i in lo..hi {
+            if chunk.owner[i] != me {
+                continue;
+            }
+            let p = chunk.panes[i];
+            if cur_pane != Some(p) {
+                cur_pane = Some(p);
+                pane = Some(panes.entry(p).or_default());
+            }
+            let ks = pane.as_deref_mut().expect("set above");
+            slots[i - lo] = ks.slot(c.keys[i], store);
+        }
+        let inputs: Vec<InputValues> = c.inputs.iter().map(|v| v.slice(lo, hi - lo)).collect();
+        let order = RowOrder {
+            ts: &c.ts[lo..hi],
+            source: c.source,
+            seq0: c.seq0 + lo as u64,
+        };
+        store.update(slots, &inputs, order);
+    }
+
+    fn close_below(&self, w: &mut AggWorker, frontier: i64, out: &mut dyn FnMut(i64, AggPart)) {
+        while let Some(entry) = w.panes.first_entry() {
+            if *entry.key() >= frontier {
+                break;
+            }
+            let (pane, ks) = entry.remove_entry();
+            let mut part = AggPart {
+                entries: Vec::with_capacity(ks.entries.len()),
+                store: SlotStore::new(&self.metas),
+            };
+            let pairs: Vec<(u32, u32)> = ks
+                .entries
+                .iter()
+                .map(|&(key, slot)| {
+                    let s = part.store.alloc();
+                    part.entries.push((key, s));
+                    (s, slot)
+                })
+                .collect();
+            part.store.combine_pairs(&w.store, &pairs);
+            for &(_, slot) in &ks.entries {
+                w.store.release(slot);
+            }
+            out(pane, part);
+        }
+    }
+
+    fn new_window(&self) -> AggWindow {
+        AggWindow {
+            keys: KeySlots::default(),
+            store: SlotStore::new(&self.metas),
+        }
+    }
+
+    fn merge(&self, window: &mut AggWindow, part: &AggPart) {
+        window
+            .keys
+            .merge(&mut window.store, &part.store, &part.entries);
+    }
+}
+
+/// The farm engine as the operator sees it.
+pub struct FarmEngine {
+    farm: Farm<AggQuery>,
+    spec: WindowSpec,
+    max_pane: Option<i64>,
+    pub scratch: SlotStore,
+}
+
+impl FarmEngine {
+    pub fn new(spec: WindowSpec, metas: &[Arc<AggMeta>], cfg: &FarmConfig) -> Self {
+        let query = AggQuery {
+            metas: metas.to_vec(),
+        };
+        Self {
+            farm: Farm::new(query, spec, cfg),
+            spec,
+            max_pane: None,
+            scratch: SlotStore::new(metas),
+        }
+    }
+
+    pub fn ingest(&mut self, rows: Admitted) -> Result<()> {
+        let n = rows.ts.len();
+        let mut panes = vec![0i64; n];
+        let keep = rows.keep.as_deref();
+        let pane_len = self.spec.pane();
+        let mut cur: Option<(i64, i64, i64)> = None; // (id, start, end): in-order input skips the division
+        for i in 0..n {
+            if keep.is_some_and(|k| !k[i]) {
+                continue;
+            }
+            let t = rows.ts[i];
+            let id = match cur {
+                Some((id, s, e)) if t >= s && t < e => id,
+                _ => {
+                    let id = self.spec.pane_of(t);
+                    let start = self.spec.offset() + id * pane_len;
+                    cur = Some((id, start, start + pane_len));
+                    id
+                }
+            };
+            panes[i] = id;
+            self.max_pane = Some(self.max_pane.map_or(id, |m| m.max(id)));
+        }
+        let keep = rows.keep.clone();
+        self.farm.submit(rows, panes, keep.as_deref())
+    }
+
+    /// Closes the panes windows up to `last` need and hands back the finished windows up to `last`; with
+    /// `wait`, all of them.
+    pub fn emit_until(
+        &mut self,
+        last: i64,
+        keys: KeyOrder<'_>,
+        out: &mut Emission,
+        wait: bool,
+    ) -> Result<()> {
+        let frontier = self
+            .spec
+            .first_pane(last)
+            .saturating_add(self.spec.panes_per_window());
+        self.farm.punctuate(frontier)?;
+        for (j, w) in self.farm.collect(last, wait)? {
+            let mut rows = w.keys.entries.clone();
+            rows.sort_unstable_by_key(|&(key, _)| keys.ranks[key as usize]);
+            let pairs: Vec<(u32, u32)> = rows
+                .iter_mut()
+                .map(|(_, slot)| {
+                    let s = self.scratch.alloc();
+                    let pair = (s, *slot);
+                    *slot = s;
+                    pair
+                })
+                .collect();
+            self.scratch.combine_pairs(&w.store, &pairs);
+            out.push_sorted_window(j, &rows);
+        }
+        Ok(())
+    }
+
+    pub fn last_window(&self) -> Option<i64> {
+        self.max_pane.map(|p| self.spec.windows_of_pane(p).1)
+    }
+
+    pub fn stats(&self) -> FarmStats {
+        self.farm.stats()
+    }
+
+    pub fn workers(&self) -> usize {
+        self.farm.workers()
+    }
+}

@@ -1,0 +1,478 @@
+//! The pane farm (brief 004 §1.5, DESIGN §6): a PLQ stage reduces rows to per-pane partial results on a farm of
+//! workers, a WLQ stage merges partials into windows, and the caller collects windows in order.
+//!
+//! ```text
+//! caller (emitter) ──rows, punctuations──► PLQ worker[0..n) ──partitions, acks──► WLQ emitter ──tasks──► WLQ worker[0..m)
+//!      ▲ collector                                                                   ▲    └──feedback──────┘ │
+//!      └──────────────────────────── windows, progress ──────────────────────────────┴──────────────────────┘
+//! ```
+//!
+//! The farm is generic over the query ([`FarmQuery`]: G at the pane level, H at the window level), so window
+//! aggregation and the preference queries share it. The caller's thread is the PLQ emitter (it routes rows with
+//! a [`PaneScheduler`] and broadcasts punctuations in-band) and the collector (windows come back on one channel
+//! and are released in window order once a progress report covers them).
+//!
+//! Memory is bounded: the PLQ channels and the WLQ emitter's input are bounded, so a slow stage backs pressure
+//! up to the caller. Only the collector's channel is unbounded (it holds finished output, and the WLQ side must
+//! never wait on a caller that is itself waiting to send rows: that would be a cycle).
+//!
+//! Determinism: G's partitions of a pane are combined by H exactly (the query guarantees an order-independent
+//! merge), so which worker computed which piece never shows in the output (DESIGN §4).
+
+mod plq;
+mod wlq;
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+
+use super::monitor::{Monitor, WorkerCounters};
+use super::pane_scheduler::{PaneScheduler, PaneSchedulerKind};
+use super::pid::{Pid, PidConfig};
+use crate::error::{Error, ErrorKind, Result};
+use crate::time::WindowSpec;
+use plq::PlqMsg;
+use wlq::Task;
+
+/// `owner` of a row no worker takes (late or null-time rows).
+pub const NOT_ROUTED: u8 = u8::MAX;
+
+/// The query a farm runs: G (pane level, incremental over rows) and H (window level, a merge of partials).
+pub trait FarmQuery: Send + Sync + 'static {
+    /// A chunk of admitted rows, shared read-only by the PLQ workers.
+    type Chunk: Send + Sync + 'static;
+    /// A PLQ worker's open pane partitions.
+    type Worker: Send + 'static;
+    /// G's result for one partition of one pane.
+    type Part: Send + Sync + 'static;
+    /// H's running result for one window.
+    type Window: Send + 'static;
+
+    fn new_worker(&self) -> Self::Worker;
+    /// Adds rows `rows` of `chunk` with `owner[i] == me` (pane `panes[i]`) to the worker's partitions.
+    fn ingest(
+        &self,
+        worker: &mut Self::Worker,
+        chunk: &Routed<Self::Chunk>,
+        rows: Range<usize>,
+        me: u8,
+    );
+    /// Removes the worker's partitions of panes below `frontier` and hands each to `out`, in pane order.
+    fn close_below(
+        &self,
+        worker: &mut Self::Worker,
+        frontier: i64,
+        out: &mut dyn FnMut(i64, Self::Part),
+    );
+    fn new_window(&self) -> Self::Window;
+    /// Merges one partition into a window. Must not depend on the order partitions arrive in.
+    fn merge(&self, window: &mut Self::Window, part: &Self::Part);
+}
+
+/// A chunk with each row's pane and worker.
+pub struct Routed<C> {
+    pub chunk: C,
+    pub panes: Vec<i64>,
+    pub owner: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowSchedulerKind {
+    WinFb,
+    WinRr,
+}
+
+impl WindowSchedulerKind {
+    pub const NAMES: [&str; 2] = ["win_fb", "win_rr"];
+
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "win_fb" => Ok(Self::WinFb),
+            "win_rr" => Ok(Self::WinRr),
+            other => Err(Error::param(
+                "window_scheduler",
+                format!(
+                    "unknown window scheduler {other:?}; expected one of {:?}",
+                    Self::NAMES
+                ),
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::WinFb => "win_fb",
+            Self::WinRr => "win_rr",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct FarmConfig {
+    pub plq_workers: usize,
+    pub wlq_workers: usize,
+    pub scheduler: PaneSchedulerKind,
+    pub window_scheduler: WindowSchedulerKind,
+    /// A fixed split threshold in rows instead of `alpha * theta_b` (tests force splitting with it).
+    pub split_threshold: Option<u64>,
+    pub pid: PidConfig,
+    /// The PID's and the monitor's sampling interval T.
+    pub sample_interval: Duration,
+    /// Messages each PLQ channel holds before the caller waits.
+    pub queue_messages: usize,
+}
+
+impl FarmConfig {
+    pub fn new(threads: usize) -> Self {
+        Self {
+            plq_workers: threads,
+            wlq_workers: threads,
+            scheduler: PaneSchedulerKind::AsPid,
+            window_scheduler: WindowSchedulerKind::WinFb,
+            split_threshold: None,
+            pid: PidConfig::default(),
+            sample_interval: Duration::from_secs(1),
+            queue_messages: 16,
+        }
+    }
+}
+
+/// What the farm reports in `stats`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FarmStats {
+    pub plq_busy_ns: Vec<u64>,
+    pub wlq_busy_ns: Vec<u64>,
+    pub punctuations: u64,
+    pub panes_closed: u64,
+    pub panes_split: u64,
+    pub split_factor: f64,
+    pub theta_b: f64,
+    pub alpha: f64,
+    /// Mean PLQ utilisation over the sampling intervals with `0 < rho < 50`.
+    pub utilisation: f64,
+    pub window_tasks: u64,
+}
+
+/// Messages into the WLQ emitter.
+pub(crate) enum WlqIn<Q: FarmQuery> {
+    Part {
+        pane: i64,
+        part: Arc<Q::Part>,
+    },
+    Ack {
+        worker: u8,
+        frontier: i64,
+    },
+    Feedback {
+        worker: usize,
+        window: i64,
+        state: Option<Q::Window>,
+    },
+    Exit,
+}
+
+/// Messages to the collector.
+pub(crate) enum OutMsg<W> {
+    Window(i64, W),
+    /// Every window up to this id has been sent.
+    Progress(i64),
+    Failed(String),
+}
+
+pub(crate) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// A running farm. Dropping it stops and joins its threads.
+pub struct Farm<Q: FarmQuery> {
+    plq: Vec<Sender<PlqMsg<Q::Chunk>>>,
+    plq_counters: Vec<Arc<WorkerCounters>>,
+    wlq_counters: Vec<Arc<WorkerCounters>>,
+    /// Rows sent to each PLQ worker so far (`lambda`'s running total).
+    scheduled: Vec<u64>,
+    sched: PaneScheduler,
+    pid: Pid,
+    monitor: Monitor,
+    interval: Duration,
+    next_sample: Instant,
+    out: Receiver<OutMsg<Q::Window>>,
+    /// Windows received and not yet released.
+    ready: BTreeMap<i64, Q::Window>,
+    progress: i64,
+    frontier: i64,
+    punctuations: u64,
+    threads: Vec<JoinHandle<()>>,
+    failed: Option<String>,
+}
+
+impl<Q: FarmQuery> Farm<Q> {
+    pub fn new(query: Q, spec: WindowSpec, cfg: &FarmConfig) -> Self {
+        let n = cfg.plq_workers.clamp(1, (NOT_ROUTED - 1) as usize);
+        let m = cfg.wlq_workers.max(1);
+        let query = Arc::new(query);
+        let (out_tx, out_rx) = unbounded();
+        let (wlq_tx, wlq_rx) = bounded::<WlqIn<Q>>(256.max(4 * n));
+        let mut threads = vec![];
+        let mut plq = vec![];
+        let mut plq_counters = vec![];
+        for me in 0..n {
+            let (tx, rx) = bounded(cfg.queue_messages.max(1));
+            let c = Arc::new(WorkerCounters::default());
+            let (q, wlq, out, c2) = (query.clone(), wlq_tx.clone(), out_tx.clone(), c.clone());
+            threads.push(spawn(format!("windgate-plq-{me}"), move || {
+                plq::run(q, me as u8, rx, wlq, out, c2)
+            }));
+            plq.push(tx);
+            plq_counters.push(c);
+        }
+        let mut tasks = vec![];
+        let mut wlq_counters = vec![];
+        for me in 0..m {
+            let (tx, rx) = unbounded::<Task<Q>>();
+            let c = Arc::new(WorkerCounters::default());
+            let (q, fb, out, c2) = (query.clone(), wlq_tx.clone(), out_tx.clone(), c.clone());
+            threads.push(spawn(format!("windgate-wlq-{me}"), move || {
+                wlq::run_worker(q, me, rx, fb, out, c2)
+            }));
+            tasks.push(tx);
+            wlq_counters.push(c);
+        }
+        drop(wlq_tx);
+        let emitter = wlq::Emitter {
+            query,
+            spec,
+            kind: cfg.window_scheduler,
+            rx: wlq_rx,
+            workers: tasks,
+            out: out_tx,
+            plq_workers: n,
+        };
+        threads.push(spawn("windgate-wlq-emitter".into(), move || emitter.run()));
+        Self {
+            plq,
+            plq_counters,
+            wlq_counters,
+            scheduled: vec![0; n],
+            sched: PaneScheduler::new(cfg.scheduler, n, cfg.split_threshold),
+            pid: Pid::new(cfg.pid),
+            monitor: Monitor::default(),
+            interval: cfg.sample_interval,
+            next_sample: Instant::now() + cfg.sample_interval,
+            out: out_rx,
+            ready: BTreeMap::new(),
+            progress: i64::MIN,
+            frontier: i64::MIN,
+            punctuations: 0,
+            threads,
+            failed: None,
+        }
+    }
+
+    pub fn workers(&self) -> usize {
+        self.plq.len()
+    }
+
+    /// Routes a chunk: `panes[i]` is row i's pane, `admitted[i]` whether it is routed at all.
+    pub fn submit(
+        &mut self,
+        chunk: Q::Chunk,
+        panes: Vec<i64>,
+        admitted: Option<&[bool]>,
+    ) -> Result<()> {
+        self.check()?;
+        self.maybe_sample();
+        let n = panes.len();
+        let mut owner = vec![NOT_ROUTED; n];
+        let mut load: Vec<u64> = self
+            .scheduled
+            .iter()
+            .zip(&self.plq_counters)
+            .map(|(&s, c)| s.saturating_sub(c.rows()))
+            .collect();
+        let mut i = 0;
+        while i < n {
+            if admitted.is_some_and(|a| !a[i]) {
+                i += 1;
+                continue;
+            }
+            let pane = panes[i];
+            let mut end = i + 1;
+            while end < n && panes[end] == pane && admitted.is_none_or(|a| a[end]) {
+                end += 1;
+            }
+            let mut pos = i;
+            self.sched
+                .assign_run(pane, (end - i) as u32, &mut load, |w, count| {
+                    owner[pos..pos + count as usize].fill(w);
+                    pos += count as usize;
+                });
+            i = end;
+        }
+        // One message per worker over the range its rows span.
+        let workers = self.plq.len();
+        let mut span = vec![(usize::MAX, 0usize, 0u64); workers];
+        for (i, &w) in owner.iter().enumerate() {
+            if w != NOT_ROUTED {
+                let s = &mut span[w as usize];
+                s.0 = s.0.min(i);
+                s.1 = i + 1;
+                s.2 += 1;
+            }
+        }
+        let routed = Arc::new(Routed {
+            chunk,
+            panes,
+            owner,
+        });
+        for (w, &(lo, hi, count)) in span.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            self.scheduled[w] += count;
+            let msg = PlqMsg::Rows {
+                routed: routed.clone(),
+                lo,
+                hi,
+                count,
+            };
+            if self.plq[w].send(msg).is_err() {
+                return Err(self.fail(format!("PLQ worker {w} stopped")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes every pane below `frontier` (a punctuation, broadcast in-band).
+    pub fn punctuate(&mut self, frontier: i64) -> Result<()> {
+        self.check()?;
+        if frontier <= self.frontier {
+            return Ok(());
+        }
+        self.frontier = frontier;
+        self.punctuations += 1;
+        self.sched.close_below(frontier);
+        for w in 0..self.plq.len() {
+            if self.plq[w].send(PlqMsg::Punct(frontier)).is_err() {
+                return Err(self.fail(format!("PLQ worker {w} stopped")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Releases the finished windows up to `until`, in window order. With `wait`, blocks until every window up to
+    /// `until` is finished (the panes they need must have been punctuated); otherwise takes what is there.
+    pub fn collect(&mut self, until: i64, wait: bool) -> Result<Vec<(i64, Q::Window)>> {
+        self.check()?;
+        loop {
+            let msg = if wait && self.progress < until {
+                match self.out.recv_timeout(Duration::from_millis(100)) {
+                    Ok(m) => Some(m),
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                        if self.threads.iter().any(|t| t.is_finished()) {
+                            return Err(self.fail("a farm thread stopped".into()));
+                        }
+                        continue;
+                    }
+                    Err(_) => return Err(self.fail("the farm stopped".into())),
+                }
+            } else {
+                self.out.try_recv().ok()
+            };
+            match msg {
+                Some(OutMsg::Window(j, w)) => {
+                    self.ready.insert(j, w);
+                }
+                Some(OutMsg::Progress(p)) => self.progress = self.progress.max(p),
+                Some(OutMsg::Failed(why)) => return Err(self.fail(why)),
+                None => break,
+            }
+        }
+        let last = until.min(self.progress);
+        let mut done = vec![];
+        while let Some(entry) = self.ready.first_entry() {
+            if *entry.key() > last {
+                break;
+            }
+            done.push(entry.remove_entry());
+        }
+        Ok(done)
+    }
+
+    pub fn stats(&self) -> FarmStats {
+        let s = self.sched.stats();
+        FarmStats {
+            plq_busy_ns: self.plq_counters.iter().map(|c| c.busy_ns()).collect(),
+            wlq_busy_ns: self.wlq_counters.iter().map(|c| c.busy_ns()).collect(),
+            punctuations: self.punctuations,
+            panes_closed: s.panes_closed,
+            panes_split: s.panes_split,
+            split_factor: s.split_factor(),
+            theta_b: s.theta_b,
+            alpha: self.pid.alpha(),
+            utilisation: self.monitor.mean_rho(),
+            window_tasks: self.wlq_counters.iter().map(|c| c.rows()).sum(),
+        }
+    }
+
+    /// Every T: measure the utilisation and let the PID move `alpha`.
+    fn maybe_sample(&mut self) {
+        let now = Instant::now();
+        if now < self.next_sample {
+            return;
+        }
+        let elapsed = self.interval + (now - self.next_sample);
+        self.next_sample = now + self.interval;
+        let rho = self
+            .monitor
+            .sample(&self.plq_counters, &self.scheduled, elapsed);
+        if self.sched.kind() == PaneSchedulerKind::AsPid {
+            let alpha = self.pid.step(rho);
+            self.sched.set_alpha(alpha);
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        match &self.failed {
+            Some(why) => Err(Error::new(ErrorKind::Poisoned, why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn fail(&mut self, why: String) -> Error {
+        // A worker's own report says more than "stopped": prefer it.
+        let why = match self.out.try_iter().find_map(|m| match m {
+            OutMsg::Failed(w) => Some(w),
+            _ => None,
+        }) {
+            Some(w) => w,
+            None => why,
+        };
+        self.failed = Some(why.clone());
+        Error::new(ErrorKind::Poisoned, why)
+    }
+}
+
+impl<Q: FarmQuery> Drop for Farm<Q> {
+    fn drop(&mut self) {
+        // Closing the PLQ channels ends the PLQ workers, whose goodbyes end the WLQ emitter, whose end closes
+        // the WLQ workers' channels.
+        self.plq.clear();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(f)
+        .expect("spawning a farm thread")
+}

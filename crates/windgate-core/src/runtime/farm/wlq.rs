@@ -1,0 +1,275 @@
+//! The WLQ stage (brief 004 §4.2-§4.3): an emitter turning pane partitions into window tasks, workers merging
+//! them into window results, and progress reports that let the collector restore window order.
+//!
+//! A window's running result travels with its task: the emitter holds it while the window is idle and a
+//! worker holds it while merging, so tasks of one window are serial by construction and need no lock. WIN_FB
+//! hands tasks to workers that said they are ready (feedback after every task), preferring to keep a window on
+//! the worker that just merged into it and otherwise serving the oldest window first; WIN_RR sends every task of
+//! window j to worker `j mod m` (the baseline).
+//!
+//! A window is complete once every PLQ worker acknowledged a punctuation past its last pane and its last task
+//! is merged; then its result goes to the collector. `Progress(j)` tells the collector that every window up to
+//! j has been sent (it follows them on the same channel, or causally after their senders' feedback).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use super::{FarmQuery, OutMsg, WindowSchedulerKind, WlqIn, panic_message};
+use crate::runtime::monitor::WorkerCounters;
+use crate::time::WindowSpec;
+
+/// A window task: merge `part` into window `window`'s result `state`.
+pub struct Task<Q: FarmQuery> {
+    window: i64,
+    part: Arc<Q::Part>,
+    state: Q::Window,
+    /// No task can follow: send the result to the collector instead of back.
+    finalize: bool,
+}
+
+struct WinDesc<Q: FarmQuery> {
+    /// `None` while a worker holds the result.
+    state: Option<Q::Window>,
+    pending: VecDeque<Arc<Q::Part>>,
+}
+
+pub(super) struct Emitter<Q: FarmQuery> {
+    pub query: Arc<Q>,
+    pub spec: WindowSpec,
+    pub kind: WindowSchedulerKind,
+    pub rx: Receiver<WlqIn<Q>>,
+    pub workers: Vec<Sender<Task<Q>>>,
+    pub out: Sender<OutMsg<Q::Window>>,
+    pub plq_workers: usize,
+}
+
+struct State<Q: FarmQuery> {
+    acked: Vec<i64>,
+    /// Every PLQ worker acknowledged this frontier: all partitions of panes below it are here.
+    frontier: i64,
+    wd: BTreeMap<i64, WinDesc<Q>>,
+    ready: Vec<bool>,
+    rr: usize,
+    progress: i64,
+}
+
+impl<Q: FarmQuery> Emitter<Q> {
+    pub fn run(self) {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve()));
+        if let Err(panic) = result {
+            let _ = self.out.send(OutMsg::Failed(format!(
+                "WLQ emitter panicked: {}",
+                panic_message(&panic)
+            )));
+        }
+    }
+
+    fn serve(&self) {
+        let mut st = State::<Q> {
+            acked: vec![i64::MIN; self.plq_workers],
+            frontier: i64::MIN,
+            wd: BTreeMap::new(),
+            ready: vec![true; self.workers.len()],
+            rr: 0,
+            progress: i64::MIN,
+        };
+        let mut exits = 0;
+        while let Ok(msg) = self.rx.recv() {
+            match msg {
+                WlqIn::Part { pane, part } => {
+                    let (lo, hi) = self.spec.windows_of_pane(pane);
+                    for j in lo..=hi {
+                        let d = st.wd.entry(j).or_insert_with(|| WinDesc {
+                            state: Some(self.query.new_window()),
+                            pending: VecDeque::new(),
+                        });
+                        d.pending.push_back(part.clone());
+                        self.try_dispatch(&mut st, j, None);
+                    }
+                }
+                WlqIn::Ack { worker, frontier } => {
+                    st.acked[worker as usize] = frontier;
+                    let f = *st.acked.iter().min().expect("at least one PLQ worker");
+                    if f > st.frontier {
+                        st.frontier = f;
+                        let last = self.last_complete(f);
+                        let idle: Vec<i64> = st
+                            .wd
+                            .range(..=last)
+                            .filter(|(_, d)| d.state.is_some() && d.pending.is_empty())
+                            .map(|(&j, _)| j)
+                            .collect();
+                        for j in idle {
+                            self.finalize_idle(&mut st, j);
+                        }
+                    }
+                }
+                WlqIn::Feedback {
+                    worker,
+                    window,
+                    state,
+                } => self.feedback(&mut st, worker, window, state),
+                WlqIn::Exit => {
+                    exits += 1;
+                    if exits == self.plq_workers {
+                        return;
+                    }
+                }
+            }
+            self.report_progress(&mut st);
+        }
+    }
+
+    /// The last window whose panes are all below `frontier`.
+    fn last_complete(&self, frontier: i64) -> i64 {
+        if frontier == i64::MAX {
+            return i64::MAX;
+        }
+        let wp = self.spec.panes_per_window();
+        crate::time::floor_div(frontier.saturating_sub(wp), self.spec.panes_per_slide())
+    }
+
+    fn complete(&self, st: &State<Q>, j: i64) -> bool {
+        j <= self.last_complete(st.frontier)
+    }
+
+    fn finalize_idle(&self, st: &mut State<Q>, j: i64) {
+        let d = st.wd.remove(&j).expect("descriptor");
+        let state = d.state.expect("idle window holds its result");
+        let _ = self.out.send(OutMsg::Window(j, state));
+    }
+
+    /// Sends window j's next task if the window is idle and a worker can take it. `prefer` is a worker known to
+    /// be free (the one whose feedback we are handling).
+    fn try_dispatch(&self, st: &mut State<Q>, j: i64, prefer: Option<usize>) -> bool {
+        let complete = self.complete(st, j);
+        let d = st.wd.get_mut(&j).expect("descriptor");
+        if d.state.is_none() || d.pending.is_empty() {
+            return false;
+        }
+        let worker = match self.kind {
+            WindowSchedulerKind::WinRr => (j.rem_euclid(self.workers.len() as i64)) as usize,
+            WindowSchedulerKind::WinFb => {
+                match prefer.or_else(|| next_ready(&st.ready, &mut st.rr)) {
+                    Some(w) => w,
+                    None => return false,
+                }
+            }
+        };
+        let part = d.pending.pop_front().expect("pending");
+        let state = d.state.take().expect("idle");
+        let finalize = complete && d.pending.is_empty();
+        st.ready[worker] = false;
+        let _ = self.workers[worker].send(Task {
+            window: j,
+            part,
+            state,
+            finalize,
+        });
+        true
+    }
+
+    fn feedback(&self, st: &mut State<Q>, worker: usize, j: i64, state: Option<Q::Window>) {
+        match state {
+            None => {
+                st.wd.remove(&j);
+            }
+            Some(state) => {
+                let d = st.wd.get_mut(&j).expect("descriptor of a busy window");
+                d.state = Some(state);
+                let pending = !d.pending.is_empty();
+                if pending {
+                    // Cache locality: the worker that just merged into j takes j's next task.
+                    let prefer = (self.kind == WindowSchedulerKind::WinFb).then_some(worker);
+                    if self.try_dispatch(st, j, prefer) && prefer.is_some() {
+                        return;
+                    }
+                } else if self.complete(st, j) {
+                    self.finalize_idle(st, j);
+                }
+            }
+        }
+        if self.kind == WindowSchedulerKind::WinRr {
+            st.ready[worker] = true;
+            return;
+        }
+        // Serve the oldest idle window with work, else the worker becomes ready.
+        let next = st
+            .wd
+            .iter()
+            .find(|(_, d)| d.state.is_some() && !d.pending.is_empty())
+            .map(|(&j, _)| j);
+        match next {
+            Some(j) => {
+                self.try_dispatch(st, j, Some(worker));
+            }
+            None => st.ready[worker] = true,
+        }
+    }
+
+    fn report_progress(&self, st: &mut State<Q>) {
+        let mut p = self.last_complete(st.frontier);
+        if let Some((&first, _)) = st.wd.first_key_value() {
+            p = p.min(first - 1);
+        }
+        if p > st.progress {
+            st.progress = p;
+            let _ = self.out.send(OutMsg::Progress(p));
+        }
+    }
+}
+
+fn next_ready(ready: &[bool], rr: &mut usize) -> Option<usize> {
+    let n = ready.len();
+    for k in 0..n {
+        let w = (*rr + k) % n;
+        if ready[w] {
+            *rr = w + 1;
+            return Some(w);
+        }
+    }
+    None
+}
+
+pub(super) fn run_worker<Q: FarmQuery>(
+    query: Arc<Q>,
+    me: usize,
+    rx: Receiver<Task<Q>>,
+    feedback: Sender<WlqIn<Q>>,
+    out: Sender<OutMsg<Q::Window>>,
+    counters: Arc<WorkerCounters>,
+) {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        for mut task in rx.iter() {
+            let t0 = Instant::now();
+            query.merge(&mut task.state, &task.part);
+            drop(task.part);
+            let state = if task.finalize {
+                if out.send(OutMsg::Window(task.window, task.state)).is_err() {
+                    return;
+                }
+                None
+            } else {
+                Some(task.state)
+            };
+            counters.add(t0.elapsed(), 1);
+            let msg = WlqIn::Feedback {
+                worker: me,
+                window: task.window,
+                state,
+            };
+            if feedback.send(msg).is_err() {
+                return;
+            }
+        }
+    }));
+    if let Err(panic) = result {
+        let _ = out.send(OutMsg::Failed(format!(
+            "WLQ worker {me} panicked: {}",
+            panic_message(&panic)
+        )));
+    }
+}
