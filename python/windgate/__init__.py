@@ -66,6 +66,7 @@ def window_aggregate(
     null_time: str = "error",
     threads: int | None = None,
     strategy: str = "auto",
+    farm: Mapping[str, Any] | None = None,
 ) -> pa.Table:
     """Sliding- or tumbling-window aggregation, per group, over a whole input.
 
@@ -90,7 +91,13 @@ def window_aggregate(
         on_late: ``"drop"`` (dropped and counted) or ``"error"``.
         null_time: ``"error"`` or ``"drop"`` for rows whose time is null.
         threads: worker threads (``None``: all cores).
-        strategy: ``"auto"`` or ``"reference"`` (the single-threaded oracle).
+        strategy: ``"auto"`` (the pane farm with more than one thread, else the pane engine), ``"farm"``
+            (seed 004's parallel pane farm), ``"pane"`` (single-threaded panes) or ``"reference"`` (the plain
+            oracle). Every strategy returns the same rows in the same order.
+        farm: the pane farm's knobs, which change who computes what but never the result:
+            ``scheduler`` (``"as_pid"`` default, ``"as"``, ``"pb_rr"``, ``"tb_rr"``), ``window_scheduler``
+            (``"win_fb"`` default or ``"win_rr"``), ``split_threshold`` (rows per pane partition; default
+            adaptive), ``setpoint`` (AS_PID's utilisation target, 0.9) and ``sample_interval`` (seconds, 1.0).
 
     Returns:
         A pyarrow Table: the ``by`` columns, ``window_start``, ``window_end``, then ``count`` and
@@ -115,6 +122,7 @@ def window_aggregate(
         null_time=null_time,
         threads=threads,
         strategy=strategy,
+        farm=farm,
     )
     return _native.window_aggregate(_args.sources(data), **kwargs)
 
@@ -153,6 +161,7 @@ class WindowAggregator:
         null_time: str = "error",
         threads: int | None = None,
         strategy: str = "auto",
+        farm: Mapping[str, Any] | None = None,
         sources: int = 1,
     ) -> None:
         kwargs = _args.operator_kwargs(
@@ -167,6 +176,7 @@ class WindowAggregator:
             null_time=null_time,
             threads=threads,
             strategy=strategy,
+            farm=farm,
         )
         self._inner = _native.WindowAggregator(**kwargs, sources=sources)
 
@@ -188,7 +198,9 @@ class WindowAggregator:
     @property
     def stats(self) -> dict[str, Any]:
         """Counters: ``rows_in``, ``late_rows``, ``null_time_rows``, ``rows_out``, ``windows_out``,
-        ``open_panes``, ``keys``, ``watermark``, ``slack``, ``threads``, ``strategy``, ..."""
+        ``open_panes``, ``keys``, ``watermark``, ``slack``, ``threads``, ``strategy``; with the pane farm also
+        ``plq_busy_s`` and ``wlq_busy_s`` (busy seconds per worker), ``punctuations``, ``panes_closed``,
+        ``panes_split``, ``split_factor``, ``theta_b``, ``alpha`` and ``utilisation`` (mean PLQ rho)."""
         return self._inner.stats
 
     @property

@@ -99,6 +99,7 @@ def operator_kwargs(
     null_time: str,
     threads: int | None,
     strategy: str,
+    farm: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments of ``_native.window_aggregate`` / ``_native.WindowAggregator``, normalised."""
     return {
@@ -113,4 +114,5 @@ def operator_kwargs(
         "null_time": null_time,
         "threads": threads,
         "strategy": strategy,
+        "farm": dict(farm) if farm is not None else None,
     }

@@ -21,6 +21,7 @@ def window_aggregate(
     null_time: str = "error",
     threads: int | None = None,
     strategy: str = "auto",
+    farm: dict[str, Any] | None = None,
 ) -> pa.Table: ...
 
 class WindowAggregator:
@@ -38,6 +39,7 @@ class WindowAggregator:
         null_time: str = "error",
         threads: int | None = None,
         strategy: str = "auto",
+        farm: dict[str, Any] | None = None,
         sources: int = 1,
     ) -> None: ...
     def push(self, batch: Any, source: int = 0) -> pa.RecordBatch: ...

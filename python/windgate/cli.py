@@ -261,6 +261,8 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
     )
     if args.strategy is not None:
         kwargs["strategy"] = args.strategy
+    if args.scheduler is not None:
+        kwargs["farm"] = {"scheduler": args.scheduler}
     if args.null_time is not None:
         kwargs["null_time"] = args.null_time
     agg = windgate.WindowAggregator(**kwargs)
@@ -392,7 +394,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--on-late", choices=["drop", "error"], default="drop")
     a.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
-    a.add_argument("--strategy", choices=["auto", "reference"], default=None)
+    a.add_argument("--strategy", choices=["auto", "farm", "pane", "reference"], default=None)
+    a.add_argument(
+        "--scheduler",
+        choices=["as_pid", "as", "pb_rr", "tb_rr"],
+        default=None,
+        help="pane farm: PLQ pane scheduler (default as_pid)",
+    )
     a.add_argument("--null-time", choices=["error", "drop"], default=None)
     a.add_argument("--columns", action="append", default=None, help="read only these input columns")
     a.add_argument("--batch-rows", type=int, default=65_536, help="rows per pushed batch (default 65536)")

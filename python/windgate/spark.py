@@ -83,6 +83,8 @@ def window_aggregate(
     aggs: Mapping[str, str | list[str]],
     null_time: str = "error",
     threads: int | None = None,
+    strategy: str = "auto",
+    farm: Mapping[str, Any] | None = None,
     ordered: bool = False,
     range_size: _args.Span | None = None,
 ) -> DataFrame:
@@ -91,7 +93,9 @@ def window_aggregate(
     Args:
         df: the input DataFrame (any columns; the time column is a timestamp, date or integer column).
         time, size, slide, offset, by, aggs, null_time: as in :func:`windgate.window_aggregate`.
-        threads: windgate threads per Spark task (default: ``spark.task.cpus``).
+        threads: windgate threads per Spark task (default: ``spark.task.cpus``): with more than one, each task
+            runs the pane farm on that many cores.
+        strategy, farm: as in :func:`windgate.window_aggregate`.
         ordered: sort the result by ``(window_start, by...)`` like the local call. Spark DataFrames have no
             order of their own, so this is off by default; when on, the aggregated rows are persisted first so
             that the range sort's sampling pass does not run the whole aggregation twice.
@@ -124,6 +128,8 @@ def window_aggregate(
         "aggs": agg_list,
         "null_time": null_time,
         "threads": threads,
+        "strategy": strategy,
+        "farm": dict(farm) if farm is not None else None,
     }
     # The output schema, and every parameter checked, before Spark runs anything.
     arrow_out = _native.window_aggregate([arrow_in.empty_table()], **spec).schema

@@ -1,4 +1,4 @@
-//! Determinism of the pane farm (DESIGN §4): for any thread count, PLQ scheduler, window scheduler, forced or
+//! Determinism of the pane farm and RRCPA (DESIGN §4): for any thread count, PLQ scheduler, window scheduler, forced or
 //! adaptive pane splitting, batch split, bursty arrival and disorder within the lateness bound, the farm
 //! returns the reference engine's rows in the same order, bit for bit.
 
@@ -83,6 +83,11 @@ fn check_all_configs(c: &Case, seed: u64) -> Result<(), TestCaseError> {
             win,
             split
         );
+        let rrcpa = run_with(c, true, |o| {
+            o.strategy = Engine::Rrcpa;
+            o.threads = Some(threads);
+        });
+        prop_assert_eq!(&rrcpa, &reference, "rrcpa threads={}", threads);
     }
     Ok(())
 }

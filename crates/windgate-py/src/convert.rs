@@ -1,11 +1,12 @@
 //! Python arguments to core options.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyInt, PyString};
+use pyo3::types::{PyDict, PyInt, PyString};
 use windgate_core::Error;
 use windgate_core::aggregate::{
-    LatenessOpt, NullTime, OnLate, Span, Strategy, WindowAggregateOptions,
+    FarmOptions, LatenessOpt, NullTime, OnLate, Span, Strategy, WindowAggregateOptions,
 };
+use windgate_core::runtime::{PaneSchedulerKind, WindowSchedulerKind};
 
 use crate::errors::to_py;
 
@@ -47,6 +48,7 @@ pub fn options(
     null_time: &str,
     threads: Option<i64>,
     strategy: &str,
+    farm: Option<&Bound<'_, PyDict>>,
     sources: usize,
 ) -> PyResult<WindowAggregateOptions> {
     let mut o = WindowAggregateOptions::new(time, span(size, "size")?, aggs);
@@ -76,9 +78,64 @@ pub fn options(
         }
     };
     o.strategy = Strategy::parse(strategy).map_err(to_py)?;
+    o.farm = farm_options(farm)?;
     o.sources = sources;
     o.validate().map_err(to_py)?;
     Ok(o)
+}
+
+/// The pane farm's knobs from a dict: `scheduler`, `window_scheduler`, `split_threshold`, `setpoint`,
+/// `sample_interval` (seconds).
+pub fn farm_options(farm: Option<&Bound<'_, PyDict>>) -> PyResult<FarmOptions> {
+    let mut f = FarmOptions::default();
+    let Some(d) = farm else {
+        return Ok(f);
+    };
+    let bad =
+        |key: &str, what: &str| to_py(Error::param("farm", format!("'{key}': expected {what}")));
+    for (k, v) in d.iter() {
+        let key: String = k
+            .extract()
+            .map_err(|_| to_py(Error::param("farm", "expected string keys")))?;
+        match key.as_str() {
+            "scheduler" => {
+                let name: String = v.extract().map_err(|_| bad(&key, "a string"))?;
+                f.scheduler = PaneSchedulerKind::parse(&name).map_err(to_py)?;
+            }
+            "window_scheduler" => {
+                let name: String = v.extract().map_err(|_| bad(&key, "a string"))?;
+                f.window_scheduler = WindowSchedulerKind::parse(&name).map_err(to_py)?;
+            }
+            "split_threshold" => {
+                f.split_threshold = if v.is_none() {
+                    None
+                } else {
+                    Some(
+                        v.extract::<u64>()
+                            .map_err(|_| bad(&key, "a positive int or None"))?,
+                    )
+                };
+            }
+            "setpoint" => f.setpoint = v.extract().map_err(|_| bad(&key, "a number"))?,
+            "sample_interval" => {
+                let secs: f64 = v.extract().map_err(|_| bad(&key, "seconds as a number"))?;
+                if !(secs > 0.0 && secs.is_finite()) {
+                    return Err(bad(&key, "a positive number of seconds"));
+                }
+                f.sample_interval = std::time::Duration::from_secs_f64(secs);
+            }
+            other => {
+                return Err(to_py(Error::param(
+                    "farm",
+                    format!(
+                        "unknown key {other:?}; expected scheduler, window_scheduler, split_threshold, \
+                         setpoint or sample_interval"
+                    ),
+                )));
+            }
+        }
+    }
+    Ok(f)
 }
 
 /// A duration string in a time unit (`"s"`, `"ms"`, `"us"`, `"ns"`, `"day"`): `windgate.spark` uses it to

@@ -16,7 +16,7 @@ use crate::errors::{catch_panic, to_py};
 /// Batch window aggregation over one or several sources (see `windgate.window_aggregate`).
 #[pyfunction]
 #[pyo3(signature = (sources, *, time, size, slide=None, offset=None, by=vec![], aggs, lateness=None,
-                    on_late="drop", null_time="error", threads=None, strategy="auto"))]
+                    on_late="drop", null_time="error", threads=None, strategy="auto", farm=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn window_aggregate<'py>(
     py: Python<'py>,
@@ -32,6 +32,7 @@ pub fn window_aggregate<'py>(
     null_time: &str,
     threads: Option<i64>,
     strategy: &str,
+    farm: Option<Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let opts = options(
         time,
@@ -45,6 +46,7 @@ pub fn window_aggregate<'py>(
         null_time,
         threads,
         strategy,
+        farm.as_ref(),
         sources.len(),
     )?;
     let readers = sources
@@ -84,7 +86,8 @@ pub struct WindowAggregator {
 impl WindowAggregator {
     #[new]
     #[pyo3(signature = (*, time, size, slide=None, offset=None, by=vec![], aggs, lateness=None,
-                        on_late="drop", null_time="error", threads=None, strategy="auto", sources=1))]
+                        on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
+                        sources=1))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
         time: String,
@@ -98,6 +101,7 @@ impl WindowAggregator {
         null_time: &str,
         threads: Option<i64>,
         strategy: &str,
+        farm: Option<Bound<'py, PyDict>>,
         sources: i64,
     ) -> PyResult<Self> {
         if sources < 1 {
@@ -118,6 +122,7 @@ impl WindowAggregator {
             null_time,
             threads,
             strategy,
+            farm.as_ref(),
             sources as usize,
         )?;
         Ok(Self {
@@ -193,6 +198,18 @@ impl WindowAggregator {
         d.set_item("slack", s.slack)?;
         d.set_item("threads", s.threads)?;
         d.set_item("strategy", s.strategy)?;
+        if let Some(f) = s.farm {
+            d.set_item("plq_busy_s", ns_to_s(&f.plq_busy_ns))?;
+            d.set_item("wlq_busy_s", ns_to_s(&f.wlq_busy_ns))?;
+            d.set_item("punctuations", f.punctuations)?;
+            d.set_item("panes_closed", f.panes_closed)?;
+            d.set_item("panes_split", f.panes_split)?;
+            d.set_item("split_factor", f.split_factor)?;
+            d.set_item("theta_b", f.theta_b)?;
+            d.set_item("alpha", f.alpha)?;
+            d.set_item("utilisation", f.utilisation)?;
+            d.set_item("window_tasks", f.window_tasks)?;
+        }
         Ok(d)
     }
 
@@ -231,4 +248,8 @@ fn concat(inner: &core::WindowAggregator, outs: Vec<RecordBatch>) -> Result<Reco
         return Ok(outs.into_iter().next().expect("one"));
     }
     Ok(arrow_select::concat::concat_batches(&schema, &outs)?)
+}
+
+fn ns_to_s(ns: &[u64]) -> Vec<f64> {
+    ns.iter().map(|&n| n as f64 * 1e-9).collect()
 }

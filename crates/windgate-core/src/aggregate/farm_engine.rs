@@ -1,4 +1,4 @@
-//! Window aggregation on the pane farm (`strategy="farm"`): G lifts rows into per-(key, pane partition)
+//! Window aggregation on the pane farm (`strategy="farm"`) and on RRCPA (`strategy="rrcpa"`): G lifts rows into per-(key, pane partition)
 //! partial states, H combines partitions into per-(key, window) states.
 //!
 //! Partial states combine exactly (integer counts and sums, exact float sums, extremes and picks by the total
@@ -17,6 +17,7 @@ use super::slots::{KeySlots, SlotStore};
 use super::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::Result;
 use crate::runtime::farm::{Farm, FarmConfig, FarmQuery, FarmStats, Routed};
+use crate::runtime::rrcpa::Rrcpa;
 use crate::time::WindowSpec;
 
 /// Rows admitted by the operator, owned so that they can cross to the workers.
@@ -150,21 +151,33 @@ impl FarmQuery for AggQuery {
     }
 }
 
+/// The parallel engines over the same query: the pane farm or RRCPA.
+enum Runner {
+    Farm(Farm<AggQuery>),
+    Rrcpa(Rrcpa<AggQuery>),
+}
+
 /// The farm engine as the operator sees it.
 pub struct FarmEngine {
-    farm: Farm<AggQuery>,
+    runner: Runner,
     spec: WindowSpec,
     max_pane: Option<i64>,
     pub scratch: SlotStore,
 }
 
 impl FarmEngine {
-    pub fn new(spec: WindowSpec, metas: &[Arc<AggMeta>], cfg: &FarmConfig) -> Self {
+    /// `rrcpa`: run RRCPA on `cfg.plq_workers` PUs instead of the farm.
+    pub fn new(spec: WindowSpec, metas: &[Arc<AggMeta>], cfg: &FarmConfig, rrcpa: bool) -> Self {
         let query = AggQuery {
             metas: metas.to_vec(),
         };
+        let runner = if rrcpa {
+            Runner::Rrcpa(Rrcpa::new(query, spec, cfg.plq_workers, cfg.queue_messages))
+        } else {
+            Runner::Farm(Farm::new(query, spec, cfg))
+        };
         Self {
-            farm: Farm::new(query, spec, cfg),
+            runner,
             spec,
             max_pane: None,
             scratch: SlotStore::new(metas),
@@ -195,7 +208,10 @@ impl FarmEngine {
             self.max_pane = Some(self.max_pane.map_or(id, |m| m.max(id)));
         }
         let keep = rows.keep.clone();
-        self.farm.submit(rows, panes, keep.as_deref())
+        match &mut self.runner {
+            Runner::Farm(f) => f.submit(rows, panes, keep.as_deref()),
+            Runner::Rrcpa(r) => r.submit(rows, panes, keep.as_deref()),
+        }
     }
 
     /// Closes the panes windows up to `last` need and hands back the finished windows up to `last`; with
@@ -211,8 +227,17 @@ impl FarmEngine {
             .spec
             .first_pane(last)
             .saturating_add(self.spec.panes_per_window());
-        self.farm.punctuate(frontier)?;
-        for (j, w) in self.farm.collect(last, wait)? {
+        let done = match &mut self.runner {
+            Runner::Farm(f) => {
+                f.punctuate(frontier)?;
+                f.collect(last, wait)?
+            }
+            Runner::Rrcpa(r) => {
+                r.punctuate(frontier)?;
+                r.collect(last, wait)?
+            }
+        };
+        for (j, w) in done {
             let mut rows = w.keys.entries.clone();
             rows.sort_unstable_by_key(|&(key, _)| keys.ranks[key as usize]);
             let pairs: Vec<(u32, u32)> = rows
@@ -235,10 +260,20 @@ impl FarmEngine {
     }
 
     pub fn stats(&self) -> FarmStats {
-        self.farm.stats()
+        match &self.runner {
+            Runner::Farm(f) => f.stats(),
+            Runner::Rrcpa(r) => FarmStats {
+                plq_busy_ns: r.busy_ns(),
+                split_factor: 1.0,
+                ..FarmStats::default()
+            },
+        }
     }
 
     pub fn workers(&self) -> usize {
-        self.farm.workers()
+        match &self.runner {
+            Runner::Farm(f) => f.workers(),
+            Runner::Rrcpa(r) => r.workers(),
+        }
     }
 }

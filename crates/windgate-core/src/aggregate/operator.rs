@@ -56,7 +56,7 @@ pub struct Stats {
 enum Engine {
     Pane(PaneEngine),
     Reference(ReferenceEngine),
-    Farm(FarmEngine),
+    Farm(Box<FarmEngine>),
 }
 
 impl Engine {
@@ -293,11 +293,12 @@ impl WindowAggregator {
         let store = || SlotStore::new(&metas);
         let engine = match self.stats.strategy {
             "reference" => Engine::Reference(ReferenceEngine::new(spec, store())),
-            "farm" => Engine::Farm(FarmEngine::new(
+            name @ ("farm" | "rrcpa") => Engine::Farm(Box::new(FarmEngine::new(
                 spec,
                 &metas,
                 &o.farm.config(self.stats.threads as usize),
-            )),
+                name == "rrcpa",
+            ))),
             _ => Engine::Pane(PaneEngine::new(spec, store(), store())),
         };
         self.bound = Some(Bound {

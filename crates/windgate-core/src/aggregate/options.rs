@@ -66,10 +66,12 @@ pub enum Strategy {
     Pane,
     /// The parallel pane farm (seed 004): PLQ and WLQ worker farms, AS_PID and WIN_FB by default.
     Farm,
+    /// The thesis' Round-Robin-Cyclic Pane-based approach (seed 003), in its line form.
+    Rrcpa,
 }
 
 impl Strategy {
-    pub const NAMES: [&str; 4] = ["auto", "reference", "pane", "farm"];
+    pub const NAMES: [&str; 5] = ["auto", "reference", "pane", "farm", "rrcpa"];
 
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
@@ -81,6 +83,7 @@ impl Strategy {
             "reference" => Ok(Strategy::Reference),
             "pane" => Ok(Strategy::Pane),
             "farm" => Ok(Strategy::Farm),
+            "rrcpa" => Ok(Strategy::Rrcpa),
             other => Err(Error::param(
                 "strategy",
                 format!(

@@ -19,22 +19,23 @@
 //! Determinism: G's partitions of a pane are combined by H exactly (the query guarantees an order-independent
 //! merge), so which worker computed which piece never shows in the output (DESIGN §4).
 
+mod collector;
 mod plq;
 mod wlq;
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use crossbeam_channel::{Sender, bounded, unbounded};
 
 use super::monitor::{Monitor, WorkerCounters};
 use super::pane_scheduler::{PaneScheduler, PaneSchedulerKind};
 use super::pid::{Pid, PidConfig};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::time::WindowSpec;
+pub(crate) use collector::Collector;
 use plq::PlqMsg;
 use wlq::Task;
 
@@ -202,14 +203,10 @@ pub struct Farm<Q: FarmQuery> {
     monitor: Monitor,
     interval: Duration,
     next_sample: Instant,
-    out: Receiver<OutMsg<Q::Window>>,
-    /// Windows received and not yet released.
-    ready: BTreeMap<i64, Q::Window>,
-    progress: i64,
+    collector: Collector<Q::Window>,
     frontier: i64,
     punctuations: u64,
     threads: Vec<JoinHandle<()>>,
-    failed: Option<String>,
 }
 
 impl<Q: FarmQuery> Farm<Q> {
@@ -265,13 +262,10 @@ impl<Q: FarmQuery> Farm<Q> {
             monitor: Monitor::default(),
             interval: cfg.sample_interval,
             next_sample: Instant::now() + cfg.sample_interval,
-            out: out_rx,
-            ready: BTreeMap::new(),
-            progress: i64::MIN,
+            collector: Collector::new(out_rx),
             frontier: i64::MIN,
             punctuations: 0,
             threads,
-            failed: None,
         }
     }
 
@@ -369,40 +363,7 @@ impl<Q: FarmQuery> Farm<Q> {
     /// Releases the finished windows up to `until`, in window order. With `wait`, blocks until every window up to
     /// `until` is finished (the panes they need must have been punctuated); otherwise takes what is there.
     pub fn collect(&mut self, until: i64, wait: bool) -> Result<Vec<(i64, Q::Window)>> {
-        self.check()?;
-        loop {
-            let msg = if wait && self.progress < until {
-                match self.out.recv_timeout(Duration::from_millis(100)) {
-                    Ok(m) => Some(m),
-                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                        if self.threads.iter().any(|t| t.is_finished()) {
-                            return Err(self.fail("a farm thread stopped".into()));
-                        }
-                        continue;
-                    }
-                    Err(_) => return Err(self.fail("the farm stopped".into())),
-                }
-            } else {
-                self.out.try_recv().ok()
-            };
-            match msg {
-                Some(OutMsg::Window(j, w)) => {
-                    self.ready.insert(j, w);
-                }
-                Some(OutMsg::Progress(p)) => self.progress = self.progress.max(p),
-                Some(OutMsg::Failed(why)) => return Err(self.fail(why)),
-                None => break,
-            }
-        }
-        let last = until.min(self.progress);
-        let mut done = vec![];
-        while let Some(entry) = self.ready.first_entry() {
-            if *entry.key() > last {
-                break;
-            }
-            done.push(entry.remove_entry());
-        }
-        Ok(done)
+        self.collector.collect(until, wait, &self.threads)
     }
 
     pub fn stats(&self) -> FarmStats {
@@ -439,23 +400,11 @@ impl<Q: FarmQuery> Farm<Q> {
     }
 
     fn check(&self) -> Result<()> {
-        match &self.failed {
-            Some(why) => Err(Error::new(ErrorKind::Poisoned, why.clone())),
-            None => Ok(()),
-        }
+        self.collector.check()
     }
 
     fn fail(&mut self, why: String) -> Error {
-        // A worker's own report says more than "stopped": prefer it.
-        let why = match self.out.try_iter().find_map(|m| match m {
-            OutMsg::Failed(w) => Some(w),
-            _ => None,
-        }) {
-            Some(w) => w,
-            None => why,
-        };
-        self.failed = Some(why.clone());
-        Error::new(ErrorKind::Poisoned, why)
+        self.collector.fail(why)
     }
 }
 
@@ -470,7 +419,7 @@ impl<Q: FarmQuery> Drop for Farm<Q> {
     }
 }
 
-fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
+pub(crate) fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
     std::thread::Builder::new()
         .name(name)
         .spawn(f)

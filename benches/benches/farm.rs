@@ -1,0 +1,98 @@
+//! Throughput of the pane farm against thread count, per PLQ and WLQ scheduler (seed 004's Fig. 8 axes), next
+//! to the single-threaded pane engine: 1k keys, size 60 s, slide 10 s, count + sum + max, in order.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use windgate_benches::smartgrid_batches;
+use windgate_core::aggregate::{
+    FarmOptions, LatenessOpt, Span, Strategy, WindowAggregateOptions, WindowAggregator,
+};
+use windgate_core::runtime::{PaneSchedulerKind, WindowSchedulerKind};
+
+const ROWS: usize = 4_000_000;
+
+fn options(strategy: Strategy, threads: usize, farm: FarmOptions) -> WindowAggregateOptions {
+    let aggs = vec![
+        ("*".to_string(), vec!["count".to_string()]),
+        (
+            "value".to_string(),
+            vec!["sum".to_string(), "max".to_string()],
+        ),
+    ];
+    let mut o = WindowAggregateOptions::new("ts", Span::Text("60s".into()), aggs);
+    o.slide = Some(Span::Text("10s".into()));
+    o.by = vec!["plug_id".into()];
+    o.lateness = LatenessOpt::Bound(Span::Units(0));
+    o.strategy = strategy;
+    o.threads = Some(threads);
+    o.farm = farm;
+    o
+}
+
+fn run(batches: &[arrow_array::RecordBatch], opts: &WindowAggregateOptions) -> usize {
+    let mut agg = WindowAggregator::new(opts.clone()).expect("valid options");
+    let mut rows = 0;
+    for b in batches {
+        rows += agg.push(b, 0).expect("push").num_rows();
+    }
+    rows + agg.flush().expect("flush").num_rows()
+}
+
+fn farm(scheduler: PaneSchedulerKind, window_scheduler: WindowSchedulerKind) -> FarmOptions {
+    FarmOptions {
+        scheduler,
+        window_scheduler,
+        sample_interval: Duration::from_millis(100),
+        ..FarmOptions::default()
+    }
+}
+
+fn bench_threads(c: &mut Criterion) {
+    let mut g = c.benchmark_group("farm");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(ROWS as u64));
+    let batches = smartgrid_batches(ROWS, 1000, 65_536, 0);
+    let default = farm(PaneSchedulerKind::AsPid, WindowSchedulerKind::WinFb);
+    g.bench_function("pane_1t", |b| {
+        let o = options(Strategy::Pane, 1, default.clone());
+        b.iter(|| black_box(run(&batches, &o)))
+    });
+    for threads in [1, 2, 4] {
+        g.bench_with_input(
+            BenchmarkId::new("as_pid_win_fb", threads),
+            &options(Strategy::Farm, threads, default.clone()),
+            |b, o| b.iter(|| black_box(run(&batches, o))),
+        );
+    }
+    let others = [
+        (
+            "pb_rr_win_fb",
+            farm(PaneSchedulerKind::PbRr, WindowSchedulerKind::WinFb),
+        ),
+        (
+            "tb_rr_win_fb",
+            farm(PaneSchedulerKind::TbRr, WindowSchedulerKind::WinFb),
+        ),
+        (
+            "as_win_fb",
+            farm(PaneSchedulerKind::As, WindowSchedulerKind::WinFb),
+        ),
+        (
+            "as_pid_win_rr",
+            farm(PaneSchedulerKind::AsPid, WindowSchedulerKind::WinRr),
+        ),
+    ];
+    for (name, f) in others {
+        g.bench_with_input(
+            BenchmarkId::new(name, 2),
+            &options(Strategy::Farm, 2, f),
+            |b, o| b.iter(|| black_box(run(&batches, o))),
+        );
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_threads);
+criterion_main!(benches);

@@ -1,0 +1,82 @@
+"""The pane farm from Python: every strategy and scheduler returns the reference's rows in the same order, for
+any thread count and batch split; stats report the farm's figures; bad farm options name the parameter."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import windgate
+from test_window_aggregate import AGGS, batches_of, table, window_case
+
+SCHEDULERS = ["as_pid", "as", "pb_rr", "tb_rr"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    window_case(),
+    st.sampled_from([1, 2, 3, 4, 8]),
+    st.sampled_from(SCHEDULERS),
+    st.sampled_from(["win_fb", "win_rr"]),
+    st.sampled_from([None, 1, 3]),
+)
+def test_farm_equals_reference_for_any_threads_scheduler_and_split(case, threads, scheduler, win, split):
+    size, slide, offset, rows, lateness, cuts = case
+    t = table(rows)
+    kw = dict(time="ts", size=size, slide=slide, offset=offset, by="k", aggs=AGGS, lateness=lateness)
+    reference = windgate.window_aggregate(t, strategy="reference", **kw)
+    farm = {"scheduler": scheduler, "window_scheduler": win, "split_threshold": split, "sample_interval": 0.001}
+    got = windgate.window_aggregate(t, strategy="farm", threads=threads, farm=farm, **kw)
+    assert got.equals(reference)
+
+    agg = windgate.WindowAggregator(strategy="farm", threads=threads, farm=farm, **kw)
+    outs = [agg.push(b) for b in batches_of(t, cuts)]
+    outs.append(agg.flush())
+    outs = [o for o in outs if o.num_columns]
+    if outs:
+        assert pa.Table.from_batches(outs, schema=reference.schema).equals(reference)
+
+
+def test_streaming_push_returns_what_the_pane_engine_returns():
+    # Push by push, not only in total: the farm waits for the windows a push closes.
+    t = pa.table({"ts": list(range(0, 3000)), "k": [i % 7 for i in range(3000)], "v": [i * 0.5 for i in range(3000)]})
+    kw = dict(time="ts", size=100, slide=20, by="k", aggs={"*": "count", "v": ["sum", "last"]}, lateness=5)
+    pane = windgate.WindowAggregator(strategy="pane", **kw)
+    farm = windgate.WindowAggregator(strategy="farm", threads=2, farm={"split_threshold": 10}, **kw)
+    for b in t.to_batches(max_chunksize=250):
+        assert farm.push(b).equals(pane.push(b))
+    assert farm.flush().equals(pane.flush())
+    s = farm.stats
+    assert s["strategy"] == "farm" and s["threads"] == 2
+    assert s["panes_split"] > 0 and s["split_factor"] > 1
+    assert len(s["plq_busy_s"]) == 2 and len(s["wlq_busy_s"]) == 2
+    assert s["punctuations"] > 0 and s["late_rows"] == 0
+
+
+def test_auto_uses_the_farm_with_more_than_one_thread():
+    kw = dict(time="ts", size=10, aggs={"*": "count"})
+    assert windgate.WindowAggregator(threads=2, **kw).stats["strategy"] == "farm"
+    assert windgate.WindowAggregator(threads=1, **kw).stats["strategy"] == "pane"
+
+
+@pytest.mark.parametrize(
+    ("farm", "match"),
+    [
+        ({"scheduler": "fifo"}, "scheduler"),
+        ({"window_scheduler": "x"}, "window_scheduler"),
+        ({"split_threshold": 0}, "split_threshold"),
+        ({"setpoint": -1}, "setpoint"),
+        ({"sample_interval": 0}, "sample_interval"),
+        ({"speed": 1}, "farm"),
+    ],
+)
+def test_bad_farm_options_name_the_parameter(farm, match):
+    with pytest.raises(windgate.InvalidParameterError, match=match):
+        windgate.WindowAggregator(time="ts", size=10, aggs={"*": "count"}, strategy="farm", farm=farm)
+
+
+def test_unknown_strategy_lists_the_choices():
+    with pytest.raises(windgate.InvalidParameterError, match="farm"):
+        windgate.window_aggregate(pa.table({"ts": [1]}), time="ts", size=10, aggs={"*": "count"}, strategy="x")
