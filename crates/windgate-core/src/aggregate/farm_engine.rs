@@ -152,6 +152,7 @@ impl FarmQuery for AggQuery {
 }
 
 /// The parallel engines over the same query: the pane farm or RRCPA.
+#[allow(clippy::large_enum_variant)] // one per operator, already behind the operator's Box
 enum Runner {
     Farm(Farm<AggQuery>),
     Rrcpa(Rrcpa<AggQuery>),
