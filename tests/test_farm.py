@@ -27,9 +27,15 @@ def test_farm_equals_reference_for_any_threads_scheduler_and_split(case, threads
     t = table(rows)
     kw = dict(time="ts", size=size, slide=slide, offset=offset, by="k", aggs=AGGS, lateness=lateness)
     reference = windgate.window_aggregate(t, strategy="reference", **kw)
-    farm = {"scheduler": scheduler, "window_scheduler": win, "split_threshold": split, "sample_interval": 0.001}
+    farm = {
+        "scheduler": scheduler,
+        "window_scheduler": win,
+        "split_threshold": split,
+        "sample_interval": 0.001,
+    }
     got = windgate.window_aggregate(t, strategy="farm", threads=threads, farm=farm, **kw)
     assert got.equals(reference)
+    assert windgate.window_aggregate(t, strategy="rrcpa", threads=threads, **kw).equals(reference)
 
     agg = windgate.WindowAggregator(strategy="farm", threads=threads, farm=farm, **kw)
     outs = [agg.push(b) for b in batches_of(t, cuts)]
@@ -41,7 +47,9 @@ def test_farm_equals_reference_for_any_threads_scheduler_and_split(case, threads
 
 def test_streaming_push_returns_what_the_pane_engine_returns():
     # Push by push, not only in total: the farm waits for the windows a push closes.
-    t = pa.table({"ts": list(range(0, 3000)), "k": [i % 7 for i in range(3000)], "v": [i * 0.5 for i in range(3000)]})
+    t = pa.table(
+        {"ts": list(range(0, 3000)), "k": [i % 7 for i in range(3000)], "v": [i * 0.5 for i in range(3000)]}
+    )
     kw = dict(time="ts", size=100, slide=20, by="k", aggs={"*": "count", "v": ["sum", "last"]}, lateness=5)
     pane = windgate.WindowAggregator(strategy="pane", **kw)
     farm = windgate.WindowAggregator(strategy="farm", threads=2, farm={"split_threshold": 10}, **kw)
@@ -55,10 +63,12 @@ def test_streaming_push_returns_what_the_pane_engine_returns():
     assert s["punctuations"] > 0 and s["late_rows"] == 0
 
 
-def test_auto_uses_the_farm_with_more_than_one_thread():
+def test_auto_picks_the_measured_fastest_engine():
+    # The farm does not beat the pane engine on 2 cores yet (benches/benches/farm.rs), so auto is the pane engine.
     kw = dict(time="ts", size=10, aggs={"*": "count"})
-    assert windgate.WindowAggregator(threads=2, **kw).stats["strategy"] == "farm"
-    assert windgate.WindowAggregator(threads=1, **kw).stats["strategy"] == "pane"
+    assert windgate.WindowAggregator(threads=2, **kw).stats["strategy"] == "pane"
+    assert windgate.WindowAggregator(strategy="farm", threads=2, **kw).stats["strategy"] == "farm"
+    assert windgate.WindowAggregator(strategy="rrcpa", threads=3, **kw).stats["threads"] == 3
 
 
 @pytest.mark.parametrize(
@@ -79,4 +89,6 @@ def test_bad_farm_options_name_the_parameter(farm, match):
 
 def test_unknown_strategy_lists_the_choices():
     with pytest.raises(windgate.InvalidParameterError, match="farm"):
-        windgate.window_aggregate(pa.table({"ts": [1]}), time="ts", size=10, aggs={"*": "count"}, strategy="x")
+        windgate.window_aggregate(
+            pa.table({"ts": [1]}), time="ts", size=10, aggs={"*": "count"}, strategy="x"
+        )

@@ -8,6 +8,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use windgate_benches::smartgrid_batches;
 use windgate_core::aggregate::{
     FarmOptions, LatenessOpt, Span, Strategy, WindowAggregateOptions, WindowAggregator,
+    window_aggregate,
 };
 use windgate_core::runtime::{PaneSchedulerKind, WindowSchedulerKind};
 
@@ -38,6 +39,14 @@ fn run(batches: &[arrow_array::RecordBatch], opts: &WindowAggregateOptions) -> u
         rows += agg.push(b, 0).expect("push").num_rows();
     }
     rows + agg.flush().expect("flush").num_rows()
+}
+
+/// The batch function: pushes do not wait for windows, so the stages overlap across batches.
+fn run_batch(batches: &[arrow_array::RecordBatch], opts: &WindowAggregateOptions) -> usize {
+    let schema = batches[0].schema();
+    let input = batches.iter().cloned().map(Ok);
+    let (_, out) = window_aggregate(vec![(schema, input)], opts.clone(), || Ok(())).expect("runs");
+    out.iter().map(|b| b.num_rows()).sum()
 }
 
 fn farm(scheduler: PaneSchedulerKind, window_scheduler: WindowSchedulerKind) -> FarmOptions {
@@ -91,6 +100,22 @@ fn bench_threads(c: &mut Criterion) {
             |b, o| b.iter(|| black_box(run(&batches, o))),
         );
     }
+    for (name, strategy, threads) in [
+        ("batch_pane", Strategy::Pane, 1),
+        ("batch_farm", Strategy::Farm, 2),
+        ("batch_rrcpa", Strategy::Rrcpa, 2),
+    ] {
+        g.bench_with_input(
+            BenchmarkId::new(name, threads),
+            &options(strategy, threads, default.clone()),
+            |b, o| b.iter(|| black_box(run_batch(&batches, o))),
+        );
+    }
+    g.bench_with_input(
+        BenchmarkId::new("rrcpa", 2),
+        &options(Strategy::Rrcpa, 2, default.clone()),
+        |b, o| b.iter(|| black_box(run(&batches, o))),
+    );
     g.finish();
 }
 

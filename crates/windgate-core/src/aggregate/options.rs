@@ -58,7 +58,7 @@ pub enum NullTime {
 /// Which engine runs the query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strategy {
-    /// The fastest correct engine for the call: the pane farm with more than one thread, else the pane engine.
+    /// The fastest correct engine for the call (measured: today the pane engine; see the operator).
     Auto,
     /// The plain reference engine (the test oracle).
     Reference,

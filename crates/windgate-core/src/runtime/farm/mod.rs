@@ -42,6 +42,9 @@ use wlq::Task;
 /// `owner` of a row no worker takes (late or null-time rows).
 pub const NOT_ROUTED: u8 = u8::MAX;
 
+/// Most row runs sent to a worker per chunk before it gets their span instead.
+const MAX_RUNS: usize = 32;
+
 /// The query a farm runs: G (pane level, incremental over rows) and H (window level, a merge of partials).
 pub trait FarmQuery: Send + Sync + 'static {
     /// A chunk of admitted rows, shared read-only by the PLQ workers.
@@ -131,7 +134,7 @@ impl FarmConfig {
     pub fn new(threads: usize) -> Self {
         Self {
             plq_workers: threads,
-            wlq_workers: threads,
+            wlq_workers: (threads / 2).max(1),
             scheduler: PaneSchedulerKind::AsPid,
             window_scheduler: WindowSchedulerKind::WinFb,
             split_threshold: None,
@@ -290,6 +293,10 @@ impl<Q: FarmQuery> Farm<Q> {
             .zip(&self.plq_counters)
             .map(|(&s, c)| s.saturating_sub(c.rows()))
             .collect();
+        // Each worker's rows as runs of consecutive rows (in-order input gives a few long runs per chunk).
+        let workers = self.plq.len();
+        let mut runs: Vec<Vec<(usize, usize)>> = vec![vec![]; workers];
+        let mut counts = vec![0u64; workers];
         let mut i = 0;
         while i < n {
             if admitted.is_some_and(|a| !a[i]) {
@@ -304,36 +311,38 @@ impl<Q: FarmQuery> Farm<Q> {
             let mut pos = i;
             self.sched
                 .assign_run(pane, (end - i) as u32, &mut load, |w, count| {
-                    owner[pos..pos + count as usize].fill(w);
-                    pos += count as usize;
+                    let (lo, hi) = (pos, pos + count as usize);
+                    owner[lo..hi].fill(w);
+                    let r = &mut runs[w as usize];
+                    match r.last_mut() {
+                        Some(last) if last.1 == lo => last.1 = hi,
+                        _ => r.push((lo, hi)),
+                    }
+                    counts[w as usize] += count as u64;
+                    pos = hi;
                 });
             i = end;
-        }
-        // One message per worker over the range its rows span.
-        let workers = self.plq.len();
-        let mut span = vec![(usize::MAX, 0usize, 0u64); workers];
-        for (i, &w) in owner.iter().enumerate() {
-            if w != NOT_ROUTED {
-                let s = &mut span[w as usize];
-                s.0 = s.0.min(i);
-                s.1 = i + 1;
-                s.2 += 1;
-            }
         }
         let routed = Arc::new(Routed {
             chunk,
             panes,
             owner,
         });
-        for (w, &(lo, hi, count)) in span.iter().enumerate() {
+        for (w, mut ranges) in runs.into_iter().enumerate() {
+            let count = counts[w];
             if count == 0 {
                 continue;
+            }
+            // Many short runs (disorder, TB_RR): one pass over their span, skipping other workers' rows, is
+            // cheaper than a kernel call per run.
+            if ranges.len() > MAX_RUNS {
+                let span = (ranges[0].0, ranges[ranges.len() - 1].1);
+                ranges = vec![span];
             }
             self.scheduled[w] += count;
             let msg = PlqMsg::Rows {
                 routed: routed.clone(),
-                lo,
-                hi,
+                ranges,
                 count,
             };
             if self.plq[w].send(msg).is_err() {

@@ -14,11 +14,10 @@ use crate::runtime::monitor::WorkerCounters;
 
 /// What the emitter sends a PLQ worker, in-band on one FIFO channel.
 pub enum PlqMsg<C> {
-    /// Rows `lo..hi` of a routed chunk; `count` of them are this worker's.
+    /// Rows of a routed chunk in `ranges`; `count` of them are this worker's.
     Rows {
         routed: Arc<Routed<C>>,
-        lo: usize,
-        hi: usize,
+        ranges: Vec<(usize, usize)>,
         count: u64,
     },
     /// Panes below this id are closed.
@@ -40,11 +39,12 @@ pub(super) fn run<Q: FarmQuery>(
             let rows = match msg {
                 PlqMsg::Rows {
                     routed,
-                    lo,
-                    hi,
+                    ranges,
                     count,
                 } => {
-                    query.ingest(&mut state, &routed, lo..hi, me);
+                    for (lo, hi) in ranges {
+                        query.ingest(&mut state, &routed, lo..hi, me);
+                    }
                     count
                 }
                 PlqMsg::Punct(frontier) => {
