@@ -7,9 +7,9 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_window_aggregate import AGGS, batches_of, table, window_case
 
 import windgate
-from test_window_aggregate import AGGS, batches_of, table, window_case
 
 SCHEDULERS = ["as_pid", "as", "pb_rr", "tb_rr"]
 
@@ -64,7 +64,7 @@ def test_streaming_push_returns_what_the_pane_engine_returns():
 
 
 def test_auto_picks_the_measured_fastest_engine():
-    # The farm does not beat the pane engine on 2 cores yet (benches/benches/farm.rs), so auto is the pane engine.
+    # The farm does not beat the pane engine on 2 cores yet (benches/benches/farm.rs): auto = pane engine.
     kw = dict(time="ts", size=10, aggs={"*": "count"})
     assert windgate.WindowAggregator(threads=2, **kw).stats["strategy"] == "pane"
     assert windgate.WindowAggregator(strategy="farm", threads=2, **kw).stats["strategy"] == "farm"
