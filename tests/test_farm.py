@@ -59,7 +59,7 @@ def test_streaming_push_returns_what_the_pane_engine_returns():
     s = farm.stats
     assert s["strategy"] == "farm" and s["threads"] == 2
     assert s["panes_split"] > 0 and s["split_factor"] > 1
-    assert len(s["plq_busy_s"]) == 2 and len(s["wlq_busy_s"]) == 2
+    assert len(s["plq_busy_s"]) == 2 and len(s["wlq_busy_s"]) >= 1
     assert s["punctuations"] > 0 and s["late_rows"] == 0
 
 

@@ -124,7 +124,7 @@ proptest! {
 /// The long run: many random cases at every thread count (release mode keeps it to seconds).
 #[test]
 fn stress_many_random_cases() {
-    let cases = if cfg!(debug_assertions) { 40 } else { 1500 };
+    let cases = if cfg!(debug_assertions) { 30 } else { 500 };
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         cases,
         ..ProptestConfig::default()

@@ -175,7 +175,7 @@ impl WindowAggregator {
             s => s,
         };
         let stats = Stats {
-            threads: if strategy == Strategy::Farm {
+            threads: if matches!(strategy, Strategy::Farm | Strategy::Rrcpa) {
                 threads as u64
             } else {
                 1
