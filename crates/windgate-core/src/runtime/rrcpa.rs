@@ -22,7 +22,9 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 
-use super::farm::{Collector, FarmQuery, NOT_ROUTED, OutMsg, Routed, panic_message, spawn};
+use super::farm::{
+    Collector, FarmQuery, NOT_ROUTED, OutMsg, Routed, last_complete, panic_message, spawn,
+};
 use super::monitor::WorkerCounters;
 use crate::error::Result;
 use crate::time::WindowSpec;
@@ -217,17 +219,6 @@ impl<Q: FarmQuery> Drop for Rrcpa<Q> {
             let _ = t.join();
         }
     }
-}
-
-/// The last window whose panes are all below `frontier`.
-fn last_complete(spec: &WindowSpec, frontier: i64) -> i64 {
-    if frontier == i64::MAX {
-        return i64::MAX;
-    }
-    crate::time::floor_div(
-        frontier.saturating_sub(spec.panes_per_window()),
-        spec.panes_per_slide(),
-    )
 }
 
 struct Pu<Q: FarmQuery> {

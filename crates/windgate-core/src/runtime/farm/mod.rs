@@ -428,6 +428,17 @@ impl<Q: FarmQuery> Drop for Farm<Q> {
     }
 }
 
+/// The last window whose panes are all below `frontier` (every window, at the end of the stream).
+pub(crate) fn last_complete(spec: &WindowSpec, frontier: i64) -> i64 {
+    if frontier == i64::MAX {
+        return i64::MAX;
+    }
+    crate::time::floor_div(
+        frontier.saturating_sub(spec.panes_per_window()),
+        spec.panes_per_slide(),
+    )
+}
+
 pub(crate) fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
     std::thread::Builder::new()
         .name(name)

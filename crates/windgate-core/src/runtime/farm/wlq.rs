@@ -123,13 +123,8 @@ impl<Q: FarmQuery> Emitter<Q> {
         }
     }
 
-    /// The last window whose panes are all below `frontier`.
     fn last_complete(&self, frontier: i64) -> i64 {
-        if frontier == i64::MAX {
-            return i64::MAX;
-        }
-        let wp = self.spec.panes_per_window();
-        crate::time::floor_div(frontier.saturating_sub(wp), self.spec.panes_per_slide())
+        super::last_complete(&self.spec, frontier)
     }
 
     fn complete(&self, st: &State<Q>, j: i64) -> bool {
