@@ -45,11 +45,20 @@ pub struct AggQuery {
     metas: Vec<Arc<AggMeta>>,
 }
 
-/// A PLQ worker's open partitions: one slot store, a key map per pane.
+/// A PLQ worker's open partitions. A run of rows from one pane (the usual case: in-order input is routed in
+/// runs) is lifted straight into that pane's own store, which is then shipped as is when the pane closes.
+/// Runs mixing panes (disorder, TB_RR spans) go through one shared store in a single pass and are merged into
+/// the pane's store at close.
 pub struct AggWorker {
-    store: SlotStore,
-    panes: BTreeMap<i64, KeySlots>,
+    shared: SlotStore,
+    panes: BTreeMap<i64, PaneAcc>,
     slots: Vec<u32>,
+}
+
+#[derive(Default)]
+struct PaneAcc {
+    own: Option<(KeySlots, SlotStore)>,
+    shared: KeySlots,
 }
 
 /// One pane partition: `entries[i] = (key, slot)` into its own store.
@@ -71,36 +80,56 @@ impl FarmQuery for AggQuery {
 
     fn new_worker(&self) -> AggWorker {
         AggWorker {
-            store: SlotStore::new(&self.metas),
+            shared: SlotStore::new(&self.metas),
             panes: BTreeMap::new(),
             slots: Vec::new(),
         }
     }
 
     fn ingest(&self, w: &mut AggWorker, chunk: &Routed<Admitted>, rows: Range<usize>, me: u8) {
+        let (lo, hi) = (rows.start, rows.end);
+        let c = &chunk.chunk;
+        let mut mine = (lo..hi).filter(|&i| chunk.owner[i] == me);
+        let Some(first) = mine.next() else {
+            return;
+        };
+        let p0 = chunk.panes[first];
+        let single = mine.all(|i| chunk.panes[i] == p0);
         let AggWorker {
-            store,
+            shared,
             panes,
             slots,
         } = w;
-        let (lo, hi) = (rows.start, rows.end);
         slots.clear();
         slots.resize(hi - lo, SKIP);
-        let mut cur_pane = None;
-        let mut pane: Option<&mut KeySlots> = None;
-        let c = &chunk.chunk;
-        for i in lo..hi {
-            if chunk.owner[i] != me {
-                continue;
+        let store = if single {
+            let acc = panes.entry(p0).or_default();
+            let (keys, store) = acc
+                .own
+                .get_or_insert_with(|| (KeySlots::default(), SlotStore::new(&self.metas)));
+            for i in lo..hi {
+                if chunk.owner[i] == me {
+                    slots[i - lo] = keys.slot(c.keys[i], store);
+                }
             }
-            let p = chunk.panes[i];
-            if cur_pane != Some(p) {
-                cur_pane = Some(p);
-                pane = Some(panes.entry(p).or_default());
+            store
+        } else {
+            let mut cur_pane = None;
+            let mut acc: Option<&mut PaneAcc> = None;
+            for i in lo..hi {
+                if chunk.owner[i] != me {
+                    continue;
+                }
+                let p = chunk.panes[i];
+                if cur_pane != Some(p) {
+                    cur_pane = Some(p);
+                    acc = Some(panes.entry(p).or_default());
+                }
+                let a = acc.as_deref_mut().expect("set above");
+                slots[i - lo] = a.shared.slot(c.keys[i], shared);
             }
-            let ks = pane.as_deref_mut().expect("set above");
-            slots[i - lo] = ks.slot(c.keys[i], store);
-        }
+            shared
+        };
         let inputs: Vec<InputValues> = c.inputs.iter().map(|v| v.slice(lo, hi - lo)).collect();
         let order = RowOrder {
             ts: &c.ts[lo..hi],
@@ -115,24 +144,21 @@ impl FarmQuery for AggQuery {
             if *entry.key() >= frontier {
                 break;
             }
-            let (pane, ks) = entry.remove_entry();
-            let mut part = AggPart {
-                entries: Vec::with_capacity(ks.entries.len()),
-                store: SlotStore::new(&self.metas),
-            };
-            let pairs: Vec<(u32, u32)> = ks
-                .entries
-                .iter()
-                .map(|&(key, slot)| {
-                    let s = part.store.alloc();
-                    part.entries.push((key, s));
-                    (s, slot)
-                })
-                .collect();
-            part.store.combine_pairs(&w.store, &pairs);
-            for &(_, slot) in &ks.entries {
-                w.store.release(slot);
+            let (pane, acc) = entry.remove_entry();
+            let (mut keys, mut store) = acc.own.unwrap_or_else(|| {
+                let n = acc.shared.entries.len();
+                (KeySlots::default(), SlotStore::with_capacity(&self.metas, n))
+            });
+            if !acc.shared.entries.is_empty() {
+                keys.merge(&mut store, &w.shared, &acc.shared.entries);
+                for &(_, slot) in &acc.shared.entries {
+                    w.shared.release(slot);
+                }
             }
+            let part = AggPart {
+                entries: keys.entries,
+                store,
+            };
             out(pane, part);
         }
     }
@@ -215,6 +241,18 @@ impl FarmEngine {
         }
     }
 
+    /// Closes the panes windows up to `last` need, without waiting for anything.
+    pub fn advance(&mut self, last: i64) -> Result<()> {
+        let frontier = self
+            .spec
+            .first_pane(last)
+            .saturating_add(self.spec.panes_per_window());
+        match &mut self.runner {
+            Runner::Farm(f) => f.punctuate(frontier),
+            Runner::Rrcpa(r) => r.punctuate(frontier),
+        }
+    }
+
     /// Closes the panes windows up to `last` need and hands back the finished windows up to `last`; with
     /// `wait`, all of them.
     pub fn emit_until(
@@ -224,19 +262,10 @@ impl FarmEngine {
         out: &mut Emission,
         wait: bool,
     ) -> Result<()> {
-        let frontier = self
-            .spec
-            .first_pane(last)
-            .saturating_add(self.spec.panes_per_window());
+        self.advance(last)?;
         let done = match &mut self.runner {
-            Runner::Farm(f) => {
-                f.punctuate(frontier)?;
-                f.collect(last, wait)?
-            }
-            Runner::Rrcpa(r) => {
-                r.punctuate(frontier)?;
-                r.collect(last, wait)?
-            }
+            Runner::Farm(f) => f.collect(last, wait)?,
+            Runner::Rrcpa(r) => r.collect(last, wait)?,
         };
         for (j, w) in done {
             let mut rows = w.keys.entries.clone();

@@ -31,6 +31,10 @@ use crate::time::{TimeUnit, WindowSpec};
 /// Rows ingested at a time: large batches are sliced so that per-row scratch stays in cache.
 const INGEST_ROWS: usize = 1 << 15;
 
+/// The farm's slices are smaller: the caller prepares one slice while the workers aggregate the previous ones,
+/// and a punctuation after each slice lets the WLQ merge closed panes while the PLQ works on later rows.
+const FARM_INGEST_ROWS: usize = 1 << 13;
+
 /// Counters reported as `stats`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {
@@ -335,13 +339,21 @@ impl WindowAggregator {
         self.bind(batch.schema_ref())?;
         // Large batches go through in cache-sized slices (one slice's row state stays in L2).
         let n = batch.num_rows();
+        let farm = matches!(
+            self.bound.as_ref().map(|b| &b.engine),
+            Some(Engine::Farm(_))
+        );
+        let slice = if farm { FARM_INGEST_ROWS } else { INGEST_ROWS };
         let mut start = 0;
         loop {
-            let len = INGEST_ROWS.min(n - start);
+            let len = slice.min(n - start);
             self.ingest(&batch.slice(start, len), source, start)?;
             start += len;
             if start >= n {
                 break;
+            }
+            if farm {
+                self.guard(|this| this.advance())?;
             }
         }
         self.guard(|this| this.emit_ready())
@@ -428,6 +440,18 @@ impl WindowAggregator {
             }
             None => Ok(RecordBatch::new_empty(b.output_schema.clone())),
         }
+    }
+
+    /// Lets the farm close the panes the watermark has passed, without collecting windows (mid-push).
+    fn advance(&mut self) -> Result<()> {
+        let wm = self.watermark();
+        let b = self.bound.as_mut().expect("bound");
+        if let (Engine::Farm(f), Some(wm)) = (&mut b.engine, wm)
+            && wm != i64::MAX
+        {
+            f.advance(b.spec.last_closed_window(wm))?;
+        }
+        Ok(())
     }
 
     fn emit_through(&mut self, last: i64, wait: bool) -> Result<RecordBatch> {

@@ -20,6 +20,13 @@ impl SlotStore {
         }
     }
 
+    /// A store with room for `n` slots.
+    pub fn with_capacity(metas: &[Arc<AggMeta>], n: usize) -> Self {
+        let mut s = Self::new(metas);
+        s.states.iter_mut().for_each(|st| st.reserve(n));
+        s
+    }
+
     /// An empty slot, reusing a released one when there is one.
     #[inline]
     pub fn alloc(&mut self) -> u32 {

@@ -259,6 +259,20 @@ impl AggState {
         self.len() == 0
     }
 
+    /// Makes room for `n` more slots (stores whose size is known up front skip the regrowth).
+    pub fn reserve(&mut self, n: usize) {
+        match &mut self.kind {
+            Kind::Count(c) => c.reserve(n),
+            Kind::SumInt { sum, n: c } => (sum.reserve(n), c.reserve(n)).1,
+            Kind::SumFloat { sum, n: c } => (sum.reserve(n), c.reserve(n)).1,
+            Kind::Moments { s, q, n: c } => (s.reserve(n), q.reserve(n), c.reserve(n)).2,
+            Kind::ExtremeInt { v, n: c } => (v.reserve(n), c.reserve(n)).1,
+            Kind::ExtremeFloat { v, n: c } => (v.reserve(n), c.reserve(n)).1,
+            Kind::PickInt(p) => (p.v.reserve(n), p.at.reserve(n), p.n.reserve(n)).2,
+            Kind::PickFloat(p) => (p.v.reserve(n), p.at.reserve(n), p.n.reserve(n)).2,
+        }
+    }
+
     /// Appends an empty slot.
     pub fn push_empty(&mut self) {
         match &mut self.kind {

@@ -134,7 +134,7 @@ impl FarmConfig {
     pub fn new(threads: usize) -> Self {
         Self {
             plq_workers: threads,
-            wlq_workers: (threads / 2).max(1),
+            wlq_workers: threads,
             scheduler: PaneSchedulerKind::AsPid,
             window_scheduler: WindowSchedulerKind::WinFb,
             split_threshold: None,

@@ -21,10 +21,11 @@ use super::{FarmQuery, OutMsg, WindowSchedulerKind, WlqIn, panic_message};
 use crate::runtime::monitor::WorkerCounters;
 use crate::time::WindowSpec;
 
-/// A window task: merge `part` into window `window`'s result `state`.
+/// A window task: merge `parts` into window `window`'s result `state`. A task takes every partition pending for
+/// its window at dispatch time: one round trip per batch of partitions, not per partition.
 pub struct Task<Q: FarmQuery> {
     window: i64,
-    part: Arc<Q::Part>,
+    parts: Vec<Arc<Q::Part>>,
     state: Q::Window,
     /// No task can follow: send the result to the collector instead of back.
     finalize: bool,
@@ -154,13 +155,13 @@ impl<Q: FarmQuery> Emitter<Q> {
                 }
             }
         };
-        let part = d.pending.pop_front().expect("pending");
+        let parts: Vec<Arc<Q::Part>> = d.pending.drain(..).collect();
         let state = d.state.take().expect("idle");
-        let finalize = complete && d.pending.is_empty();
+        let finalize = complete;
         st.ready[worker] = false;
         let _ = self.workers[worker].send(Task {
             window: j,
-            part,
+            parts,
             state,
             finalize,
         });
@@ -240,8 +241,9 @@ pub(super) fn run_worker<Q: FarmQuery>(
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         for mut task in rx.iter() {
             let t0 = Instant::now();
-            query.merge(&mut task.state, &task.part);
-            drop(task.part);
+            for part in task.parts.drain(..) {
+                query.merge(&mut task.state, &part);
+            }
             let state = if task.finalize {
                 if out.send(OutMsg::Window(task.window, task.state)).is_err() {
                     return;
