@@ -301,9 +301,18 @@ impl AggState {
         }
     }
 
-    /// Drops every slot.
+    /// Drops every slot, keeping the capacity (scratch stores are refilled at every emission).
     pub fn clear(&mut self) {
-        self.kind = Self::new(self.meta.clone()).kind;
+        match &mut self.kind {
+            Kind::Count(c) => c.clear(),
+            Kind::SumInt { sum, n } => (sum.clear(), n.clear()).1,
+            Kind::SumFloat { sum, n } => (sum.clear(), n.clear()).1,
+            Kind::Moments { s, q, n } => (s.clear(), q.clear(), n.clear()).2,
+            Kind::ExtremeInt { v, n } => (v.clear(), n.clear()).1,
+            Kind::ExtremeFloat { v, n } => (v.clear(), n.clear()).1,
+            Kind::PickInt(p) => (p.v.clear(), p.at.clear(), p.n.clear()).2,
+            Kind::PickFloat(p) => (p.v.clear(), p.at.clear(), p.n.clear()).2,
+        }
     }
 
     /// Lifts a batch's rows into their slots (`SKIP` rows are passed over).
