@@ -15,21 +15,31 @@ A result is a plain dict. The keys used here are::
     notes         free text shown in the table
     error         the exception text when the engine failed (seconds is then None)
 
-Other keys are kept in the JSON as they are.
+Other keys are kept in the JSON as they are. ``scaling_group`` (default: ``engine``) names the results that
+:func:`add_speedups` compares: ``speedup`` is a result's rows/s over the 1-thread result of its group.
+
+The helpers every peer script needs (logging, best-of-N timing, the smart-grid generator, the windgate build
+check, a failed engine's result) live here too.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import gc
+import importlib.util
 import json
 import os
 import platform
+import struct
 import sys
-from collections.abc import Iterable, Sequence
+import time
+import traceback
+from collections.abc import Callable, Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
 
 DEFAULT_OUT = "bench-results"
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Columns of the Markdown table: (key, header).
 COLUMNS: Sequence[tuple[str, str]] = (
@@ -39,10 +49,165 @@ COLUMNS: Sequence[tuple[str, str]] = (
     ("seconds", "seconds (best)"),
     ("rows_per_s", "rows/s"),
     ("rows_per_s_per_core", "rows/s per core"),
+    ("speedup", "vs 1 core"),
     ("out_rows", "output rows"),
     ("check", "check"),
     ("notes", "notes"),
 )
+
+
+# --------------------------------------------------------------------------------------------- helpers
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def cpu_snapshot() -> tuple[int, int, float] | None:
+    """(total jiffies, idle jiffies, this process's and its reaped children's CPU seconds), for
+    :func:`cpu_busy` and :func:`others_busy`; None without /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    t = os.times()
+    own = t.user + t.system + t.children_user + t.children_system
+    return sum(v), v[3] + v[4], own + _live_children_cpu()
+
+
+def _live_children_cpu() -> float:
+    """CPU seconds of this process's live descendants (a Spark JVM is not reaped until Python exits)."""
+    parent, ticks = {}, {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parent[int(d)] = int(fields[1])
+            ticks[int(d)] = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+    mine, total = {os.getpid()}, 0
+    for pid in sorted(parent):  # children have larger pids, except after wrap-around (then missed)
+        if parent[pid] in mine:
+            mine.add(pid)
+            total += ticks[pid]
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def others_busy(start: tuple | None, warn: str = "during the benchmark") -> float | None:
+    """Share of all cores that *other* processes kept busy since ``start`` (a :func:`cpu_snapshot`), logged
+    with a warning when above 10%: a compiler or a test run next to a benchmark skews its timings. A child
+    that is not reaped (Spark's JVM) counts as other."""
+    end = cpu_snapshot()
+    if start is None or end is None:
+        return None
+    total, idle = end[0] - start[0], end[1] - start[1]
+    own = (end[2] - start[2]) * os.sysconf("SC_CLK_TCK")
+    share = round(max(0.0, total - idle - own) / max(total, 1), 3)
+    if share > 0.1:
+        log(f"WARNING: other processes kept the machine {share:.0%} busy {warn}; timings are skewed")
+    return share
+
+
+def cpu_busy(seconds: float = 1.0) -> float | None:
+    """Share of all cores other processes keep busy over the next ``seconds`` (see :func:`others_busy`)."""
+    start = cpu_snapshot()
+    time.sleep(seconds)
+    return others_busy(start, "before the benchmark starts")
+
+
+def best_of(fn: Callable[[], object], repeat: int) -> tuple[float, list[float], object]:
+    """Run ``fn`` ``repeat`` times; return (best seconds, all runs, last output)."""
+    runs: list[float] = []
+    out = None
+    for _ in range(max(1, repeat)):
+        out = None
+        gc.collect()
+        t0 = time.perf_counter()
+        out = fn()
+        runs.append(time.perf_counter() - t0)
+    return min(runs), runs, out
+
+
+def failure(engine: str, threads: int | None, exc: BaseException) -> dict:
+    """The result of an engine (variant) that raised: logged, with the exception text as ``error``."""
+    msg = f"{type(exc).__name__}: {exc}".strip()
+    log(f"{engine} ({threads} threads) failed: {msg.splitlines()[0]}")
+    if os.environ.get("WINDGATE_BENCH_TRACEBACK"):
+        traceback.print_exc()
+    return {"engine": engine, "threads": threads, "seconds": None, "error": msg, "notes": ""}
+
+
+def load_smartgrid() -> Callable:
+    """``windgate.datasets.smartgrid``; from the source file when the windgate package cannot be imported
+    (for example before its extension is built): the generator needs only numpy and pyarrow."""
+    try:
+        from windgate.datasets import smartgrid
+
+        return smartgrid
+    except Exception:  # any import failure: fall back to the file
+        path = ROOT / "python" / "windgate" / "datasets.py"
+        spec = importlib.util.spec_from_file_location("_windgate_datasets", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        log(f"windgate is not importable; loaded the generator from {path}")
+        return mod.smartgrid
+
+
+def windgate_build() -> dict | None:
+    """Where the windgate extension was loaded from and whether it carries debug info (a hint, not proof, of
+    a debug build, whose timings mean little), or None when windgate is not importable."""
+    try:
+        from windgate import _native
+    except Exception:  # any import failure
+        return None
+    path = Path(_native.__file__)
+    return {
+        "path": str(path),
+        "mb": round(path.stat().st_size / 2**20, 1),
+        "debug_info": _elf_has_debug(path),
+    }
+
+
+def _elf_has_debug(path: Path) -> bool | None:
+    """Whether a 64-bit little-endian ELF file has a ``.debug_info`` section (None if not such a file)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return None
+            (shoff,) = struct.unpack_from("<Q", head, 0x28)
+            shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
+            f.seek(shoff)
+            table = f.read(shentsize * shnum)
+            str_off, str_size = struct.unpack_from("<QQ", table, shstrndx * shentsize + 0x18)
+            f.seek(str_off)
+            names = f.read(str_size)
+        return b".debug_info\x00" in names
+    except (OSError, struct.error):
+        return None
+
+
+def add_speedups(results: Iterable[dict]) -> list[str]:
+    """Set ``speedup`` (rows/s over the 1-thread rows/s of the same ``scaling_group`` on the same rows) on
+    every result that has such a partner, and return one line per group with more than one thread count,
+    e.g. ``"duckdb: 1 -> 2 threads 1.85x"``."""
+    results = [finish(r) for r in results]
+    base: dict[tuple, float] = {}
+    for r in results:
+        if r.get("threads") == 1 and r.get("rows_per_s"):
+            base.setdefault((r.get("scaling_group", r["engine"]), r.get("rows")), r["rows_per_s"])
+    lines: dict[str, list[str]] = {}
+    for r in results:
+        group = r.get("scaling_group", r["engine"])
+        one = base.get((group, r.get("rows")))
+        if one and r.get("rows_per_s"):
+            r["speedup"] = r["rows_per_s"] / one
+            if r.get("threads") != 1:
+                lines.setdefault(group, []).append(f"1 -> {r['threads']} threads {r['speedup']:.2f}x")
+    return [f"{group}: {', '.join(parts)}" for group, parts in lines.items()]
 
 
 def finish(result: dict) -> dict:
@@ -88,6 +253,7 @@ def machine() -> dict:
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
+        "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
         "memory_gb": mem_gb,
         "platform": platform.platform(),
         "python": sys.version.split()[0],
@@ -118,41 +284,50 @@ def _fmt_cell(key: str, value) -> str:
         return f"{value:.3f}"
     if key in ("rows_per_s", "rows_per_s_per_core"):
         return _fmt_rate(value)
+    if key == "speedup":
+        return f"{value:.2f}x"
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_table(results: Iterable[dict], columns: Sequence[tuple[str, str]] = COLUMNS) -> str:
-    """A GitHub Markdown table of the results; a failed engine shows its error in the check column."""
+RIGHT_ALIGNED = {"threads", "rows", "seconds", "rows_per_s", "rows_per_s_per_core", "speedup", "out_rows"}
+
+
+def markdown_table(results: Iterable[dict], columns: Sequence[tuple] = COLUMNS) -> str:
+    """A GitHub Markdown table of the results; a failed engine shows its error in the check column.
+
+    A column is ``(key, header)`` or ``(key, header, fmt)`` with ``fmt`` a callable from the value (never
+    None) to the cell text; columns with a ``fmt`` are right-aligned."""
     lines = [
-        "| " + " | ".join(h for _, h in columns) + " |",
-        "|"
-        + "|".join(
-            "---:"
-            if k in ("threads", "rows", "seconds", "rows_per_s", "rows_per_s_per_core", "out_rows")
-            else "---"
-            for k, _ in columns
-        )
-        + "|",
+        "| " + " | ".join(c[1] for c in columns) + " |",
+        "|" + "|".join("---:" if c[0] in RIGHT_ALIGNED or len(c) > 2 else "---" for c in columns) + "|",
     ]
     for r in results:
         cells = []
-        for key, _ in columns:
+        for key, _, *fmt in columns:
             value = r.get(key)
             if key == "check" and r.get("error"):
                 value = "ERROR: " + str(r["error"]).strip().splitlines()[0][:160]
-            cells.append(_fmt_cell(key, value))
+            cells.append(fmt[0](value) if fmt and value is not None else _fmt_cell(key, value))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def plot_rows_per_s(results: Sequence[dict], path: str | Path, title: str) -> Path | None:
-    """A horizontal bar plot of rows/s per engine (failed engines left out); None without matplotlib."""
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend, or None when matplotlib is not installed."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        return None
+    return plt
+
+
+def plot_rows_per_s(results: Sequence[dict], path: str | Path, title: str) -> Path | None:
+    """A horizontal bar plot of rows/s per engine (failed engines left out); None without matplotlib."""
+    plt = pyplot()
+    if plt is None:
         return None
     ok = [r for r in results if r.get("rows_per_s")]
     path = Path(path)
@@ -200,8 +375,14 @@ def write_report(
     title: str,
     params: dict | None = None,
     notes: Sequence[str] = (),
+    columns: Sequence[tuple] = COLUMNS,
+    sections: Sequence[str] = (),
+    plot: Callable[[Sequence[dict], Path, str], Path | None] = plot_rows_per_s,
 ) -> dict[str, Path]:
-    """Write ``<name>.json``, ``<name>.md`` and ``<name>.png`` into ``out_dir``; return their paths."""
+    """Write ``<name>.json``, ``<name>.md`` and ``<name>.png`` into ``out_dir``; return their paths.
+
+    The Markdown holds the parameters, the machine, the table of ``columns``, the ``notes`` as a list and then
+    the ``sections`` (Markdown text) as they are; ``plot(results, path, title)`` draws the PNG."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results = [finish(dict(r)) for r in results]
@@ -224,16 +405,18 @@ def write_report(
         md.append("")
     md.append(
         f"Machine: {meta['cpu'] or 'unknown CPU'}, {meta['cores']} cores, {meta['memory_gb']} GB, "
-        f"Python {meta['python']}; {meta['date']}."
+        f"Python {meta['python']}; load average {meta['load_average']} at the end; {meta['date']}."
     )
     md.append("")
-    md.append(markdown_table(results))
+    md.append(markdown_table(results, columns))
     if notes:
         md.append("")
         md.extend(f"* {n}" for n in notes)
+    for section in sections:
+        md.extend(["", section])
     paths["md"].write_text("\n".join(md) + "\n")
 
-    png = plot_rows_per_s(results, out / f"{name}.png", title)
+    png = plot(results, out / f"{name}.png", title)
     if png is not None:
         paths["png"] = png
     return paths

@@ -13,6 +13,11 @@ materialised result ordered by (window_start, plug_id) (Spark: unordered, to a `
 against a numpy oracle (number of output rows, sum of counts, sum of sums) and against windgate's output
 when windgate ran on the same rows. One engine failing is reported in the table; the run goes on.
 
+windgate runs as ``windgate`` (strategy "auto" at each ``--threads``), ``windgate_stream`` (the same through
+``WindowAggregator``), and at pinned settings ``windgate_1t`` (strategy "pane", 1 thread) and
+``windgate_farm_2t`` (strategy "farm", AS_PID + WIN_FB, 2 threads): the "vs 1 core" column and the notes
+give each engine's 1 -> 2 thread speed-up measured in the same run.
+
     .venv/bin/python benches/peers/window_aggregate.py                 # 10 M rows, every engine
     .venv/bin/python benches/peers/window_aggregate.py --quick --engines polars,duckdb,pandas,spark
 
@@ -23,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
-import importlib.util
 import json
 import os
 import shutil
@@ -32,8 +35,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -41,9 +42,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 import _report  # noqa: E402
+from _report import best_of, failure, load_smartgrid, log, windgate_build  # noqa: E402
 
 NAME = "window_aggregate"
 SIZE_MS, SLIDE_MS, OFFSET_MS = 60_000, 10_000, 0  # the time column is timestamp[ms]: offset in ms
@@ -51,79 +52,20 @@ SIZE, SLIDE = f"{SIZE_MS}ms", f"{SLIDE_MS}ms"
 TIME, KEY = "ts", "plug_id"
 AGGS = {"*": "count", "value": ["sum", "max"]}
 STREAM_BATCH = 65_536
-ENGINES = ("windgate", "windgate_stream", "polars", "duckdb", "duckdb_panes", "pandas", "spark")
+# windgate variants: engine name -> (label, strategy, farm knobs, fixed threads (None: --threads), streaming).
+# windgate_1t and windgate_farm_2t ignore --threads and share a scaling group (so "vs 1 core" = farm / pane).
+FARM = {"scheduler": "as_pid", "window_scheduler": "win_fb"}
+PANE_TO_FARM = "windgate (pane on 1 thread -> farm AS_PID + WIN_FB on 2)"
+WINDGATE = {
+    "windgate": ("windgate", "auto", None, None, False),
+    "windgate_1t": ("windgate pane", "pane", None, [1], False),
+    "windgate_farm_2t": ("windgate farm", "farm", FARM, [2], False),
+    "windgate_stream": ("windgate stream", "auto", None, None, True),
+}
+ENGINES = (*WINDGATE, "polars", "duckdb", "duckdb_panes", "pandas", "spark")
 
 
 # --------------------------------------------------------------------------------------------- helpers
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def load_smartgrid() -> Callable[..., pa.Table]:
-    """``windgate.datasets.smartgrid``; from the source file when the windgate package cannot be imported
-    (for example before its extension is built): the generator needs only numpy and pyarrow."""
-    try:
-        from windgate.datasets import smartgrid
-
-        return smartgrid
-    except Exception:  # any import failure: fall back to the file
-        path = ROOT / "python" / "windgate" / "datasets.py"
-        spec = importlib.util.spec_from_file_location("_windgate_datasets", path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        log(f"windgate is not importable; loaded the generator from {path}")
-        return mod.smartgrid
-
-
-def windgate_build() -> dict | None:
-    """Where the windgate extension was loaded from and whether it carries debug info (a hint, not proof, of
-    a debug build, whose timings mean little), or None when windgate is not importable."""
-    try:
-        from windgate import _native
-    except Exception:  # any import failure
-        return None
-    path = Path(_native.__file__)
-    return {
-        "path": str(path),
-        "mb": round(path.stat().st_size / 2**20, 1),
-        "debug_info": _elf_has_debug(path),
-    }
-
-
-def _elf_has_debug(path: Path) -> bool | None:
-    """Whether a 64-bit little-endian ELF file has a ``.debug_info`` section (None if not such a file)."""
-    import struct
-
-    try:
-        with open(path, "rb") as f:
-            head = f.read(64)
-            if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
-                return None
-            (shoff,) = struct.unpack_from("<Q", head, 0x28)
-            shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
-            f.seek(shoff)
-            table = f.read(shentsize * shnum)
-            str_off, str_size = struct.unpack_from("<QQ", table, shstrndx * shentsize + 0x18)
-            f.seek(str_off)
-            names = f.read(str_size)
-        return b".debug_info\x00" in names
-    except (OSError, struct.error):
-        return None
-
-
-def best_of(fn: Callable[[], object], repeat: int) -> tuple[float, list[float], object]:
-    """Run ``fn`` ``repeat`` times; return (best seconds, all runs, last output)."""
-    runs: list[float] = []
-    out = None
-    for _ in range(max(1, repeat)):
-        out = None
-        gc.collect()
-        t0 = time.perf_counter()
-        out = fn()
-        runs.append(time.perf_counter() - t0)
-    return min(runs), runs, out
 
 
 def ts_ms(table: pa.Table) -> np.ndarray:
@@ -225,72 +167,44 @@ def check(result: dict, expected: dict, reference: dict | None) -> str:
 # Each engine function returns a list of result dicts (one per variant) with seconds, runs and a summary.
 
 
-def run_windgate(table: pa.Table, threads: list[int], repeat: int) -> list[dict]:
+def run_windgate(table: pa.Table, variant: str, threads: list[int], repeat: int) -> list[dict]:
     import windgate
 
-    out = []
-    for n in threads:
-
-        def once(n=n):
-            return windgate.window_aggregate(
-                table, time=TIME, size=SIZE, slide=SLIDE, offset=OFFSET_MS, by=KEY, aggs=AGGS, threads=n
-            )
-
-        try:
-            best, runs, res = best_of(once, repeat)
-        except Exception as exc:  # report this variant, go on with the next
-            out.append(failure("windgate", n, exc))
-            continue
-        out.append(
-            {
-                "engine": "windgate",
-                "threads": n,
-                "seconds": best,
-                "runs": runs,
-                **arrow_summary(res),
-                "notes": "window_aggregate() on the in-memory Arrow table",
-            }
-        )
-    return out
-
-
-def run_windgate_stream(table: pa.Table, threads: list[int], repeat: int) -> list[dict]:
-    import windgate
-
+    label, strategy, farm, fixed, stream = WINDGATE[variant]
+    kwargs = dict(
+        time=TIME, size=SIZE, slide=SLIDE, offset=OFFSET_MS, by=KEY, aggs=AGGS, strategy=strategy, farm=farm
+    )
     batches = table.to_batches(max_chunksize=STREAM_BATCH)  # zero-copy slices, made before timing
+    what = "window_aggregate() on the in-memory Arrow table"
+    if stream:
+        what = f"WindowAggregator.push() over {STREAM_BATCH // 1024}k-row batches, lateness=0"
+    what += f"; strategy={strategy}" + (f", {farm['scheduler']} + {farm['window_scheduler']}" if farm else "")
     out = []
-    for n in threads:
+    for n in fixed or threads:
         late = []
 
         def once(n=n, late=late):
-            agg = windgate.WindowAggregator(
-                time=TIME, size=SIZE, slide=SLIDE, offset=OFFSET_MS, by=KEY, aggs=AGGS, lateness=0, threads=n
-            )
-            parts = []
-            for b in batches:
-                o = agg.push(b)
-                if o.num_rows:
-                    parts.append(o)
+            if not stream:
+                return windgate.window_aggregate(table, threads=n, **kwargs)
+            agg = windgate.WindowAggregator(lateness=0, threads=n, **kwargs)
+            parts = [o for o in map(agg.push, batches) if o.num_rows]
             parts.append(agg.flush())
             late.append(agg.stats.get("late_rows"))
             return pa.Table.from_batches(parts)
 
         try:
             best, runs, res = best_of(once, repeat)
-        except Exception as exc:
-            out.append(failure("windgate stream", n, exc))
+        except Exception as exc:  # report this variant, go on with the next
+            out.append(failure(label, n, exc))
             continue
-        out.append(
-            {
-                "engine": "windgate stream",
-                "threads": n,
-                "seconds": best,
-                "runs": runs,
-                **arrow_summary(res),
-                "late_rows": late[-1],
-                "notes": f"WindowAggregator.push() over {STREAM_BATCH // 1024}k-row batches, lateness=0",
-            }
-        )
+        resolved = windgate.WindowAggregator(threads=n, **kwargs).stats.get("strategy")  # what auto picks
+        note = what.replace("=auto", f"=auto (-> {resolved})")
+        r = dict(engine=label, threads=n, seconds=best, runs=runs, notes=note, **arrow_summary(res))
+        if fixed:
+            r["scaling_group"] = PANE_TO_FARM
+        if stream:
+            r["late_rows"] = late[-1]
+        out.append(r)
     return out
 
 
@@ -344,16 +258,8 @@ def run_polars(ipc: str, threads: list[int], repeat: int) -> list[dict]:
     out = []
     for n in threads:
         env = dict(os.environ, POLARS_MAX_THREADS=str(n))
-        cmd = [
-            sys.executable,
-            str(Path(__file__).resolve()),
-            "--worker",
-            "polars",
-            "--ipc",
-            ipc,
-            "--repeat",
-            str(repeat),
-        ]
+        cmd = [sys.executable, str(HERE / "window_aggregate.py"), "--worker", "polars", "--ipc", ipc]
+        cmd += ["--repeat", str(repeat)]
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
@@ -541,14 +447,6 @@ def run_spark(table: pa.Table, tmp: Path, repeat: int, master: str, driver_memor
         spark.stop()
 
 
-def failure(engine: str, threads: int | None, exc: BaseException) -> dict:
-    msg = f"{type(exc).__name__}: {exc}".strip()
-    log(f"{engine} ({threads} threads) failed: {msg.splitlines()[0]}")
-    if os.environ.get("WINDGATE_BENCH_TRACEBACK"):
-        traceback.print_exc()
-    return {"engine": engine, "threads": threads, "seconds": None, "error": msg, "notes": ""}
-
-
 # --------------------------------------------------------------------------------------------- main
 
 
@@ -577,6 +475,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--worker", choices=["polars"], help=argparse.SUPPRESS)
     p.add_argument("--ipc", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    if unknown := sorted(set(args.engines) - set(ENGINES)):
+        p.error(f"unknown engine(s) {', '.join(unknown)}; choose from {', '.join(ENGINES)}")  # exits 2
     if args.quick:
         args.rows = 1_000_000
     return args
@@ -588,15 +489,10 @@ def main(argv: list[str] | None = None) -> int:
         polars_worker(args.ipc, args.repeat)
         return 0
 
-    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    unknown = sorted(set(engines) - set(ENGINES))
-    if unknown:
-        print(
-            f"error: unknown engine(s) {', '.join(unknown)}; choose from {', '.join(ENGINES)}",
-            file=sys.stderr,
-        )
-        return 2
+    engines = args.engines
     threads = [int(x) for x in args.threads.split(",") if x.strip()]
+    busy_at_start = _report.cpu_busy()  # other work on the machine skews the timings
+    cpu_start = _report.cpu_snapshot()
     rows = args.rows
     pandas_rows = min(rows, args.pandas_rows if args.pandas_rows is not None else 10_000_000)
 
@@ -620,10 +516,8 @@ def main(argv: list[str] | None = None) -> int:
         for engine in engines:
             log(f"running {engine}")
             try:
-                if engine == "windgate":
-                    res = run_windgate(table, threads, args.repeat)
-                elif engine == "windgate_stream":
-                    res = run_windgate_stream(table, threads, args.repeat)
+                if engine in WINDGATE:
+                    res = run_windgate(table, engine, threads, args.repeat)
                 elif engine == "polars":
                     ipc = tmp / "smartgrid.arrow"
                     if not ipc.exists():
@@ -644,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
             for r in res:
                 r.setdefault("rows", rows)
                 if r.get("seconds") is not None:
-                    if r["engine"] == "windgate" and reference is None and r["rows"] == rows:
+                    if r["engine"].startswith("windgate") and reference is None and r["rows"] == rows:
                         reference = {
                             k: r[k]
                             for k in ("out_rows", "count_sum", "sum_value_sum", "max_value_sum", "window_sum")
@@ -668,6 +562,7 @@ def main(argv: list[str] | None = None) -> int:
             if r.get("seconds") is not None and r["rows"] == rows and "windgate" not in r["check"]:
                 r["check"] = check(r, expected[rows], reference)
 
+    speedups = sorted(_report.add_speedups(results), key=lambda line: not line.startswith(PANE_TO_FARM))
     exp = expected[rows]
     params = {
         "rows": rows,
@@ -681,6 +576,8 @@ def main(argv: list[str] | None = None) -> int:
         "slow_repeat": args.slow_repeat,
         "generate_seconds": round(gen_s, 3),
         "windgate_extension": build,
+        "cpu_busy_at_start": busy_at_start,
+        "cpu_busy_by_others": _report.others_busy(cpu_start),
     }
     notes = [
         "Seconds are the best of the timed runs; input already in each engine's memory (not timed).",
@@ -692,8 +589,10 @@ def main(argv: list[str] | None = None) -> int:
         "needs offset=-60s for that (its first window per key starts at floor(first ts, 10s) + offset).",
         "Output ordered by (window_start, plug_id) for every engine but Spark (noop sink, unordered).",
         "duckdb panes: the hand-written pane rewrite (aggregate per 10 s pane and key, then combine 6 "
-        "panes), "
-        "the strongest SQL formulation; duckdb: the plain explode the other peers also do.",
+        "panes), the strongest SQL formulation; duckdb: the plain explode the other peers also do.",
+        "vs 1 core: rows/s over the same engine's 1-thread rows/s in this run; for windgate pane/farm, the "
+        "farm (AS_PID + WIN_FB, 2 threads) over the single-threaded pane engine (strategy='pane').",
+        *(f"Speed-up in this run, {line}" for line in speedups),
     ]
     paths = _report.write_report(
         NAME,
@@ -704,6 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         notes=notes,
     )
     print(_report.markdown_table(results))
+    print("".join(f"\nspeed-up in this run, {line}" for line in speedups))
     print()
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 1 if any(r.get("check", "").startswith("FAIL") for r in results) else 0
