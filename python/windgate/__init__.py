@@ -91,9 +91,10 @@ def window_aggregate(
         on_late: ``"drop"`` (dropped and counted) or ``"error"``.
         null_time: ``"error"`` or ``"drop"`` for rows whose time is null.
         threads: worker threads (``None``: all cores).
-        strategy: ``"auto"`` (the pane farm with more than one thread, else the pane engine), ``"farm"``
-            (seed 004's parallel pane farm), ``"pane"`` (single-threaded panes) or ``"reference"`` (the plain
-            oracle). Every strategy returns the same rows in the same order.
+        strategy: ``"auto"`` (the fastest engine measured on 2 cores: today ``"pane"``), ``"pane"``
+            (single-threaded panes), ``"farm"`` (seed 004's parallel pane farm), ``"rrcpa"`` (seed 003's
+            pane-based approach), ``"hsa"`` and ``"rra"`` (seed 003's line baselines) or ``"reference"`` (the
+            plain oracle). Every strategy returns the same rows in the same order.
         farm: the pane farm's knobs, which change who computes what but never the result:
             ``scheduler`` (``"as_pid"`` default, ``"as"``, ``"pb_rr"``, ``"tb_rr"``), ``window_scheduler``
             (``"win_fb"`` default or ``"win_rr"``), ``split_threshold`` (rows per pane partition; default

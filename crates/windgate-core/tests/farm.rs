@@ -1,4 +1,4 @@
-//! Determinism of the pane farm and RRCPA (DESIGN §4): for any thread count, PLQ scheduler, window scheduler, forced or
+//! Determinism of the pane farm, RRCPA and the line baselines HSA and RRA (DESIGN §4): for any thread count, PLQ scheduler, window scheduler, forced or
 //! adaptive pane splitting, batch split, bursty arrival and disorder within the lateness bound, the farm
 //! returns the reference engine's rows in the same order, bit for bit.
 
@@ -88,6 +88,12 @@ fn check_all_configs(c: &Case, seed: u64) -> Result<(), TestCaseError> {
             o.threads = Some(threads);
         });
         prop_assert_eq!(&rrcpa, &reference, "rrcpa threads={}", threads);
+        let line = if k % 2 == 0 { Engine::Hsa } else { Engine::Rra };
+        let got = run_with(c, true, |o| {
+            o.strategy = line;
+            o.threads = Some(threads);
+        });
+        prop_assert_eq!(&got, &reference, "{:?} threads={}", line, threads);
     }
     Ok(())
 }
@@ -193,4 +199,33 @@ fn forced_splitting_spreads_panes_over_workers() {
         );
     });
     assert_eq!(farm_out, reference);
+}
+
+#[test]
+fn line_baselines_on_a_small_stream() {
+    let c = Case {
+        size: 10,
+        slide: 5,
+        offset: 0,
+        lateness: Some(2),
+        rows: (0..200)
+            .map(|i| common::Row {
+                ts: i / 3,
+                key: Some((i % 4) as i32),
+                v: Some(i as f64),
+                iv: i,
+            })
+            .collect(),
+        cuts: vec![50, 120],
+    };
+    let reference = run(&c, Engine::Reference, false);
+    for strategy in [Engine::Rra, Engine::Hsa] {
+        for threads in [1, 2, 3] {
+            let got = run_with(&c, true, |o| {
+                o.strategy = strategy;
+                o.threads = Some(threads);
+            });
+            assert_eq!(got, reference, "{strategy:?} threads={threads}");
+        }
+    }
 }

@@ -18,6 +18,8 @@ use super::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::Result;
 use crate::runtime::farm::{Farm, FarmConfig, FarmQuery, FarmStats, Routed};
 use crate::runtime::rrcpa::Rrcpa;
+
+use super::line::{LineEngine, LineKind};
 use crate::time::WindowSpec;
 
 /// Rows admitted by the operator, owned so that they can cross to the workers.
@@ -70,6 +72,20 @@ pub struct AggPart {
 pub struct AggWindow {
     keys: KeySlots,
     store: SlotStore,
+}
+
+impl AggWindow {
+    pub fn new(metas: &[Arc<AggMeta>]) -> Self {
+        Self {
+            keys: KeySlots::default(),
+            store: SlotStore::new(metas),
+        }
+    }
+
+    /// Combines `(key, slot)` states of `from` into this window.
+    pub fn merge_slots(&mut self, from: &SlotStore, entries: &[(u32, u32)]) {
+        self.keys.merge(&mut self.store, from, entries);
+    }
 }
 
 impl FarmQuery for AggQuery {
@@ -147,7 +163,10 @@ impl FarmQuery for AggQuery {
             let (pane, acc) = entry.remove_entry();
             let (mut keys, mut store) = acc.own.unwrap_or_else(|| {
                 let n = acc.shared.entries.len();
-                (KeySlots::default(), SlotStore::with_capacity(&self.metas, n))
+                (
+                    KeySlots::default(),
+                    SlotStore::with_capacity(&self.metas, n),
+                )
             });
             if !acc.shared.entries.is_empty() {
                 keys.merge(&mut store, &w.shared, &acc.shared.entries);
@@ -164,16 +183,11 @@ impl FarmQuery for AggQuery {
     }
 
     fn new_window(&self) -> AggWindow {
-        AggWindow {
-            keys: KeySlots::default(),
-            store: SlotStore::new(&self.metas),
-        }
+        AggWindow::new(&self.metas)
     }
 
     fn merge(&self, window: &mut AggWindow, part: &AggPart) {
-        window
-            .keys
-            .merge(&mut window.store, &part.store, &part.entries);
+        window.merge_slots(&part.store, &part.entries);
     }
 }
 
@@ -182,6 +196,15 @@ impl FarmQuery for AggQuery {
 enum Runner {
     Farm(Farm<AggQuery>),
     Rrcpa(Rrcpa<AggQuery>),
+    Line(LineEngine),
+}
+
+/// Which parallel engine a [`FarmEngine`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parallel {
+    Farm,
+    Rrcpa,
+    Line(LineKind),
 }
 
 /// The farm engine as the operator sees it.
@@ -193,15 +216,21 @@ pub struct FarmEngine {
 }
 
 impl FarmEngine {
-    /// `rrcpa`: run RRCPA on `cfg.plq_workers` PUs instead of the farm.
-    pub fn new(spec: WindowSpec, metas: &[Arc<AggMeta>], cfg: &FarmConfig, rrcpa: bool) -> Self {
+    /// RRCPA and the line approaches run on `cfg.plq_workers` PUs.
+    pub fn new(
+        spec: WindowSpec,
+        metas: &[Arc<AggMeta>],
+        cfg: &FarmConfig,
+        engine: Parallel,
+    ) -> Self {
         let query = AggQuery {
             metas: metas.to_vec(),
         };
-        let runner = if rrcpa {
-            Runner::Rrcpa(Rrcpa::new(query, spec, cfg.plq_workers, cfg.queue_messages))
-        } else {
-            Runner::Farm(Farm::new(query, spec, cfg))
+        let (pus, queue) = (cfg.plq_workers, cfg.queue_messages);
+        let runner = match engine {
+            Parallel::Farm => Runner::Farm(Farm::new(query, spec, cfg)),
+            Parallel::Rrcpa => Runner::Rrcpa(Rrcpa::new(query, spec, pus, queue)),
+            Parallel::Line(kind) => Runner::Line(LineEngine::new(kind, spec, metas, pus, queue)),
         };
         Self {
             runner,
@@ -212,6 +241,19 @@ impl FarmEngine {
     }
 
     pub fn ingest(&mut self, rows: Admitted) -> Result<()> {
+        if let Runner::Line(l) = &mut self.runner {
+            // No panes: each PU finds a row's windows itself. Track the last window for the flush.
+            let keep = rows.keep.as_deref();
+            let hi = (0..rows.ts.len())
+                .filter(|&i| keep.is_none_or(|k| k[i]))
+                .map(|i| rows.ts[i])
+                .max();
+            if let Some(t) = hi {
+                let p = self.spec.pane_of(t);
+                self.max_pane = Some(self.max_pane.map_or(p, |m| m.max(p)));
+            }
+            return l.submit(rows);
+        }
         let n = rows.ts.len();
         let mut panes = vec![0i64; n];
         let keep = rows.keep.as_deref();
@@ -238,6 +280,7 @@ impl FarmEngine {
         match &mut self.runner {
             Runner::Farm(f) => f.submit(rows, panes, keep.as_deref()),
             Runner::Rrcpa(r) => r.submit(rows, panes, keep.as_deref()),
+            Runner::Line(l) => l.submit(rows),
         }
     }
 
@@ -250,6 +293,7 @@ impl FarmEngine {
         match &mut self.runner {
             Runner::Farm(f) => f.punctuate(frontier),
             Runner::Rrcpa(r) => r.punctuate(frontier),
+            Runner::Line(l) => l.punctuate(last),
         }
     }
 
@@ -266,6 +310,7 @@ impl FarmEngine {
         let done = match &mut self.runner {
             Runner::Farm(f) => f.collect(last, wait)?,
             Runner::Rrcpa(r) => r.collect(last, wait)?,
+            Runner::Line(l) => l.collect(last, wait)?,
         };
         for (j, w) in done {
             let mut rows = w.keys.entries.clone();
@@ -297,6 +342,10 @@ impl FarmEngine {
                 split_factor: 1.0,
                 ..FarmStats::default()
             },
+            Runner::Line(l) => FarmStats {
+                plq_busy_ns: l.busy_ns(),
+                ..FarmStats::default()
+            },
         }
     }
 
@@ -304,6 +353,7 @@ impl FarmEngine {
         match &self.runner {
             Runner::Farm(f) => f.workers(),
             Runner::Rrcpa(r) => r.workers(),
+            Runner::Line(l) => l.workers(),
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod exact_sum;
 pub mod farm_engine;
 pub mod function;
 pub mod keys;
+pub mod line;
 pub mod operator;
 pub mod options;
 pub mod pane_engine;

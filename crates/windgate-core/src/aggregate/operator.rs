@@ -14,9 +14,10 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::emission::Emission;
-use super::farm_engine::{Admitted, FarmEngine};
+use super::farm_engine::{Admitted, FarmEngine, Parallel};
 use super::function::{AggFunc, AggSpec, value_class};
 use super::keys::{KeyDict, KeyOrder};
+use super::line::LineKind;
 use super::options::{NullTime, OnLate, Strategy, WindowAggregateOptions, resolve_threads};
 use super::pane_engine::PaneEngine;
 use super::reference::ReferenceEngine;
@@ -179,7 +180,7 @@ impl WindowAggregator {
             s => s,
         };
         let stats = Stats {
-            threads: if matches!(strategy, Strategy::Farm | Strategy::Rrcpa) {
+            threads: if strategy.is_parallel() {
                 threads as u64
             } else {
                 1
@@ -299,12 +300,16 @@ impl WindowAggregator {
         let store = || SlotStore::new(&metas);
         let engine = match self.stats.strategy {
             "reference" => Engine::Reference(ReferenceEngine::new(spec, store())),
-            name @ ("farm" | "rrcpa") => Engine::Farm(Box::new(FarmEngine::new(
-                spec,
-                &metas,
-                &o.farm.config(self.stats.threads as usize),
-                name == "rrcpa",
-            ))),
+            name @ ("farm" | "rrcpa" | "hsa" | "rra") => {
+                let parallel = match name {
+                    "farm" => Parallel::Farm,
+                    "rrcpa" => Parallel::Rrcpa,
+                    "hsa" => Parallel::Line(LineKind::Hsa),
+                    _ => Parallel::Line(LineKind::Rra),
+                };
+                let cfg = o.farm.config(self.stats.threads as usize);
+                Engine::Farm(Box::new(FarmEngine::new(spec, &metas, &cfg, parallel)))
+            }
             _ => Engine::Pane(PaneEngine::new(spec, store(), store())),
         };
         self.bound = Some(Bound {

@@ -68,10 +68,14 @@ pub enum Strategy {
     Farm,
     /// The thesis' Round-Robin-Cyclic Pane-based approach (seed 003), in its line form.
     Rrcpa,
+    /// Baselines of seed 003: the handshake approach (hash-owned windows on a line of PUs).
+    Hsa,
+    /// Baselines of seed 003: the round-robin approach (window k on PU k mod P, on a line of PUs).
+    Rra,
 }
 
 impl Strategy {
-    pub const NAMES: [&str; 5] = ["auto", "reference", "pane", "farm", "rrcpa"];
+    pub const NAMES: [&str; 7] = ["auto", "reference", "pane", "farm", "rrcpa", "hsa", "rra"];
 
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
@@ -84,6 +88,8 @@ impl Strategy {
             "pane" => Ok(Strategy::Pane),
             "farm" => Ok(Strategy::Farm),
             "rrcpa" => Ok(Strategy::Rrcpa),
+            "hsa" => Ok(Strategy::Hsa),
+            "rra" => Ok(Strategy::Rra),
             other => Err(Error::param(
                 "strategy",
                 format!(
@@ -290,4 +296,14 @@ impl WindowAggregateOptions {
 /// The threads a call runs on: `threads`, or every core.
 pub fn resolve_threads(threads: Option<usize>) -> usize {
     threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+impl Strategy {
+    /// Runs on worker threads (the farm, RRCPA and the line baselines).
+    pub fn is_parallel(self) -> bool {
+        matches!(
+            self,
+            Strategy::Farm | Strategy::Rrcpa | Strategy::Hsa | Strategy::Rra
+        )
+    }
 }
