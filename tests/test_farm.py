@@ -36,7 +36,8 @@ def test_farm_equals_reference_for_any_threads_scheduler_and_split(case, threads
     got = windgate.window_aggregate(t, strategy="farm", threads=threads, farm=farm, **kw)
     assert got.equals(reference)
     for baseline in ("rrcpa", "hsa", "rra"):
-        assert windgate.window_aggregate(t, strategy=baseline, threads=threads, **kw).equals(reference), baseline
+        got = windgate.window_aggregate(t, strategy=baseline, threads=threads, **kw)
+        assert got.equals(reference), baseline
 
     agg = windgate.WindowAggregator(strategy="farm", threads=threads, farm=farm, **kw)
     outs = [agg.push(b) for b in batches_of(t, cuts)]

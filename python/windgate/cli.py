@@ -394,7 +394,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--on-late", choices=["drop", "error"], default="drop")
     a.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
-    a.add_argument("--strategy", choices=["auto", "pane", "farm", "rrcpa", "hsa", "rra", "reference"], default=None)
+    a.add_argument(
+        "--strategy", choices=["auto", "pane", "farm", "rrcpa", "hsa", "rra", "reference"], default=None
+    )
     a.add_argument(
         "--scheduler",
         choices=["as_pid", "as", "pb_rr", "tb_rr"],
