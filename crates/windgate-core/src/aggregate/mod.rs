@@ -2,6 +2,7 @@
 //! streaming operator.
 
 pub mod emission;
+mod engine;
 pub mod exact_sum;
 pub mod farm_engine;
 pub mod function;

@@ -14,9 +14,10 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::emission::Emission;
+use super::engine::Engine;
 use super::farm_engine::{Admitted, FarmEngine, Parallel};
 use super::function::{AggFunc, AggSpec, value_class};
-use super::keys::{KeyDict, KeyOrder};
+use super::keys::KeyDict;
 use super::line::LineKind;
 use super::options::{NullTime, OnLate, Strategy, WindowAggregateOptions, resolve_threads};
 use super::pane_engine::PaneEngine;
@@ -56,59 +57,6 @@ pub struct Stats {
     pub strategy: &'static str,
     /// The pane farm's figures (`strategy="farm"` only).
     pub farm: Option<FarmStats>,
-}
-
-enum Engine {
-    Pane(PaneEngine),
-    Reference(ReferenceEngine),
-    Farm(Box<FarmEngine>),
-}
-
-impl Engine {
-    fn ingest(&mut self, rows: Admitted) -> Result<()> {
-        let keep = rows.keep.as_deref();
-        match self {
-            Engine::Pane(e) => e.ingest(&rows.ts, &rows.keys, keep, &rows.inputs, rows.order()),
-            Engine::Reference(e) => {
-                e.ingest(&rows.ts, &rows.keys, keep, &rows.inputs, rows.order())
-            }
-            Engine::Farm(e) => return e.ingest(rows),
-        }
-        Ok(())
-    }
-
-    /// Emits the windows up to `last`. `wait=false` lets the farm hand back only what is finished (the batch
-    /// function collects the rest later; the order is the same).
-    fn emit_until(
-        &mut self,
-        last: i64,
-        keys: KeyOrder<'_>,
-        out: &mut Emission,
-        wait: bool,
-    ) -> Result<()> {
-        match self {
-            Engine::Pane(e) => e.emit_until(last, keys, out),
-            Engine::Reference(e) => e.emit_until(last, keys, out),
-            Engine::Farm(e) => return e.emit_until(last, keys, out, wait),
-        }
-        Ok(())
-    }
-
-    fn last_window(&self) -> Option<i64> {
-        match self {
-            Engine::Pane(e) => e.last_window(),
-            Engine::Reference(e) => e.last_window(),
-            Engine::Farm(e) => e.last_window(),
-        }
-    }
-
-    fn scratch(&mut self) -> &mut SlotStore {
-        match self {
-            Engine::Pane(e) => &mut e.scratch,
-            Engine::Reference(e) => &mut e.scratch,
-            Engine::Farm(e) => &mut e.scratch,
-        }
-    }
 }
 
 /// What is fixed once the first schema is seen.
