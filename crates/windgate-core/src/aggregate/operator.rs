@@ -3,7 +3,8 @@
 //!
 //! The operator owns the parts every engine shares (schema checks, time and key columns, one K-slack per
 //! source, the watermark over sources, output assembly) and hands admitted rows to an engine: the pane engine
-//! (`strategy="auto"`) or the reference engine (`strategy="reference"`). The watermark is the minimum over open
+//! (`"pane"`, which `"auto"` picks today), the parallel engines (`"farm"`, `"rrcpa"`, `"hsa"`, `"rra"`) or the
+//! reference engine (`"reference"`). The watermark is the minimum over open
 //! sources of each source's watermark (DESIGN §3), so a stalled source holds windows back and a closed one
 //! stops doing so. Late-row decisions are per source and depend only on that source's row sequence: the same
 //! input gives the same admitted rows whatever the batch split or interleaving of sources.
