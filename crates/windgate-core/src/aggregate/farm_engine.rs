@@ -270,11 +270,11 @@ impl FarmEngine {
                     let id = self.spec.pane_of(t);
                     let start = self.spec.offset() + id * pane_len;
                     cur = Some((id, start, start + pane_len));
+                    self.max_pane = Some(self.max_pane.map_or(id, |m| m.max(id)));
                     id
                 }
             };
             panes[i] = id;
-            self.max_pane = Some(self.max_pane.map_or(id, |m| m.max(id)));
         }
         let keep = rows.keep.clone();
         match &mut self.runner {
@@ -313,12 +313,23 @@ impl FarmEngine {
             Runner::Line(l) => l.collect(last, wait)?,
         };
         for (j, w) in done {
-            let mut rows = w.keys.entries.clone();
-            rows.sort_unstable_by_key(|&(key, _)| keys.ranks[key as usize]);
+            // Rows in key order: walk the sorted keys when most are present, else sort the window's own.
+            let mut rows = if w.keys.entries.len() * 4 >= keys.sorted.len() {
+                keys.sorted
+                    .iter()
+                    .filter_map(|&key| w.keys.get(key).map(|slot| (key, slot)))
+                    .collect()
+            } else {
+                let mut rows = w.keys.entries.clone();
+                rows.sort_unstable_by_key(|&(key, _)| keys.ranks[key as usize]);
+                rows
+            };
+            let first = self.scratch.alloc_block(rows.len());
             let pairs: Vec<(u32, u32)> = rows
                 .iter_mut()
-                .map(|(_, slot)| {
-                    let s = self.scratch.alloc();
+                .enumerate()
+                .map(|(i, (_, slot))| {
+                    let s = first + i as u32;
                     let pair = (s, *slot);
                     *slot = s;
                     pair

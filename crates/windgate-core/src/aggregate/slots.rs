@@ -39,6 +39,15 @@ impl SlotStore {
         self.len - 1
     }
 
+    /// `n` fresh consecutive slots (the first is returned), without reusing released ones: for scratch stores
+    /// filled a window at a time.
+    pub fn alloc_block(&mut self, n: usize) -> u32 {
+        self.states.iter_mut().for_each(|s| s.extend_empty(n));
+        let first = self.len;
+        self.len += n as u32;
+        first
+    }
+
     pub fn release(&mut self, slot: u32) {
         self.free.push(slot);
     }
@@ -95,6 +104,15 @@ impl KeySlots {
         self.slot_of_key[k] = slot;
         self.entries.push((key, slot));
         slot
+    }
+
+    /// The key's slot, if the key has one here.
+    #[inline]
+    pub fn get(&self, key: u32) -> Option<u32> {
+        self.slot_of_key
+            .get(key as usize)
+            .copied()
+            .filter(|&s| s != SKIP)
     }
 
     /// Combines `(key, slot)` entries of `from` into this group's slots (allocated in `store` as needed).

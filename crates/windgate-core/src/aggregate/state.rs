@@ -273,6 +273,42 @@ impl AggState {
         }
     }
 
+    /// Appends `n` empty slots at once.
+    pub fn extend_empty(&mut self, n: usize) {
+        let len = self.len() + n;
+        match &mut self.kind {
+            Kind::Count(c) => c.resize(len, 0),
+            Kind::SumInt { sum, n } => (sum.resize(len, 0), n.resize(len, 0)).1,
+            Kind::SumFloat { sum, n } => (sum.resize(len, ExactSum::new()), n.resize(len, 0)).1,
+            Kind::Moments { s, q, n } => {
+                (
+                    s.resize(len, ExactSum::new()),
+                    q.resize(len, ExactSum::new()),
+                    n.resize(len, 0),
+                )
+                    .2
+            }
+            Kind::ExtremeInt { v, n } => (v.resize(len, 0), n.resize(len, 0)).1,
+            Kind::ExtremeFloat { v, n } => (v.resize(len, 0.0), n.resize(len, 0)).1,
+            Kind::PickInt(p) => {
+                (
+                    p.v.resize(len, 0),
+                    p.at.resize(len, OrderKey::default()),
+                    p.n.resize(len, 0),
+                )
+                    .2
+            }
+            Kind::PickFloat(p) => {
+                (
+                    p.v.resize(len, 0.0),
+                    p.at.resize(len, OrderKey::default()),
+                    p.n.resize(len, 0),
+                )
+                    .2
+            }
+        }
+    }
+
     /// Appends an empty slot.
     pub fn push_empty(&mut self) {
         match &mut self.kind {
