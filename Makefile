@@ -51,6 +51,7 @@ bench-rust:
 bench-peers:
 	$(PY) benches/peers/window_aggregate.py --out bench-results
 	$(PY) benches/peers/farm_schedulers.py --out bench-results
+	$(PY) benches/peers/thesis_approaches.py --out bench-results
 
 lint: $(VENV)/.created
 	$(PIP) install --quiet "ruff>=0.6"
