@@ -1,5 +1,6 @@
-//! Window aggregation on the pane farm (`strategy="farm"`) and on RRCPA (`strategy="rrcpa"`): G lifts rows into per-(key, pane partition)
-//! partial states, H combines partitions into per-(key, window) states.
+//! Window aggregation on the parallel engines: the pane farm (`"farm"`), RRCPA (`"rrcpa"`) and the line
+//! baselines (`"hsa"`, `"rra"`). For the first two, G lifts rows into per-(key, pane partition) partial states
+//! and H combines partitions into per-(key, window) states.
 //!
 //! Partial states combine exactly (integer counts and sums, exact float sums, extremes and picks by the total
 //! order), so a pane split over workers, or merged into its windows in any order, gives the very states the
@@ -18,9 +19,9 @@ use super::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::Result;
 use crate::runtime::farm::{Farm, FarmConfig, FarmQuery, FarmStats, Routed};
 use crate::runtime::rrcpa::Rrcpa;
+use crate::time::WindowSpec;
 
 use super::line::{LineEngine, LineKind};
-use crate::time::WindowSpec;
 
 /// Rows admitted by the operator, owned so that they can cross to the workers.
 pub struct Admitted {
