@@ -13,8 +13,10 @@
 //! and are released in window order once a progress report covers them).
 //!
 //! Memory is bounded: the PLQ channels and the WLQ emitter's input are bounded, so a slow stage backs pressure
-//! up to the caller. Only the collector's channel is unbounded (it holds finished output, and the WLQ side must
-//! never wait on a caller that is itself waiting to send rows: that would be a cycle).
+//! up to the caller. Two channels are unbounded, and why: the collector's (it holds finished output, and the
+//! WLQ side must never wait on a caller that is itself waiting to send rows: that would be a cycle) and the
+//! WLQ workers' task channels (the WLQ emitter must never block, or the PLQ workers feeding it would stall;
+//! WIN_FB sends a worker one task at a time, so only WIN_RR can queue there, at most the windows in flight).
 //!
 //! Determinism: G's partitions of a pane are combined by H exactly (the query guarantees an order-independent
 //! merge), so which worker computed which piece never shows in the output (DESIGN §4).
