@@ -56,6 +56,7 @@ pub struct AggWorker {
     shared: SlotStore,
     panes: BTreeMap<i64, PaneAcc>,
     slots: Vec<u32>,
+    slots_pairs: Vec<(u32, u32)>,
 }
 
 #[derive(Default)]
@@ -73,6 +74,8 @@ pub struct AggPart {
 pub struct AggWindow {
     keys: KeySlots,
     store: SlotStore,
+    /// Scratch for merges.
+    pairs: Vec<(u32, u32)>,
 }
 
 impl AggWindow {
@@ -80,12 +83,14 @@ impl AggWindow {
         Self {
             keys: KeySlots::default(),
             store: SlotStore::new(metas),
+            pairs: Vec::new(),
         }
     }
 
     /// Combines `(key, slot)` states of `from` into this window.
     pub fn merge_slots(&mut self, from: &SlotStore, entries: &[(u32, u32)]) {
-        self.keys.merge(&mut self.store, from, entries);
+        self.keys
+            .merge(&mut self.store, from, entries, &mut self.pairs);
     }
 }
 
@@ -100,6 +105,7 @@ impl FarmQuery for AggQuery {
             shared: SlotStore::new(&self.metas),
             panes: BTreeMap::new(),
             slots: Vec::new(),
+            slots_pairs: Vec::new(),
         }
     }
 
@@ -116,6 +122,7 @@ impl FarmQuery for AggQuery {
             shared,
             panes,
             slots,
+            ..
         } = w;
         slots.clear();
         slots.resize(hi - lo, SKIP);
@@ -170,7 +177,12 @@ impl FarmQuery for AggQuery {
                 )
             });
             if !acc.shared.entries.is_empty() {
-                keys.merge(&mut store, &w.shared, &acc.shared.entries);
+                keys.merge(
+                    &mut store,
+                    &w.shared,
+                    &acc.shared.entries,
+                    &mut w.slots_pairs,
+                );
                 for &(_, slot) in &acc.shared.entries {
                     w.shared.release(slot);
                 }

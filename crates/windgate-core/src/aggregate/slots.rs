@@ -116,11 +116,20 @@ impl KeySlots {
     }
 
     /// Combines `(key, slot)` entries of `from` into this group's slots (allocated in `store` as needed).
-    pub fn merge(&mut self, store: &mut SlotStore, from: &SlotStore, entries: &[(u32, u32)]) {
-        let pairs: Vec<(u32, u32)> = entries
-            .iter()
-            .map(|&(key, slot)| (self.slot(key, store), slot))
-            .collect();
-        store.combine_pairs(from, &pairs);
+    /// `pairs` is scratch, reused across calls: windows merge thousands of tiny partitions.
+    pub fn merge(
+        &mut self,
+        store: &mut SlotStore,
+        from: &SlotStore,
+        entries: &[(u32, u32)],
+        pairs: &mut Vec<(u32, u32)>,
+    ) {
+        pairs.clear();
+        pairs.extend(
+            entries
+                .iter()
+                .map(|&(key, slot)| (self.slot(key, store), slot)),
+        );
+        store.combine_pairs(from, pairs);
     }
 }
