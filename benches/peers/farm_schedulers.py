@@ -42,7 +42,7 @@ import pyarrow as pa
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _report  # noqa: E402
-from _report import failure, log, windgate_build  # noqa: E402
+from _report import failure, log  # noqa: E402
 
 NAME = "farm_schedulers"
 TIME, KEY = "ts", "plug_id"
@@ -272,11 +272,7 @@ def main(argv: list[str] | None = None) -> int:
 
     threads = [int(x) for x in args.threads.split(",") if x.strip()]
     cores = os.cpu_count() or 1
-    busy_at_start = _report.cpu_busy()  # other work on the machine skews the timings
-    cpu_start = _report.cpu_snapshot()
-    build = windgate_build()
-    if build:
-        log(f"windgate extension: {build['path']} ({build['mb']} MB, debug info: {build['debug_info']})")
+    busy_at_start, cpu_start, build = _report.start_run()
     results: list[dict] = []
     workloads = {}
     for burst, dispersion in BURSTINESS:
