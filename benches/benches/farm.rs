@@ -5,10 +5,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use windgate_benches::smartgrid_batches;
+use windgate_benches::{run_stream, smartgrid_batches};
 use windgate_core::aggregate::{
-    FarmOptions, LatenessOpt, Span, Strategy, WindowAggregateOptions, WindowAggregator,
-    window_aggregate,
+    FarmOptions, LatenessOpt, Span, Strategy, WindowAggregateOptions, window_aggregate,
 };
 use windgate_core::runtime::{PaneSchedulerKind, WindowSchedulerKind};
 
@@ -30,15 +29,6 @@ fn options(strategy: Strategy, threads: usize, farm: FarmOptions) -> WindowAggre
     o.threads = Some(threads);
     o.farm = farm;
     o
-}
-
-fn run(batches: &[arrow_array::RecordBatch], opts: &WindowAggregateOptions) -> usize {
-    let mut agg = WindowAggregator::new(opts.clone()).expect("valid options");
-    let mut rows = 0;
-    for b in batches {
-        rows += agg.push(b, 0).expect("push").num_rows();
-    }
-    rows + agg.flush().expect("flush").num_rows()
 }
 
 /// The batch function: pushes do not wait for windows, so the stages overlap across batches.
@@ -66,13 +56,13 @@ fn bench_threads(c: &mut Criterion) {
     let default = farm(PaneSchedulerKind::AsPid, WindowSchedulerKind::WinFb);
     g.bench_function("pane_1t", |b| {
         let o = options(Strategy::Pane, 1, default.clone());
-        b.iter(|| black_box(run(&batches, &o)))
+        b.iter(|| black_box(run_stream(&batches, &o)))
     });
     for threads in [1, 2, 4] {
         g.bench_with_input(
             BenchmarkId::new("as_pid_win_fb", threads),
             &options(Strategy::Farm, threads, default.clone()),
-            |b, o| b.iter(|| black_box(run(&batches, o))),
+            |b, o| b.iter(|| black_box(run_stream(&batches, o))),
         );
     }
     let others = [
@@ -97,7 +87,7 @@ fn bench_threads(c: &mut Criterion) {
         g.bench_with_input(
             BenchmarkId::new(name, 2),
             &options(Strategy::Farm, 2, f),
-            |b, o| b.iter(|| black_box(run(&batches, o))),
+            |b, o| b.iter(|| black_box(run_stream(&batches, o))),
         );
     }
     for (name, strategy, threads) in [
@@ -114,7 +104,7 @@ fn bench_threads(c: &mut Criterion) {
     g.bench_with_input(
         BenchmarkId::new("rrcpa", 2),
         &options(Strategy::Rrcpa, 2, default.clone()),
-        |b, o| b.iter(|| black_box(run(&batches, o))),
+        |b, o| b.iter(|| black_box(run_stream(&batches, o))),
     );
     g.finish();
 }

@@ -3,11 +3,9 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use windgate_benches::smartgrid_batches;
+use windgate_benches::{run_stream, smartgrid_batches};
 use windgate_core::aggregate::exact_sum::ExactSum;
-use windgate_core::aggregate::{
-    LatenessOpt, Span, Strategy, WindowAggregateOptions, WindowAggregator,
-};
+use windgate_core::aggregate::{LatenessOpt, Span, Strategy, WindowAggregateOptions};
 
 const ROWS: usize = 4_000_000;
 
@@ -25,15 +23,6 @@ fn options(aggs: Aggs<'_>, lateness: i64) -> WindowAggregateOptions {
     o.lateness = LatenessOpt::Bound(Span::Units(lateness));
     o.strategy = Strategy::Auto;
     o
-}
-
-fn run(batches: &[arrow_array::RecordBatch], opts: &WindowAggregateOptions) -> usize {
-    let mut agg = WindowAggregator::new(opts.clone()).expect("valid options");
-    let mut rows = 0;
-    for b in batches {
-        rows += agg.push(b, 0).expect("push").num_rows();
-    }
-    rows + agg.flush().expect("flush").num_rows()
 }
 
 fn bench_aggregator(c: &mut Criterion) {
@@ -54,12 +43,12 @@ fn bench_aggregator(c: &mut Criterion) {
         g.bench_with_input(
             BenchmarkId::new("in_order", name),
             &options(aggs, 0),
-            |b, o| b.iter(|| black_box(run(&in_order, o))),
+            |b, o| b.iter(|| black_box(run_stream(&in_order, o))),
         );
         g.bench_with_input(
             BenchmarkId::new("disorder_2s", name),
             &options(aggs, 2_000),
-            |b, o| b.iter(|| black_box(run(&disordered, o))),
+            |b, o| b.iter(|| black_box(run_stream(&disordered, o))),
         );
     }
     g.finish();

@@ -1,4 +1,4 @@
-//! Data generators shared by the criterion benches.
+//! Data generators and runners shared by the criterion benches.
 
 use std::sync::Arc;
 
@@ -41,4 +41,18 @@ pub fn smartgrid_batches(rows: usize, keys: u32, batch: usize, disorder: i64) ->
         start += n;
     }
     out
+}
+
+/// Streams `batches` through a `WindowAggregator` with `opts` (push each, then flush); returns the rows out.
+pub fn run_stream(
+    batches: &[RecordBatch],
+    opts: &windgate_core::aggregate::WindowAggregateOptions,
+) -> usize {
+    let mut agg =
+        windgate_core::aggregate::WindowAggregator::new(opts.clone()).expect("valid options");
+    let mut rows = 0;
+    for b in batches {
+        rows += agg.push(b, 0).expect("push").num_rows();
+    }
+    rows + agg.flush().expect("flush").num_rows()
 }
