@@ -39,12 +39,17 @@ def test_farm_equals_reference_for_any_threads_scheduler_and_split(case, threads
         got = windgate.window_aggregate(t, strategy=baseline, threads=threads, **kw)
         assert got.equals(reference), baseline
 
-    agg = windgate.WindowAggregator(strategy="farm", threads=threads, farm=farm, **kw)
-    outs = [agg.push(b) for b in batches_of(t, cuts)]
-    outs.append(agg.flush())
-    outs = [o for o in outs if o.num_columns]
-    if outs:
-        assert pa.Table.from_batches(outs, schema=reference.schema).equals(reference)
+    # Streaming, push by push: every parallel strategy returns what the pane engine returns at each push.
+    pane = windgate.WindowAggregator(strategy="pane", **kw)
+    aggs = [windgate.WindowAggregator(strategy="farm", threads=threads, farm=farm, **kw)]
+    aggs += [windgate.WindowAggregator(strategy=s, threads=threads, **kw) for s in ("rrcpa", "hsa", "rra")]
+    for b in batches_of(t, cuts):
+        want = pane.push(b)
+        for agg in aggs:
+            assert agg.push(b).equals(want), agg.stats["strategy"]
+    want = pane.flush()
+    for agg in aggs:
+        assert agg.flush().equals(want), agg.stats["strategy"]
 
 
 def test_streaming_push_returns_what_the_pane_engine_returns():
