@@ -24,6 +24,36 @@ pub fn gcd(mut a: i64, mut b: i64) -> i64 {
     a.abs()
 }
 
+/// The pane of consecutive timestamps, remembering the last pane's time range so that in-order input stays in
+/// it without a division per row.
+#[derive(Debug, Clone, Copy)]
+pub struct PaneCursor {
+    spec: WindowSpec,
+    /// `(id, start, end)` of the last pane.
+    cur: Option<(i64, Timestamp, Timestamp)>,
+}
+
+impl PaneCursor {
+    pub fn new(spec: WindowSpec) -> Self {
+        Self { spec, cur: None }
+    }
+
+    /// The pane of `ts`, and whether it differs from the previous call's.
+    #[inline]
+    pub fn pane(&mut self, ts: Timestamp) -> (i64, bool) {
+        if let Some((id, start, end)) = self.cur
+            && ts >= start
+            && ts < end
+        {
+            return (id, false);
+        }
+        let id = self.spec.pane_of(ts);
+        let start = self.spec.offset() + id * self.spec.pane();
+        self.cur = Some((id, start, start + self.spec.pane()));
+        (id, true)
+    }
+}
+
 /// A validated sliding-window specification with its pane grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowSpec {

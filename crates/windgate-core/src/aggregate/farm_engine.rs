@@ -19,7 +19,7 @@ use super::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::Result;
 use crate::runtime::farm::{Farm, FarmConfig, FarmQuery, FarmStats, Routed};
 use crate::runtime::rrcpa::Rrcpa;
-use crate::time::WindowSpec;
+use crate::time::{PaneCursor, WindowSpec};
 
 use super::line::{LineEngine, LineKind};
 
@@ -270,23 +270,15 @@ impl FarmEngine {
         let n = rows.ts.len();
         let mut panes = vec![0i64; n];
         let keep = rows.keep.as_deref();
-        let pane_len = self.spec.pane();
-        let mut cur: Option<(i64, i64, i64)> = None; // (id, start, end): in-order input skips the division
+        let mut cursor = PaneCursor::new(self.spec);
         for i in 0..n {
             if keep.is_some_and(|k| !k[i]) {
                 continue;
             }
-            let t = rows.ts[i];
-            let id = match cur {
-                Some((id, s, e)) if t >= s && t < e => id,
-                _ => {
-                    let id = self.spec.pane_of(t);
-                    let start = self.spec.offset() + id * pane_len;
-                    cur = Some((id, start, start + pane_len));
-                    self.max_pane = Some(self.max_pane.map_or(id, |m| m.max(id)));
-                    id
-                }
-            };
+            let (id, changed) = cursor.pane(rows.ts[i]);
+            if changed {
+                self.max_pane = Some(self.max_pane.map_or(id, |m| m.max(id)));
+            }
             panes[i] = id;
         }
         let keep = rows.keep.clone();

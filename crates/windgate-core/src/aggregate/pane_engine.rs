@@ -10,7 +10,7 @@ use super::emission::Emission;
 use super::keys::KeyOrder;
 use super::slots::{KeySlots, SlotStore};
 use super::state::{InputValues, RowOrder, SKIP};
-use crate::time::WindowSpec;
+use crate::time::{PaneCursor, WindowSpec};
 
 pub struct PaneEngine {
     spec: WindowSpec,
@@ -57,20 +57,14 @@ impl PaneEngine {
         } = self;
         slots.clear();
         slots.resize(ts.len(), SKIP);
-        let pane_len = spec.pane();
-        // The pane of the previous row and its time range: in-order input stays in it without a division.
-        let mut cur: Option<(i64, i64, i64)> = None; // (id, start, end)
+        let mut cursor = PaneCursor::new(*spec);
         let mut pane: Option<&mut KeySlots> = None;
         for i in 0..ts.len() {
             if keep.is_some_and(|k| !k[i]) {
                 continue;
             }
-            let t = ts[i];
-            let inside = matches!(cur, Some((_, s, e)) if t >= s && t < e);
-            if !inside {
-                let id = spec.pane_of(t);
-                let start = spec.offset() + id * pane_len;
-                cur = Some((id, start, start + pane_len));
+            let (id, changed) = cursor.pane(ts[i]);
+            if changed {
                 pane = Some(panes.entry(id).or_default());
             }
             let p = pane.as_deref_mut().expect("set above");
