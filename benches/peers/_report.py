@@ -431,3 +431,13 @@ def start_run() -> tuple[float, object, dict | None]:
     if build:
         log(f"windgate extension: {build['path']} ({build['mb']} MB, debug info: {build['debug_info']})")
     return busy_at_start, cpu_start, build
+
+
+def describe_difference(out, ref, ref_name: str) -> str:
+    """What differs between an output table and the reference one (for a FAIL message)."""
+    if out.schema != ref.schema:
+        return f"schema {out.schema} != {ref.schema}"
+    if out.num_rows != ref.num_rows:
+        return f"{out.num_rows:,} output rows != {ref.num_rows:,} ({ref_name})"
+    bad = [c for c in ref.column_names if not out.column(c).equals(ref.column(c))]
+    return f"columns differ from {ref_name}'s: " + ", ".join(bad)

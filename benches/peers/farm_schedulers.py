@@ -102,16 +102,6 @@ def run_stream(batches: list[pa.RecordBatch], threads: int, strategy: str, farm:
     return seconds, pa.Table.from_batches(parts), agg.stats
 
 
-def describe(out: pa.Table, ref: pa.Table) -> str:
-    """What differs between an output and the reference (for the FAIL message)."""
-    if out.schema != ref.schema:
-        return f"schema {out.schema} != {ref.schema}"
-    if out.num_rows != ref.num_rows:
-        return f"{out.num_rows:,} output rows != {ref.num_rows:,} (pane)"
-    bad = [c for c in ref.column_names if not out.column(c).equals(ref.column(c))]
-    return "columns differ from pane's: " + ", ".join(bad)
-
-
 def measure(batches, threads, strategy, farm, repeats, ref: pa.Table) -> dict:
     """Best of ``repeats`` runs; the stats are the best run's. ``check`` compares every run's output with
     ``ref``, the output of strategy='pane'."""
@@ -122,7 +112,7 @@ def measure(batches, threads, strategy, farm, repeats, ref: pa.Table) -> dict:
         seconds, out, stats = run_stream(batches, threads, strategy, farm)
         runs.append(seconds)
         if not out.equals(ref):
-            problems.append(describe(out, ref))
+            problems.append(_report.describe_difference(out, ref, "pane"))
         if best is None or seconds < best[0]:
             best = (seconds, stats)
     busy = best[1].get("plq_busy_s") or []

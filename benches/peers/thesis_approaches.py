@@ -194,16 +194,6 @@ def run_stream(batches: list[pa.RecordBatch], q: dict, strategy: str, threads: i
     }
 
 
-def describe(out: pa.Table, ref: pa.Table) -> str:
-    """What differs between an output and the reference (for the FAIL message)."""
-    if out.schema != ref.schema:
-        return f"schema {out.schema} != {ref.schema}"
-    if out.num_rows != ref.num_rows:
-        return f"{out.num_rows:,} output rows != {ref.num_rows:,} (reference)"
-    bad = [c for c in ref.column_names if not out.column(c).equals(ref.column(c))]
-    return "columns differ from the reference's: " + ", ".join(bad)
-
-
 def measure(table, batches, q: dict, strategy: str, threads: int, repeats: int, ref: pa.Table) -> dict:
     """Best of ``repeats`` batch runs and of ``repeats`` streaming runs; every run's output checked."""
     runs, problems, out = [], [], None
@@ -213,7 +203,7 @@ def measure(table, batches, q: dict, strategy: str, threads: int, repeats: int, 
         seconds, out = run_batch(table, q, strategy, threads)
         runs.append(seconds)
         if not out.equals(ref):
-            problems.append("batch: " + describe(out, ref))
+            problems.append("batch: " + _report.describe_difference(out, ref, "the reference"))
     best = None
     stream_runs = []
     for _ in range(max(1, repeats)):
@@ -221,7 +211,7 @@ def measure(table, batches, q: dict, strategy: str, threads: int, repeats: int, 
         s = run_stream(batches, q, strategy, threads)
         stream_runs.append(s["seconds"])
         if not s["out"].equals(ref):
-            problems.append("stream: " + describe(s["out"], ref))
+            problems.append("stream: " + _report.describe_difference(s["out"], ref, "the reference"))
         s.pop("out")
         if best is None or s["seconds"] < best["seconds"]:
             best = s
