@@ -3,6 +3,7 @@
 ::
 
     windgate generate smartgrid --rows 10000000 --disorder 5 --out data/smartgrid.parquet
+    windgate generate bandjoin --rows 100000 --rate 100 --out data/bandjoin   # left.parquet, right.parquet
     windgate aggregate --input data/smartgrid.parquet --out out/windows.parquet --time ts --size 60s \\
         --slide 10s --by plug_id --agg '*=count' --agg 'value=sum,max' --lateness 5s
     windgate demo --rows 2000000 --out out/demo            # what `make demo` runs
@@ -185,7 +186,23 @@ def _mib(path: Path) -> str:
 # ----------------------------------------------------------------------------------------------- generate
 
 
+#: Per-dataset defaults of the ``generate`` options that mean different things per dataset.
+_GENERATE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "smartgrid": {"rows": 1_000_000, "rate": 1000.0, "start": "2013-09-01T00:00:00"},
+    "bandjoin": {"rows": 100_000, "rate": 100.0, "start": "0"},
+}
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
+    for key, value in _GENERATE_DEFAULTS[args.dataset].items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.dataset == "bandjoin":
+        return _generate_bandjoin(args)
+    return _generate_smartgrid(args)
+
+
+def _generate_smartgrid(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from windgate.datasets import smartgrid
@@ -220,6 +237,43 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     )
     console.print(
         f"Wrote [bold]{escape(str(out))}[/] ({_mib(out)}, row groups of {args.row_group_rows:,} rows) "
+        f"in {time.perf_counter() - t1:.2f} s"
+    )
+    return EXIT_OK
+
+
+def _generate_bandjoin(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
+    from windgate.datasets import bandjoin
+
+    console = _console()
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {str(out)!r}: bandjoin writes a directory (left.parquet, right.parquet)")
+    start = _int_or_duration(args.start)
+    if not isinstance(start, int):
+        raise CliError(f"--start {args.start!r}: bandjoin times are plain integers (time units)")
+    console.print(
+        f"Generating [bold]{args.rows:,}[/] band-join rows per side (R: ts, x, y, z; S: ts, a, b, c, d): "
+        f"{args.rate:g} rows per time unit per side, disorder {args.disorder:g} units, start {start}, "
+        f"seed {args.seed}"
+    )
+    t0 = time.perf_counter()
+    with console.status("generating rows"):
+        left, right = bandjoin(args.rows, rate=args.rate, seed=args.seed, disorder=args.disorder, start=start)
+    gen_s = time.perf_counter() - t0
+    console.print(f"  generated in {gen_s:.2f} s ({_fmt_rate(2 * args.rows, gen_s)})")
+    t1 = time.perf_counter()
+    paths = []
+    for name, table in (("left", left), ("right", right)):
+        path = out / f"{name}.parquet"
+        _write_parquet(
+            table, path, console, row_group_rows=args.row_group_rows, compression=args.compression, label=name
+        )
+        paths.append(f"{escape(str(path))} ({_mib(path)})")
+    console.print(
+        f"Wrote [bold]{' and '.join(paths)}[/] (row groups of {args.row_group_rows:,} rows) "
         f"in {time.perf_counter() - t1:.2f} s"
     )
     return EXIT_OK
@@ -345,26 +399,51 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     g = sub.add_parser("generate", help="generate a synthetic data set to Parquet")
-    g.add_argument("dataset", choices=["smartgrid"], help="smartgrid: DEBS 2014 smart-plug readings")
-    g.add_argument("--rows", type=int, default=1_000_000, help="rows to generate (default 1,000,000)")
-    g.add_argument("--households", type=int, default=40, help="households (default 40)")
-    g.add_argument("--houses", type=int, default=None, help="houses (default households // 4)")
-    g.add_argument("--plugs-per-household", type=int, default=25, help="plugs per household (default 25)")
-    g.add_argument("--rate", type=float, default=1000.0, help="rows per second of event time (default 1000)")
-    g.add_argument("--start", default="2013-09-01T00:00:00", help="first event time, ISO, UTC")
-    g.add_argument("--disorder", type=float, default=0.0, help="max arrival delay in seconds (default 0)")
+    g.add_argument(
+        "dataset",
+        choices=list(_GENERATE_DEFAULTS),
+        help="smartgrid: DEBS 2014 smart-plug readings (one file); "
+        "bandjoin: seed 002's R and S streams (a directory: left.parquet, right.parquet)",
+    )
+    g.add_argument(
+        "--rows", type=int, default=None, help="rows (default smartgrid 1,000,000; bandjoin 100,000 per side)"
+    )
+    g.add_argument("--households", type=int, default=40, help="smartgrid: households (default 40)")
+    g.add_argument("--houses", type=int, default=None, help="smartgrid: houses (default households // 4)")
+    g.add_argument(
+        "--plugs-per-household", type=int, default=25, help="smartgrid: plugs per household (default 25)"
+    )
+    g.add_argument(
+        "--rate",
+        type=float,
+        default=None,
+        help="smartgrid: rows per second of event time (default 1000); "
+        "bandjoin: rows per time unit per side (default 100)",
+    )
+    g.add_argument(
+        "--start",
+        default=None,
+        help="first event time: smartgrid ISO, UTC (default 2013-09-01T00:00:00); "
+        "bandjoin an int (default 0)",
+    )
+    g.add_argument(
+        "--disorder",
+        type=float,
+        default=0.0,
+        help="max arrival delay (default 0): smartgrid seconds, bandjoin time units",
+    )
     g.add_argument(
         "--dispersion",
         type=float,
         default=None,
         metavar="I",
-        help="index of dispersion of arrivals: 1 = Poisson, thousands = bursty (seed 004 §5.2); "
+        help="smartgrid: index of dispersion of arrivals: 1 = Poisson, thousands = bursty (seed 004 §5.2); "
         "default: regular arrivals",
     )
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--row-group-rows", type=int, default=1 << 20, help="Parquet row group size (default 1Mi)")
     g.add_argument("--compression", default="zstd", help="Parquet compression (default zstd)")
-    g.add_argument("--out", required=True, help="output Parquet file")
+    g.add_argument("--out", required=True, help="output: smartgrid a Parquet file, bandjoin a directory")
     g.set_defaults(func=_cmd_generate)
 
     a = sub.add_parser("aggregate", help="sliding-window aggregation of a Parquet file, streamed by batches")

@@ -5,7 +5,8 @@ of seed 000): every plug of every household reports, at regular intervals, two m
 timestamp: ``work`` (property 0, cumulative energy in kWh, never decreasing per plug) and ``load``
 (property 1, current power in W, positive, with a per-plug level drawn from a skewed distribution and a
 daily cycle). :func:`smartgrid_sources` splits the same rows into several time-sorted sources, as the
-data concentrators of seed 000 do.
+data concentrators of seed 000 do. :func:`bandjoin` makes the two streams of seed 002's band-join benchmark
+(ScaleJoin, from CellJoin): R = <ts, x, y, z> and S = <ts, a, b, c, d> with uniform join attributes.
 
 Only numpy and pyarrow are used (no windgate extension), so the module can generate data before the engine
 is built. Everything is vectorised: 10 M rows take about a second.
@@ -29,7 +30,14 @@ import pyarrow as pa
 from .bursty import arrival_times
 from .errors import ColumnTypeError, InvalidParameterError
 
-__all__ = ["SMARTGRID_SCHEMA", "smartgrid", "smartgrid_sources"]
+__all__ = [
+    "BANDJOIN_R_SCHEMA",
+    "BANDJOIN_S_SCHEMA",
+    "SMARTGRID_SCHEMA",
+    "bandjoin",
+    "smartgrid",
+    "smartgrid_sources",
+]
 
 #: Schema of :func:`smartgrid` tables.
 SMARTGRID_SCHEMA = pa.schema(
@@ -40,6 +48,27 @@ SMARTGRID_SCHEMA = pa.schema(
         pa.field("plug_id", pa.int32(), nullable=False),
         pa.field("property", pa.int8(), nullable=False),
         pa.field("value", pa.float64(), nullable=False),
+    ]
+)
+
+#: Schema of the left (R) table of :func:`bandjoin`.
+BANDJOIN_R_SCHEMA = pa.schema(
+    [
+        pa.field("ts", pa.int64(), nullable=False),
+        pa.field("x", pa.int32(), nullable=False),
+        pa.field("y", pa.float32(), nullable=False),
+        pa.field("z", pa.string(), nullable=False),
+    ]
+)
+
+#: Schema of the right (S) table of :func:`bandjoin`.
+BANDJOIN_S_SCHEMA = pa.schema(
+    [
+        pa.field("ts", pa.int64(), nullable=False),
+        pa.field("a", pa.int32(), nullable=False),
+        pa.field("b", pa.float32(), nullable=False),
+        pa.field("c", pa.float64(), nullable=False),
+        pa.field("d", pa.bool_(), nullable=False),
     ]
 )
 
@@ -77,6 +106,39 @@ def _check_positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
         raise InvalidParameterError(f"{name}: expected a positive integer, got {value!r}")
     return int(value)
+
+
+def _check_rows(rows: object) -> int:
+    rows = int(rows)
+    if rows < 0:
+        raise InvalidParameterError(f"rows: expected a non-negative integer, got {rows!r}")
+    return rows
+
+
+def _check_rate(rate: object, unit: str) -> float:
+    if isinstance(rate, bool) or not (isinstance(rate, int | float) and math.isfinite(rate) and rate > 0):
+        raise InvalidParameterError(f"rate: expected a positive number of rows per {unit}, got {rate!r}")
+    return float(rate)
+
+
+def _check_disorder(disorder: object, unit: str) -> float:
+    if isinstance(disorder, bool) or not (
+        isinstance(disorder, int | float) and math.isfinite(disorder) and disorder >= 0
+    ):
+        raise InvalidParameterError(f"disorder: expected a non-negative number of {unit}, got {disorder!r}")
+    return float(disorder)
+
+
+def _arrival_order(ts: np.ndarray, disorder: float, rng: np.random.Generator) -> np.ndarray | None:
+    """The order in which rows with event times ``ts`` (non-decreasing) arrive when each is delayed by a
+    uniform ``[0, disorder)`` (in ``ts`` units, resolved to 1e-6 of a unit); None when nothing moves. A stable
+    sort keeps event order on ties; nearly sorted input makes it fast."""
+    if disorder <= 0 or ts.size < 2:
+        return None
+    arrival = ts - ts.min()  # relative, so that epoch-scale times do not overflow
+    arrival *= 1_000_000
+    arrival += rng.integers(0, max(int(round(disorder * 1e6)), 1), size=ts.size, dtype=np.int64)
+    return np.argsort(arrival, kind="stable")
 
 
 def smartgrid(
@@ -142,18 +204,14 @@ def smartgrid(
     >>> smartgrid(1000, disorder=2.0).num_rows
     1000
     """
-    rows = int(rows)
-    if rows < 0:
-        raise InvalidParameterError(f"rows: expected a non-negative integer, got {rows!r}")
+    rows = _check_rows(rows)
     households = _check_positive_int("households", households)
     plugs_per_household = _check_positive_int("plugs_per_household", plugs_per_household)
     houses = max(1, households // 4) if houses is None else _check_positive_int("houses", houses)
     if houses > households:
         raise InvalidParameterError(f"houses: expected at most households={households}, got {houses}")
-    if not (isinstance(rate, int | float) and math.isfinite(rate) and rate > 0):
-        raise InvalidParameterError(f"rate: expected a positive number of rows per second, got {rate!r}")
-    if not (isinstance(disorder, int | float) and math.isfinite(disorder) and disorder >= 0):
-        raise InvalidParameterError(f"disorder: expected a non-negative number of seconds, got {disorder!r}")
+    rate = _check_rate(rate, "second")
+    disorder = _check_disorder(disorder, "seconds")
     if batch_rows is not None:
         batch_rows = _check_positive_int("batch_rows", batch_rows)
     if dispersion is not None and not (
@@ -310,3 +368,122 @@ def smartgrid_sources(rows: int, *, sources: int, **kwargs) -> list[pa.Table]:
             part = pa.Table.from_batches(part.to_batches(max_chunksize=int(batch_rows)), schema=table.schema)
         out.append(part)
     return out
+
+
+_Z_ALPHABET = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)
+_Z_LEN = 20
+
+
+def _random_strings(n: int, rng: np.random.Generator) -> pa.Array | pa.ChunkedArray:
+    """``n`` random strings of ``_Z_LEN`` letters and digits, built straight from Arrow buffers (chunks of at
+    most 2**24 strings, so int32 offsets never overflow)."""
+    chunks = []
+    for lo in range(0, max(n, 1), 1 << 24):
+        m = min(n - lo, 1 << 24)
+        data = _Z_ALPHABET[rng.integers(0, _Z_ALPHABET.size, size=m * _Z_LEN, dtype=np.uint8)]
+        offsets = np.arange(0, (m + 1) * _Z_LEN, _Z_LEN, dtype=np.int32)
+        chunks.append(pa.StringArray.from_buffers(m, pa.py_buffer(offsets), pa.py_buffer(data)))
+    return chunks[0] if len(chunks) == 1 else pa.chunked_array(chunks, type=pa.string())
+
+
+def _band_times(rows: int, rate: float, start: int, rng: np.random.Generator) -> np.ndarray:
+    """``start + floor((i + u_i) / rate)`` for row ``i``, ``u_i`` uniform in ``[0, 1)``: ``rate`` rows per
+    time unit, jittered, never decreasing."""
+    t = np.arange(rows, dtype=np.float64)
+    t += rng.random(rows)
+    t /= rate
+    ts = np.floor(t).astype(np.int64)
+    ts += start
+    return ts
+
+
+def bandjoin(
+    rows: int,
+    *,
+    rate: float = 100.0,
+    seed: int = 0,
+    disorder: float = 0,
+    start: int = 0,
+) -> tuple[pa.Table, pa.Table]:
+    """The two streams of seed 002's band-join benchmark (ScaleJoin; the data of CellJoin): ``(R, S)``, each
+    a :class:`pyarrow.Table` of ``rows`` rows.
+
+    ``R`` (left, :data:`BANDJOIN_R_SCHEMA`): ``ts`` (``int64``), ``x`` (``int32``, uniform on
+    ``[1, 10000]``), ``y`` (``float32``, uniform on ``[1, 10000]``), ``z`` (``string``, 20 random letters and
+    digits).
+
+    ``S`` (right, :data:`BANDJOIN_S_SCHEMA`): ``ts`` (``int64``), ``a`` (``int32``, uniform on
+    ``[1, 10000]``), ``b`` (``float32``, uniform on ``[1, 10000]``), ``c`` (``float64``, uniform on
+    ``[0, 1)``), ``d`` (``bool``, fair coin).
+
+    The benchmark predicate is ``|x - a| <= 10 and |y - b| <= 10``: about 1 in 250,000 pairs (21/10**4 times
+    20/10**4) match. ``ts`` is in plain time units: each side has ``rate`` rows per time unit, row ``i`` at
+    ``start + floor((i + u) / rate)`` with ``u`` uniform in ``[0, 1)``, so the times are jittered but never
+    decrease in row order. With a window of ``w`` units a left row meets about ``(2w + 1) * rate`` right rows
+    in the time band: 100,000 rows a side, ``rate=100`` and ``w=100`` give about 2 G candidate pairs.
+
+    ``disorder`` (time units, default 0 = rows in ``ts`` order): each row gets an arrival delay uniform in
+    ``[0, disorder)`` and each table is returned in arrival order (ties keep ``ts`` order). A row then arrives
+    less than ``disorder`` units after the largest ``ts`` seen so far on its side, so ``lateness=disorder``
+    drops nothing.
+
+    The two sides use independent random streams; the result is deterministic for a ``seed`` and the other
+    arguments.
+
+    >>> from windgate.datasets import bandjoin
+    >>> r, s = bandjoin(1000, rate=10.0, seed=1)
+    >>> r.column_names, s.column_names
+    (['ts', 'x', 'y', 'z'], ['ts', 'a', 'b', 'c', 'd'])
+    >>> r.num_rows, s.num_rows, r["ts"][0].as_py(), r["ts"][999].as_py(), len(r["z"][0].as_py())
+    (1000, 1000, 0, 99, 20)
+    >>> r2, _ = bandjoin(1000, rate=10.0, seed=1, disorder=5)
+    >>> sorted(r2["ts"].to_pylist()) == r["ts"].to_pylist()
+    True
+    """
+    rows = _check_rows(rows)
+    rate = _check_rate(rate, "time unit")
+    disorder = _check_disorder(disorder, "time units")
+    if isinstance(start, bool) or not isinstance(start, int | np.integer):
+        raise ColumnTypeError(f"start: expected an int (time units), got {start!r}")
+    start = int(start)
+    if rows and not (abs(start) < 2**62 and rows / rate < 2**62):
+        raise InvalidParameterError(f"start: {start} puts the times outside int64")
+    if disorder > 0 and (rows / rate + disorder) * 1e6 >= 2**62:
+        raise InvalidParameterError(
+            f"disorder: arrivals are resolved to 1e-6 time units, and {rows:,} rows at rate {rate:g} span "
+            "too many units for that; use a larger rate"
+        )
+
+    r_rng, s_rng = (
+        np.random.default_rng(child) for child in np.random.SeedSequence([int(seed), 0xBA2D_5CA1]).spawn(2)
+    )
+
+    r_ts = _band_times(rows, rate, start, r_rng)
+    x = r_rng.integers(1, 10_001, size=rows, dtype=np.int32)
+    y = r_rng.uniform(1.0, 10_000.0, size=rows).astype(np.float32)
+    z = _random_strings(rows, r_rng)
+    if (order := _arrival_order(r_ts, disorder, r_rng)) is not None:
+        r_ts, x, y, z = r_ts[order], x[order], y[order], z.take(order)
+    left = pa.Table.from_arrays(
+        [pa.array(r_ts, pa.int64()), pa.array(x, pa.int32()), pa.array(y, pa.float32()), z],
+        schema=BANDJOIN_R_SCHEMA,
+    )
+
+    s_ts = _band_times(rows, rate, start, s_rng)
+    a = s_rng.integers(1, 10_001, size=rows, dtype=np.int32)
+    b = s_rng.uniform(1.0, 10_000.0, size=rows).astype(np.float32)
+    c = s_rng.random(rows)
+    d = s_rng.random(rows) < 0.5
+    if (order := _arrival_order(s_ts, disorder, s_rng)) is not None:
+        s_ts, a, b, c, d = s_ts[order], a[order], b[order], c[order], d[order]
+    right = pa.Table.from_arrays(
+        [
+            pa.array(s_ts, pa.int64()),
+            pa.array(a, pa.int32()),
+            pa.array(b, pa.float32()),
+            pa.array(c, pa.float64()),
+            pa.array(d, pa.bool_()),
+        ],
+        schema=BANDJOIN_S_SCHEMA,
+    )
+    return left, right
