@@ -18,7 +18,7 @@ A result is a plain dict. The keys used here are::
 Other keys are kept in the JSON as they are. ``scaling_group`` (default: ``engine``) names the results that
 :func:`add_speedups` compares: ``speedup`` is a result's rows/s over the 1-thread result of its group.
 
-The helpers every peer script needs (logging, best-of-N timing, the smart-grid generator, the windgate build
+The helpers every peer script needs (logging, best-of-N timing, the data generators, the windgate build
 check, a failed engine's result) live here too.
 """
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import gc
+import importlib
 import importlib.util
 import json
 import os
@@ -140,20 +141,32 @@ def failure(engine: str, threads: int | None, exc: BaseException) -> dict:
     return {"engine": engine, "threads": threads, "seconds": None, "error": msg, "notes": ""}
 
 
-def load_smartgrid() -> Callable:
-    """``windgate.datasets.smartgrid``; from the source file when the windgate package cannot be imported
-    (for example before its extension is built): the generator needs only numpy and pyarrow."""
+def load_generator(name: str) -> Callable:
+    """The generator ``windgate.datasets.<name>``; from the source tree when the installed windgate package
+    cannot be imported (for example before its extension is built) or is older than the source and lacks
+    it. The generators need only numpy and pyarrow, so the source modules are loaded as a package of their
+    own, without ``windgate/__init__.py`` (which imports the extension)."""
     try:
-        from windgate.datasets import smartgrid
+        from windgate import datasets
 
-        return smartgrid
-    except Exception:  # any import failure: fall back to the file
-        path = ROOT / "python" / "windgate" / "datasets.py"
-        spec = importlib.util.spec_from_file_location("_windgate_datasets", path)
+        return getattr(datasets, name)
+    except Exception:  # any import failure, or an installed wheel without this generator: use the source
+        pass
+    src = ROOT / "python" / "windgate"
+    pkg = "_windgate_source"
+    if pkg not in sys.modules:
+        spec = importlib.util.spec_from_file_location(pkg, src / "__init__.py", submodule_search_locations=[])
         mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        log(f"windgate is not importable; loaded the generator from {path}")
-        return mod.smartgrid
+        mod.__path__ = [str(src)]  # a package whose __init__ is never run
+        sys.modules[pkg] = mod
+    mod = importlib.import_module(f"{pkg}.datasets")
+    log(f"windgate.datasets.{name} is not importable; loaded it from {src / 'datasets.py'}")
+    return getattr(mod, name)
+
+
+def load_smartgrid() -> Callable:
+    """``windgate.datasets.smartgrid`` (see :func:`load_generator`)."""
+    return load_generator("smartgrid")
 
 
 def windgate_build() -> dict | None:
@@ -324,30 +337,43 @@ def pyplot():
     return plt
 
 
-def plot_rows_per_s(results: Sequence[dict], path: str | Path, title: str) -> Path | None:
-    """A horizontal bar plot of rows/s per engine (failed engines left out); None without matplotlib."""
+def plot_rows_per_s(
+    results: Sequence[dict],
+    path: str | Path,
+    title: str,
+    *,
+    key: str = "rows_per_s",
+    scale: float = 1e6,
+    xlabel: str = "M rows/s (log scale; higher is better)",
+) -> Path | None:
+    """A horizontal bar plot of rows/s per engine (failed engines left out); None without matplotlib.
+    ``key`` plots another rate instead, in units of ``scale``, with ``xlabel`` under the axis."""
     plt = pyplot()
     if plt is None:
         return None
-    ok = [r for r in results if r.get("rows_per_s")]
+    ok = [r for r in results if r.get(key)]
     path = Path(path)
     fig, ax = plt.subplots(figsize=(9, 0.45 * max(len(ok), 1) + 1.6))
     if ok:
         labels = [f"{r['engine']} ({r.get('threads') or 1}c)" for r in ok]
-        values = [r["rows_per_s"] / 1e6 for r in ok]
+        values = [r[key] / scale for r in ok]
         colors = ["tab:orange" if str(r["engine"]).startswith("windgate") else "tab:blue" for r in ok]
         bars = ax.barh(range(len(ok)), values, color=colors)
         ax.set_yticks(range(len(ok)), labels)
         ax.invert_yaxis()
         for bar, v in zip(bars, values, strict=True):
             ax.text(
-                bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {v:,.1f}", va="center", fontsize=8
+                bar.get_width(),
+                bar.get_y() + bar.get_height() / 2,
+                f" {v:,.1f}" if v >= 1 else f" {v:.2g}",
+                va="center",
+                fontsize=8,
             )
         ax.set_xscale("log")
         ax.set_xlim(right=max(values) * 3)
     else:
         ax.text(0.5, 0.5, "no engine succeeded", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlabel("M rows/s (log scale; higher is better)")
+    ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
