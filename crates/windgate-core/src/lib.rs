@@ -7,8 +7,10 @@
 pub mod aggregate;
 pub mod arrow_io;
 pub mod error;
+pub mod join;
 pub mod order;
 pub mod runtime;
+mod sync;
 pub mod time;
 
 pub use error::{Error, ErrorKind, Result};

@@ -27,7 +27,7 @@ impl Span {
     }
 
     /// Early syntax check of a duration string (the unit is not known yet).
-    fn check(&self, param: &str) -> Result<()> {
+    pub(crate) fn check(&self, param: &str) -> Result<()> {
         if let Span::Text(t) = self {
             parse_duration(t, TimeUnit::Nanosecond, param)?;
         }

@@ -1,4 +1,5 @@
-//! Ordering machinery: watermarks and late rows ([`kslack`]); the gates and reorder buffers of later issues
-//! live here too.
+//! Ordering machinery: watermarks and late rows ([`kslack`]) and the lock-free merge of sorted sources into a
+//! deterministic ready stream ([`scale_gate`]).
 
 pub mod kslack;
+pub mod scale_gate;

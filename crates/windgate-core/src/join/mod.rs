@@ -1,0 +1,13 @@
+//! Sliding-window joins (seed 002, brief 002): ScaleJoin's processing threads over a ScaleGate, each storing
+//! every n-th tuple and probing its portion of the opposite window, outputs merged by a second ScaleGate in a
+//! total order that is the same for any thread count.
+
+pub mod options;
+pub mod prepare;
+pub mod processor;
+pub mod reference;
+pub mod window;
+
+pub use options::{BandJoinOptions, JoinStrategy, Predicate, Semantics};
+pub use prepare::{JoinKey, JoinTuple, Side};
+pub use processor::{OutKey, OutPair, Processor};

@@ -1,0 +1,81 @@
+//! The oracle: a single-threaded nested-loop three-step join over the merged stream, with every predicate
+//! evaluated directly on the tuples. No index, no portions, no threads.
+
+use std::collections::VecDeque;
+
+use super::options::{Predicate, Semantics};
+use super::prepare::{JoinTuple, Side};
+use super::processor::{OutKey, OutPair};
+
+#[derive(Debug)]
+pub struct ReferenceJoin {
+    window: i64,
+    semantics: Semantics,
+    eps: Vec<f64>,
+    has_eq: bool,
+    counter: u64,
+    windows: [VecDeque<(u64, JoinTuple)>; 2],
+    pub comparisons: u64,
+}
+
+impl ReferenceJoin {
+    pub fn new(window: i64, semantics: Semantics, on: &[Predicate]) -> Self {
+        let eps = on
+            .iter()
+            .filter_map(|p| match p {
+                Predicate::Band { eps, .. } => Some(*eps),
+                Predicate::Eq { .. } => None,
+            })
+            .collect();
+        ReferenceJoin {
+            window,
+            semantics,
+            eps,
+            has_eq: on.iter().any(|p| matches!(p, Predicate::Eq { .. })),
+            counter: 0,
+            windows: [VecDeque::new(), VecDeque::new()],
+            comparisons: 0,
+        }
+    }
+
+    fn matches(&self, a: &JoinTuple, b: &JoinTuple) -> bool {
+        a.valid
+            && b.valid
+            && (!self.has_eq || a.eq == b.eq)
+            && a.band
+                .iter()
+                .zip(&b.band)
+                .zip(&self.eps)
+                .all(|((x, y), e)| (x - y).abs() <= *e)
+    }
+
+    /// The three steps of brief 002 §1.2 for the next tuple of the merged stream.
+    pub fn process(&mut self, t: JoinTuple, mut emit: impl FnMut(OutKey, OutPair)) {
+        let pos = self.counter;
+        self.counter += 1;
+        let (own, other) = (t.key.side.index(), t.key.side.other().index());
+        let bound = t.key.ts.saturating_sub(self.window);
+        if self.semantics == Semantics::Interval {
+            self.windows[other].retain(|(_, w)| w.key.ts >= bound);
+        }
+        for (p, w) in &self.windows[other] {
+            self.comparisons += 1;
+            if self.matches(&t, w) {
+                let (left, right) = match t.key.side {
+                    Side::Left => (t.key.seq, w.key.seq),
+                    Side::Right => (w.key.seq, t.key.seq),
+                };
+                emit(
+                    OutKey {
+                        ts: t.key.ts,
+                        trigger: pos,
+                        partner: *p,
+                    },
+                    OutPair { left, right },
+                );
+            }
+        }
+        self.windows[own].push_back((pos, t));
+        self.windows[own].retain(|(_, w)| w.key.ts >= bound);
+    }
+}

@@ -1,0 +1,529 @@
+//! ScaleGate (seed 002, brief 002 §2): a lock-free multi-level list that merges any number of key-sorted
+//! sources into one key-sorted stream of *ready* items, which every reader receives (a broadcast, not a work
+//! queue).
+//!
+//! An item is ready once its source has published a later one: no source can then deliver a smaller key,
+//! because each source's keys are non-decreasing and every open source's latest item is still in the list,
+//! ahead of every reader. This is what makes a parallel consumer deterministic without a sequential merge
+//! thread (brief 002 §1.3).
+//!
+//! Departures from the paper, all from the brief's design notes:
+//! * **Handles, not ids.** [`ScaleGate::new`] returns one [`Source`] per source and one [`Reader`] per reader;
+//!   each owns its thread-local state (`update[]`, `head`), so two threads can never share an id.
+//! * **Dummies** (§2.4): each source starts with a dummy node of key `Min` as its `written` entry, so readers
+//!   wait for *every* source to publish once, instead of needing a start-up barrier.
+//! * **Markers** ([`Source::advance`]): a source can promise "nothing below this key" without an item, which
+//!   releases its latest item (a watermark; brief 002 §3.6's progress markers). Readers skip them.
+//! * **End of stream** ([`Source::close`]): an `Eos` node of key `Max` and a null `written` entry, so the
+//!   source's last item becomes ready. A reader that reaches an `Eos` node has seen everything (every open
+//!   source keeps a node with a smaller key in the list ahead of all readers).
+//! * **Reclamation** (§2.5): intrusive reference counts. A node is counted once per link pointing at it, once
+//!   per reader whose anchor it is and once per source whose anchor (`update[top]`) it is. Nodes are never
+//!   unlinked, so every node to the right of a live anchor is reachable from it and alive: traversal needs no
+//!   hazard pointers, and a node is freed by the `release` that drops its count to zero, which cascades right
+//!   iteratively (a long list must not overflow the stack).
+
+use std::ptr;
+
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{Arc, AtomicPtr, AtomicUsize, Ordering};
+
+/// Levels of the list. Sources search from their own previous position, so few levels suffice (brief 002
+/// §2.2: 4-8).
+pub const MAX_LEVELS: usize = 8;
+
+/// A reader moves its reference-counted anchor only every `ANCHOR_STRIDE` nodes (or when it has to wait):
+/// two atomic read-modify-writes per node and reader would make readers fight over every node's count.
+/// Up to this many nodes per reader stay allocated longer.
+const ANCHOR_STRIDE: usize = 64;
+
+/// A key with the sentinels below and above every item key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Bound<K> {
+    Min,
+    Item(K),
+    Max,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Head,
+    Dummy,
+    Item,
+    Marker,
+    Eos,
+}
+
+struct Node<K, T> {
+    key: Bound<K>,
+    /// `Some` exactly for `Kind::Item`; written before the node is linked and never changed after.
+    value: Option<T>,
+    kind: Kind,
+    source: u32,
+    height: usize,
+    /// Links + anchors pointing at this node (module docs).
+    refs: AtomicUsize,
+    /// `next[i]` for `i < height`; null is the end of the list.
+    next: [AtomicPtr<Node<K, T>>; MAX_LEVELS],
+}
+
+impl<K, T> Node<K, T> {
+    fn alloc(key: Bound<K>, value: Option<T>, kind: Kind, source: u32, height: usize) -> *mut Self {
+        Box::into_raw(Box::new(Node {
+            key,
+            value,
+            kind,
+            source,
+            height,
+            // The `height` links it is about to get; anchors add their own.
+            refs: AtomicUsize::new(height),
+            next: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+        }))
+    }
+}
+
+/// Drops one count of `node`; frees it at zero, which drops the counts its links hold, iteratively.
+///
+/// # Safety
+/// The caller owns one count of `node` (a link of a node being freed, or an anchor).
+unsafe fn release<K, T>(node: *mut Node<K, T>) {
+    let mut work = vec![node];
+    while let Some(n) = work.pop() {
+        // SAFETY: we own one count of `n`, so it is alive until the decrement below.
+        let last = unsafe { (*n).refs.fetch_sub(1, Ordering::AcqRel) } == 1;
+        if !last {
+            continue;
+        }
+        // SAFETY: the count reached zero: no link, reader or source refers to `n` any more, and nobody can
+        // reach it (every path to it went through a link or anchor that counted). The AcqRel decrement orders
+        // every earlier use of `n` before this free.
+        let node = unsafe { Box::from_raw(n) };
+        for i in 0..node.height {
+            let next = node.next[i].load(Ordering::Acquire);
+            if !next.is_null() {
+                work.push(next);
+            }
+        }
+    }
+}
+
+struct Inner<K, T> {
+    levels: usize,
+    /// `written[j]`: source `j`'s latest node (its dummy at first, null once closed). Only source `j` writes
+    /// it (Release); readers compare it with a node they reached (Acquire). A node it points at stays alive:
+    /// no reader passes it (it is not ready), and the source's anchor is to its left.
+    written: Box<[CachePadded<AtomicPtr<Node<K, T>>>]>,
+}
+
+// SAFETY: `Inner` only holds raw pointers into the list, whose nodes are shared through atomics; items (`T`)
+// are moved in by one source thread and read (`&T`) by readers on other threads, hence `T: Send + Sync`.
+unsafe impl<K: Send + Sync, T: Send + Sync> Send for Inner<K, T> {}
+// SAFETY: as above; every shared mutation goes through atomics.
+unsafe impl<K: Send + Sync, T: Send + Sync> Sync for Inner<K, T> {}
+
+/// The gate itself only builds handles; all state lives behind them.
+pub struct ScaleGate;
+
+impl ScaleGate {
+    /// A gate with `sources` writers and `readers` readers, and `levels` list levels (1..=[`MAX_LEVELS`];
+    /// loom models use 1-2).
+    ///
+    /// ```
+    /// use windgate_core::order::scale_gate::{Next, ScaleGate};
+    /// let (mut sources, mut readers) = ScaleGate::new::<i64, &str>(2, 1, 4);
+    /// let (mut b, mut a) = (sources.pop().unwrap(), sources.pop().unwrap());
+    /// a.add(1, "a1");
+    /// b.add(2, "b2");
+    /// a.add(3, "a3");
+    /// let r = &mut readers[0];
+    /// assert!(matches!(r.next(), Next::Item(1, &"a1"))); // ready: both sources are past it
+    /// assert!(matches!(r.next(), Next::Pending)); // b2 is b's latest: b might still send another 2
+    /// b.close();
+    /// assert!(matches!(r.next(), Next::Item(2, &"b2")));
+    /// assert!(matches!(r.next(), Next::Pending)); // a3 is a's latest
+    /// a.close();
+    /// assert!(matches!(r.next(), Next::Item(3, &"a3")));
+    /// assert!(matches!(r.next(), Next::End));
+    /// ```
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new<K: Ord + Copy, T>(
+        sources: usize,
+        readers: usize,
+        levels: usize,
+    ) -> (Vec<Source<K, T>>, Vec<Reader<K, T>>) {
+        assert!(
+            (1..=MAX_LEVELS).contains(&levels),
+            "levels must be 1..={MAX_LEVELS}"
+        );
+        let head = Node::alloc(Bound::Min, None, Kind::Head, u32::MAX, MAX_LEVELS);
+        // SAFETY: `head` is fresh and not shared yet. Its count: one anchor per handle (it has no incoming
+        // links). The gate itself holds none, or the head would keep the whole list alive: the list is freed
+        // by the drops of the handles' anchors.
+        unsafe {
+            (*head)
+                .refs
+                .store((sources + readers).max(1), Ordering::Relaxed)
+        };
+        // One dummy per source, linked at level 0 right after the head, in source order.
+        let mut written = Vec::with_capacity(sources);
+        let mut prev = head;
+        for j in 0..sources {
+            let dummy = Node::alloc(Bound::Min, None, Kind::Dummy, j as u32, 1);
+            // SAFETY: nodes are not shared yet; `prev` is the head or the previous dummy.
+            unsafe { (*prev).next[0].store(dummy, Ordering::Relaxed) };
+            written.push(CachePadded::new(AtomicPtr::new(dummy)));
+            prev = dummy;
+        }
+        if sources + readers == 0 {
+            // SAFETY: nobody else knows the list; the one count set above is ours.
+            unsafe { release(head) };
+        }
+        let inner = Arc::new(Inner {
+            levels,
+            written: written.into_boxed_slice(),
+        });
+        let srcs = (0..sources)
+            .map(|j| Source {
+                inner: inner.clone(),
+                id: j as u32,
+                update: [head; MAX_LEVELS],
+                anchor: head,
+                rng: 0x9E37_79B9_7F4A_7C15 ^ (j as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03),
+                last: None,
+                closed: false,
+            })
+            .collect();
+        let rdrs = (0..readers)
+            .map(|_| Reader {
+                inner: inner.clone(),
+                anchor: head,
+                cur: head,
+                since_anchor: 0,
+            })
+            .collect();
+        (srcs, rdrs)
+    }
+}
+
+/// One source's writer handle: adds its items in non-decreasing key order.
+pub struct Source<K: Ord + Copy, T> {
+    inner: Arc<Inner<K, T>>,
+    id: u32,
+    /// Per-level predecessors found by the last insertion, all at or right of `anchor`.
+    update: [*mut Node<K, T>; MAX_LEVELS],
+    /// The counted node this source's searches start from: `update[levels - 1]` after each insertion.
+    anchor: *mut Node<K, T>,
+    rng: u64,
+    last: Option<K>,
+    closed: bool,
+}
+
+// SAFETY: a `Source` is used by one thread at a time (`&mut self`); its raw pointers point at nodes kept
+// alive by its counted anchor. Sending it moves that ownership.
+unsafe impl<K: Ord + Copy + Send + Sync, T: Send + Sync> Send for Source<K, T> {}
+
+impl<K: Ord + Copy, T> Source<K, T> {
+    /// Adds an item. Keys must not decrease within a source (checked: a decrease would break readiness).
+    pub fn add(&mut self, key: K, value: T) {
+        self.insert(Bound::Item(key), Some(value), Kind::Item);
+    }
+
+    /// A promise that this source's future keys are `>= key`: releases its latest item without adding one.
+    /// Does nothing unless `key` is above the last key added.
+    pub fn advance(&mut self, key: K) {
+        if self.last.is_some_and(|l| key <= l) {
+            return;
+        }
+        self.insert(Bound::Item(key), None, Kind::Marker);
+    }
+
+    /// End of stream: the latest item becomes ready; readers see [`Next::End`] once every source closed.
+    pub fn close(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.insert(Bound::Max, None, Kind::Eos);
+        self.closed = true;
+        // The Eos node itself becomes passable: a null entry equals no node.
+        self.inner.written[self.id as usize].store(ptr::null_mut(), Ordering::Release);
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    fn height(&mut self) -> usize {
+        // xorshift64*: a geometric height with p = 1/2, capped (brief 002 §2.4, L47).
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        let bits = self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        (1 + bits.trailing_ones() as usize).min(self.inner.levels)
+    }
+
+    fn insert(&mut self, key: Bound<K>, value: Option<T>, kind: Kind) {
+        assert!(!self.closed, "ScaleGate: add after close");
+        if let Bound::Item(k) = key {
+            assert!(
+                self.last.is_none_or(|l| k >= l),
+                "ScaleGate: a source's keys must not decrease"
+            );
+            self.last = Some(k);
+        }
+        let levels = self.inner.levels;
+        let height = if kind == Kind::Item { self.height() } else { 1 };
+        let node = Node::alloc(key, value, kind, self.id, height);
+        // L50-56: search from this source's previous position, right while `next.key < key`, down a level.
+        let mut curr = self.anchor;
+        for i in (0..levels).rev() {
+            // SAFETY: `curr` is the anchor or right of it, so alive; so is every node reached from it.
+            unsafe {
+                let mut next = (*curr).next[i].load(Ordering::Acquire);
+                while !next.is_null() && (*next).key < key {
+                    curr = next;
+                    next = (*curr).next[i].load(Ordering::Acquire);
+                }
+            }
+            self.update[i] = curr;
+        }
+        // L57-58: link bottom-up; readers see the node at its level-0 CAS.
+        for i in 0..height {
+            self.level_insert(i, node);
+        }
+        self.move_anchor();
+        // L59: publish; the previous node of this source becomes ready. `node` stays alive: it is not ready, so
+        // no reader passes it, and its level-0 predecessor is right of our anchor.
+        self.inner.written[self.id as usize].store(node, Ordering::Release);
+    }
+
+    /// L61-67: link `node` at `level` after `update[level]`, past any equal keys and concurrent insertions.
+    fn level_insert(&mut self, level: usize, node: *mut Node<K, T>) {
+        let mut from = self.update[level];
+        // SAFETY: `from` and everything right of it are alive (right of our anchor); `node` is ours until its
+        // level-0 CAS and counted by its own links after.
+        unsafe {
+            let key = &(*node).key;
+            loop {
+                let next = (*from).next[level].load(Ordering::Acquire);
+                if next.is_null() || (*next).key > *key {
+                    // Relaxed: the CAS below (Release) publishes it. The link `from -> next` becomes
+                    // `node -> next` (its count moves with it); `from -> node` is one of `node`'s counts.
+                    (*node).next[level].store(next, Ordering::Relaxed);
+                    if (*from).next[level]
+                        .compare_exchange(next, node, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                    {
+                        break;
+                    }
+                } else {
+                    from = next;
+                }
+            }
+            self.update[level] = from;
+        }
+    }
+
+    /// Moves the counted anchor to `update[top]` if the insertion moved it right.
+    fn move_anchor(&mut self) {
+        let new = self.update[self.inner.levels - 1];
+        if new != self.anchor {
+            // SAFETY: `new` is right of the old anchor, hence alive; count it before dropping the old one.
+            unsafe {
+                (*new).refs.fetch_add(1, Ordering::Relaxed);
+                release(std::mem::replace(&mut self.anchor, new));
+            }
+        }
+    }
+}
+
+impl<K: Ord + Copy, T> Drop for Source<K, T> {
+    fn drop(&mut self) {
+        // A dropped source is a closed one: otherwise readers would wait for it forever.
+        self.close();
+        // SAFETY: the anchor is this handle's count.
+        unsafe { release(self.anchor) };
+    }
+}
+
+/// What [`Reader::next`] found.
+#[derive(Debug)]
+pub enum Next<'a, K, T> {
+    /// The next ready item, in key order.
+    Item(K, &'a T),
+    /// Nothing ready yet: some source has not published past the next item. Retry later.
+    Pending,
+    /// Every source closed and every item was read.
+    End,
+}
+
+/// One reader's handle: receives every ready item once, in key order (wait-free).
+pub struct Reader<K: Ord + Copy, T> {
+    inner: Arc<Inner<K, T>>,
+    /// The counted node: everything right of it is alive.
+    anchor: *mut Node<K, T>,
+    /// The last node consumed (the paper's `head`); at or right of `anchor`.
+    cur: *mut Node<K, T>,
+    since_anchor: usize,
+}
+
+// SAFETY: a `Reader` is used by one thread at a time (`&mut self`); its pointers are kept alive by its anchor.
+unsafe impl<K: Ord + Copy + Send + Sync, T: Send + Sync> Send for Reader<K, T> {}
+
+impl<K: Ord + Copy, T> Reader<K, T> {
+    /// The next ready item (L38-44), skipping dummies and markers.
+    pub fn next(&mut self) -> Next<'_, K, T> {
+        loop {
+            // SAFETY: `cur` is at or right of the anchor, so alive, and so is its successor.
+            let next = unsafe { (*self.cur).next[0].load(Ordering::Acquire) };
+            if next.is_null() {
+                self.settle();
+                return Next::Pending;
+            }
+            // SAFETY: `next` is alive (above). Its fields were written before the CAS that linked it, which
+            // the Acquire load above synchronises with.
+            let node = unsafe { &*next };
+            // L41: a source's latest node is not ready.
+            let written = self.inner.written[node.source as usize].load(Ordering::Acquire);
+            if node.kind == Kind::Eos {
+                return Next::End;
+            }
+            if written == next {
+                self.settle();
+                return Next::Pending;
+            }
+            self.cur = next;
+            self.since_anchor += 1;
+            if self.since_anchor >= ANCHOR_STRIDE {
+                self.settle();
+            }
+            if let (Kind::Item, Bound::Item(k), Some(v)) = (node.kind, node.key, &node.value) {
+                return Next::Item(k, v);
+            }
+        }
+    }
+
+    /// Moves the counted anchor up to `cur`, freeing what only this reader still held.
+    fn settle(&mut self) {
+        if self.cur != self.anchor {
+            // SAFETY: `cur` is right of the anchor, hence alive; count it before dropping the old anchor.
+            unsafe {
+                (*self.cur).refs.fetch_add(1, Ordering::Relaxed);
+                release(std::mem::replace(&mut self.anchor, self.cur));
+            }
+        }
+        self.since_anchor = 0;
+    }
+}
+
+impl<K: Ord + Copy, T> Drop for Reader<K, T> {
+    fn drop(&mut self) {
+        // SAFETY: the anchor is this handle's count; a dropped reader must not pin memory.
+        unsafe { release(self.anchor) };
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn drain<K: Ord + Copy, T: Clone>(r: &mut Reader<K, T>) -> (Vec<(K, T)>, bool) {
+        let mut out = vec![];
+        loop {
+            match r.next() {
+                Next::Item(k, v) => out.push((k, v.clone())),
+                Next::Pending => return (out, false),
+                Next::End => return (out, true),
+            }
+        }
+    }
+
+    #[test]
+    fn a_silent_source_blocks_everything() {
+        let (mut s, mut r) = ScaleGate::new::<i64, i64>(2, 1, 4);
+        for k in 0..10 {
+            s[0].add(k, k);
+        }
+        assert_eq!(drain(&mut r[0]), (vec![], false));
+        s[1].add(5, 50);
+        // Exactly the prefix strictly before each source's latest item: 0..=5 from source 0 (5 ties with
+        // source 1's 5 but was inserted first), not 50 (source 1's latest).
+        let (got, end) = drain(&mut r[0]);
+        assert_eq!(got, (0..=5).map(|k| (k, k)).collect::<Vec<_>>());
+        assert!(!end);
+        s[1].close();
+        let (got, _) = drain(&mut r[0]);
+        assert_eq!(got.first(), Some(&(5, 50)));
+        assert_eq!(got.last(), Some(&(8, 8)));
+        s[0].close();
+        assert_eq!(drain(&mut r[0]), (vec![(9, 9)], true));
+    }
+
+    #[test]
+    fn markers_release_without_items() {
+        let (mut s, mut r) = ScaleGate::new::<i64, i64>(2, 2, 2);
+        s[0].add(1, 1);
+        s[1].add(2, 2);
+        s[0].advance(3);
+        s[1].advance(3);
+        for r in &mut r {
+            assert_eq!(drain(r), (vec![(1, 1), (2, 2)], false));
+        }
+        s[0].advance(2); // not above the last key: ignored
+        drop(s);
+        for r in &mut r {
+            assert_eq!(drain(r), (vec![], true));
+        }
+    }
+
+    /// Allocations equal frees: every node carries a value that counts its drops.
+    #[test]
+    fn every_node_is_freed_and_a_slow_reader_pins_only_its_suffix() {
+        use std::sync::atomic::AtomicUsize as Counter;
+        static LIVE: Counter = Counter::new(0);
+        struct Tracked;
+        impl Tracked {
+            fn new() -> Self {
+                LIVE.fetch_add(1, Ordering::Relaxed);
+                Tracked
+            }
+        }
+        impl Drop for Tracked {
+            fn drop(&mut self) {
+                LIVE.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        {
+            let (mut s, mut r) = ScaleGate::new::<u64, Tracked>(1, 2, 8);
+            for k in 0..100_000 {
+                s[0].add(k, Tracked::new());
+            }
+            s[0].close();
+            let (fast, slow) = r.split_at_mut(1);
+            let mut n = 0;
+            while let Next::Item(..) = fast[0].next() {
+                n += 1;
+            }
+            assert_eq!(n, 100_000);
+            // The slow reader still pins everything.
+            assert_eq!(LIVE.load(Ordering::Relaxed), 100_000);
+            for _ in 0..50_000 {
+                assert!(matches!(slow[0].next(), Next::Item(..)));
+            }
+            let live = LIVE.load(Ordering::Relaxed);
+            assert!((50_000..=50_000 + ANCHOR_STRIDE).contains(&live), "{live}");
+            drop(r);
+            // Dropping the readers and the source's anchor frees the rest, iteratively (no stack overflow).
+        }
+        assert_eq!(LIVE.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_long_unread_list_drops_without_overflowing_the_stack() {
+        let (mut s, r) = ScaleGate::new::<u64, u64>(1, 1, 1);
+        for k in 0..1_000_000 {
+            s[0].add(k, k);
+        }
+        drop((s, r));
+    }
+}
