@@ -48,7 +48,7 @@ fn run_case(lists: Vec<Vec<i64>>, readers: usize, levels: usize, jitter: u64) {
                 s.spawn(move || {
                     let mut got = vec![];
                     loop {
-                        match r.next() {
+                        match r.next_ready() {
                             Next::Item(k, v) => {
                                 assert_eq!(*v, (k.0 as u64) ^ 0xabc);
                                 for m in marks.iter() {

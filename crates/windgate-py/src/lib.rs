@@ -1,6 +1,7 @@
 //! PyO3 bindings of windgate: convert Python arguments, release the GIL, call `windgate-core`, convert back.
 //! No logic lives here.
 
+mod band_join;
 mod convert;
 mod errors;
 mod window_aggregate;
@@ -12,6 +13,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(window_aggregate::window_aggregate, m)?)?;
     m.add_class::<window_aggregate::WindowAggregator>()?;
+    m.add_function(wrap_pyfunction!(band_join::band_join, m)?)?;
+    m.add_class::<band_join::BandJoiner>()?;
     m.add_function(wrap_pyfunction!(convert::duration_units, m)?)?;
     Ok(())
 }

@@ -2,12 +2,16 @@
 //! every n-th tuple and probing its portion of the opposite window, outputs merged by a second ScaleGate in a
 //! total order that is the same for any thread count.
 
+pub mod merge;
+pub mod operator;
 pub mod options;
 pub mod prepare;
 pub mod processor;
 pub mod reference;
+pub mod scale_join;
 pub mod window;
 
+pub use operator::{BandJoiner, JoinStats, band_join};
 pub use options::{BandJoinOptions, JoinStrategy, Predicate, Semantics};
 pub use prepare::{JoinKey, JoinTuple, Side};
 pub use processor::{OutKey, OutPair, Processor};

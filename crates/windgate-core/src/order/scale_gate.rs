@@ -108,12 +108,17 @@ unsafe fn release<K, T>(node: *mut Node<K, T>) {
     }
 }
 
+type Link<K, T> = AtomicPtr<Node<K, T>>;
+
+/// A gate's writer and reader handles.
+pub type Handles<K, T> = (Vec<Source<K, T>>, Vec<Reader<K, T>>);
+
 struct Inner<K, T> {
     levels: usize,
     /// `written[j]`: source `j`'s latest node (its dummy at first, null once closed). Only source `j` writes
     /// it (Release); readers compare it with a node they reached (Acquire). A node it points at stays alive:
     /// no reader passes it (it is not ready), and the source's anchor is to its left.
-    written: Box<[CachePadded<AtomicPtr<Node<K, T>>>]>,
+    written: Box<[CachePadded<Link<K, T>>]>,
 }
 
 // SAFETY: `Inner` only holds raw pointers into the list, whose nodes are shared through atomics; items (`T`)
@@ -137,21 +142,17 @@ impl ScaleGate {
     /// b.add(2, "b2");
     /// a.add(3, "a3");
     /// let r = &mut readers[0];
-    /// assert!(matches!(r.next(), Next::Item(1, &"a1"))); // ready: both sources are past it
-    /// assert!(matches!(r.next(), Next::Pending)); // b2 is b's latest: b might still send another 2
+    /// assert!(matches!(r.next_ready(), Next::Item(1, &"a1"))); // ready: both sources are past it
+    /// assert!(matches!(r.next_ready(), Next::Pending)); // b2 is b's latest: b might still send another 2
     /// b.close();
-    /// assert!(matches!(r.next(), Next::Item(2, &"b2")));
-    /// assert!(matches!(r.next(), Next::Pending)); // a3 is a's latest
+    /// assert!(matches!(r.next_ready(), Next::Item(2, &"b2")));
+    /// assert!(matches!(r.next_ready(), Next::Pending)); // a3 is a's latest
     /// a.close();
-    /// assert!(matches!(r.next(), Next::Item(3, &"a3")));
-    /// assert!(matches!(r.next(), Next::End));
+    /// assert!(matches!(r.next_ready(), Next::Item(3, &"a3")));
+    /// assert!(matches!(r.next_ready(), Next::End));
     /// ```
     #[allow(clippy::new_ret_no_self)]
-    pub fn new<K: Ord + Copy, T>(
-        sources: usize,
-        readers: usize,
-        levels: usize,
-    ) -> (Vec<Source<K, T>>, Vec<Reader<K, T>>) {
+    pub fn new<K: Ord + Copy, T>(sources: usize, readers: usize, levels: usize) -> Handles<K, T> {
         assert!(
             (1..=MAX_LEVELS).contains(&levels),
             "levels must be 1..={MAX_LEVELS}"
@@ -222,6 +223,9 @@ pub struct Source<K: Ord + Copy, T> {
 // SAFETY: a `Source` is used by one thread at a time (`&mut self`); its raw pointers point at nodes kept
 // alive by its counted anchor. Sending it moves that ownership.
 unsafe impl<K: Ord + Copy + Send + Sync, T: Send + Sync> Send for Source<K, T> {}
+// SAFETY: every method that touches the list takes `&mut self`; through `&Source` only `is_closed` (a plain
+// bool) is reachable, so sharing references across threads cannot race.
+unsafe impl<K: Ord + Copy + Send + Sync, T: Send + Sync> Sync for Source<K, T> {}
 
 impl<K: Ord + Copy, T> Source<K, T> {
     /// Adds an item. Keys must not decrease within a source (checked: a decrease would break readiness).
@@ -346,7 +350,7 @@ impl<K: Ord + Copy, T> Drop for Source<K, T> {
     }
 }
 
-/// What [`Reader::next`] found.
+/// What [`Reader::next_ready`] found.
 #[derive(Debug)]
 pub enum Next<'a, K, T> {
     /// The next ready item, in key order.
@@ -369,10 +373,12 @@ pub struct Reader<K: Ord + Copy, T> {
 
 // SAFETY: a `Reader` is used by one thread at a time (`&mut self`); its pointers are kept alive by its anchor.
 unsafe impl<K: Ord + Copy + Send + Sync, T: Send + Sync> Send for Reader<K, T> {}
+// SAFETY: `next` takes `&mut self`; a shared `&Reader` exposes nothing.
+unsafe impl<K: Ord + Copy + Send + Sync, T: Send + Sync> Sync for Reader<K, T> {}
 
 impl<K: Ord + Copy, T> Reader<K, T> {
     /// The next ready item (L38-44), skipping dummies and markers.
-    pub fn next(&mut self) -> Next<'_, K, T> {
+    pub fn next_ready(&mut self) -> Next<'_, K, T> {
         loop {
             // SAFETY: `cur` is at or right of the anchor, so alive, and so is its successor.
             let next = unsafe { (*self.cur).next[0].load(Ordering::Acquire) };
@@ -430,7 +436,7 @@ mod tests {
     fn drain<K: Ord + Copy, T: Clone>(r: &mut Reader<K, T>) -> (Vec<(K, T)>, bool) {
         let mut out = vec![];
         loop {
-            match r.next() {
+            match r.next_ready() {
                 Next::Item(k, v) => out.push((k, v.clone())),
                 Next::Pending => return (out, false),
                 Next::End => return (out, true),
@@ -501,14 +507,14 @@ mod tests {
             s[0].close();
             let (fast, slow) = r.split_at_mut(1);
             let mut n = 0;
-            while let Next::Item(..) = fast[0].next() {
+            while let Next::Item(..) = fast[0].next_ready() {
                 n += 1;
             }
             assert_eq!(n, 100_000);
             // The slow reader still pins everything.
             assert_eq!(LIVE.load(Ordering::Relaxed), 100_000);
             for _ in 0..50_000 {
-                assert!(matches!(slow[0].next(), Next::Item(..)));
+                assert!(matches!(slow[0].next_ready(), Next::Item(..)));
             }
             let live = LIVE.load(Ordering::Relaxed);
             assert!((50_000..=50_000 + ANCHOR_STRIDE).contains(&live), "{live}");

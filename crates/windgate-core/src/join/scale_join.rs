@@ -1,0 +1,327 @@
+//! ScaleJoin's threads (brief 002 §3.1): the caller feeds SG_in through one source handle per side; `n`
+//! processing threads each read every ready tuple, run [`Processor`] and add their outputs to SG_out, whose
+//! one reader (the caller) receives them merged in [`OutKey`] order. No central sequential step.
+//!
+//! Waiting: a thread with nothing ready spins briefly, then parks with a short timeout; the caller unparks
+//! sleepers after each batch of insertions. A missed wake-up (the flag is checked without a lock) costs at most
+//! one timeout, never a hang.
+//!
+//! Flushing a push: outputs of the *last* tuples would stay in SG_out, because each thread's latest output is
+//! not ready (brief 002 §3.6). When the caller needs every output of the first `c` ready tuples, it publishes
+//! `c`; each thread, once it processed `c` tuples, adds a marker `(ts, c - 1, MAX)` to SG_out and
+//! acknowledges. With every thread's marker written, everything below is ready.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::Duration;
+
+use crossbeam_utils::{Backoff, CachePadded};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::order::scale_gate::{Next, Reader, ScaleGate, Source};
+use crate::runtime::farm::panic_message;
+
+use super::prepare::{JoinKey, JoinTuple, Side};
+use super::processor::{OutKey, OutPair, Processor};
+
+/// Gate levels: sources search from their previous position, so few levels are needed (brief 002 §2.2).
+const LEVELS: usize = 4;
+/// How far (in tuples) the caller may run ahead of the slowest thread before it waits: bounds SG_in.
+const MAX_LAG: u64 = 1 << 16;
+/// The caller wakes sleeping threads and drains outputs every this many insertions.
+const WAKE_EVERY: u64 = 1024;
+/// The longest a sleeping thread or the waiting caller stays parked without a wake-up.
+const PARK: Duration = Duration::from_micros(200);
+
+/// What one processing thread publishes.
+#[derive(Default)]
+struct ThreadState {
+    /// Tuples processed (Release after each; the caller's lag check reads it).
+    processed: AtomicU64,
+    /// The last flush target this thread wrote a marker for.
+    acked: AtomicU64,
+    sleeping: AtomicBool,
+    /// The thread left its loop (end of input, stop or panic): it will not acknowledge any more.
+    exited: AtomicBool,
+    comparisons: AtomicU64,
+    pairs: AtomicU64,
+}
+
+struct Shared {
+    threads: Vec<CachePadded<ThreadState>>,
+    /// The flush target: outputs of the first `flush` ready tuples are wanted.
+    flush: AtomicU64,
+    /// Set on drop: threads stop without processing what is left.
+    stop: AtomicBool,
+    caller: Thread,
+    caller_waiting: AtomicBool,
+    failed: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn wake_caller(&self) {
+        if self.caller_waiting.load(Ordering::SeqCst) {
+            self.caller.unpark();
+        }
+    }
+}
+
+/// The parallel engine.
+pub struct ScaleJoin {
+    inputs: [Source<JoinKey, JoinTuple>; 2],
+    output: Reader<OutKey, OutPair>,
+    shared: Arc<Shared>,
+    handles: Vec<(Thread, JoinHandle<()>)>,
+    inserted: u64,
+    /// The threads were joined.
+    done: bool,
+}
+
+impl ScaleJoin {
+    /// Starts `n` processing threads built by `processor(id)`.
+    pub fn start(n: usize, processor: impl Fn(usize) -> Processor) -> Result<Self> {
+        let (sources, readers) = ScaleGate::new::<JoinKey, JoinTuple>(2, n, LEVELS);
+        let (out_sources, mut out_readers) = ScaleGate::new::<OutKey, OutPair>(n, 1, LEVELS);
+        let shared = Arc::new(Shared {
+            threads: (0..n).map(|_| CachePadded::default()).collect(),
+            flush: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            caller: thread::current(),
+            caller_waiting: AtomicBool::new(false),
+            failed: Mutex::new(None),
+        });
+        let mut handles = Vec::with_capacity(n);
+        for (id, (input, output)) in readers.into_iter().zip(out_sources).enumerate() {
+            let shared = shared.clone();
+            let proc = processor(id);
+            let handle = thread::Builder::new()
+                .name(format!("windgate-join-{id}"))
+                .spawn(move || run_thread(id, input, output, proc, shared))
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Poisoned,
+                        format!("could not start a join thread: {e}"),
+                    )
+                })?;
+            handles.push((handle.thread().clone(), handle));
+        }
+        let mut sources = sources.into_iter();
+        Ok(ScaleJoin {
+            inputs: [sources.next().expect("2"), sources.next().expect("2")],
+            output: out_readers.pop().expect("1 reader"),
+            shared,
+            handles,
+            inserted: 0,
+            done: false,
+        })
+    }
+
+    /// Adds one tuple of its side (in the side's key order). Drains ready outputs into `out` now and then,
+    /// and waits when the threads lag too far behind.
+    pub fn insert(&mut self, t: JoinTuple, out: &mut Vec<OutPair>) -> Result<()> {
+        let side = t.key.side;
+        self.inputs[side.index()].add(t.key, t);
+        self.inserted += 1;
+        if self.inserted % WAKE_EVERY == 0 {
+            self.wake_threads();
+            self.drain(out);
+            let inserted = self.inserted;
+            if inserted - self.slowest() > MAX_LAG {
+                self.wait(out, |s| inserted - s.slowest() <= MAX_LAG / 2)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A promise: `side` sends no key below `key` any more.
+    pub fn advance(&mut self, side: Side, key: JoinKey) {
+        self.inputs[side.index()].advance(key);
+    }
+
+    pub fn close(&mut self, side: Side) {
+        self.inputs[side.index()].close();
+        self.wake_threads();
+    }
+
+    /// Every output of the first `ready` tuples of the merged stream, appended to `out` in order.
+    pub fn collect(&mut self, ready: u64, out: &mut Vec<OutPair>) -> Result<()> {
+        if ready > self.shared.flush.load(Ordering::Relaxed) {
+            self.shared.flush.store(ready, Ordering::Release);
+        }
+        self.wake_threads();
+        let shared = self.shared.clone();
+        self.wait(out, |_| {
+            shared.threads.iter().all(|t| {
+                t.acked.load(Ordering::Acquire) >= ready || t.exited.load(Ordering::Acquire)
+            })
+        })?;
+        self.drain(out);
+        Ok(())
+    }
+
+    /// After both sides closed: every remaining output; joins the threads.
+    pub fn finish(&mut self, out: &mut Vec<OutPair>) -> Result<()> {
+        self.wake_threads();
+        loop {
+            match self.output.next_ready() {
+                Next::Item(_, p) => out.push(*p),
+                Next::End => break,
+                Next::Pending => {
+                    self.check_failed()?;
+                    self.park();
+                }
+            }
+        }
+        self.join_threads();
+        self.check_failed()
+    }
+
+    /// Comparisons and pairs per thread.
+    pub fn per_thread(&self) -> Vec<(u64, u64)> {
+        self.shared
+            .threads
+            .iter()
+            .map(|t| {
+                (
+                    t.comparisons.load(Ordering::Relaxed),
+                    t.pairs.load(Ordering::Relaxed),
+                )
+            })
+            .collect()
+    }
+
+    fn drain(&mut self, out: &mut Vec<OutPair>) {
+        while let Next::Item(_, p) = self.output.next_ready() {
+            out.push(*p);
+        }
+    }
+
+    fn slowest(&self) -> u64 {
+        self.shared
+            .threads
+            .iter()
+            .map(|t| t.processed.load(Ordering::Acquire))
+            .min()
+            .unwrap_or(self.inserted)
+    }
+
+    fn wake_threads(&self) {
+        for (t, (thread, _)) in self.shared.threads.iter().zip(&self.handles) {
+            if t.sleeping.load(Ordering::SeqCst) {
+                thread.unpark();
+            }
+        }
+    }
+
+    /// Drains outputs (so SG_out stays short) until `done` holds or a thread failed.
+    fn wait(&mut self, out: &mut Vec<OutPair>, done: impl Fn(&Self) -> bool) -> Result<()> {
+        let backoff = Backoff::new();
+        while !done(self) {
+            self.check_failed()?;
+            self.drain(out);
+            self.wake_threads();
+            if backoff.is_completed() {
+                self.park();
+            } else {
+                backoff.snooze();
+            }
+        }
+        Ok(())
+    }
+
+    fn park(&self) {
+        self.shared.caller_waiting.store(true, Ordering::SeqCst);
+        thread::park_timeout(PARK);
+        self.shared.caller_waiting.store(false, Ordering::SeqCst);
+    }
+
+    fn check_failed(&self) -> Result<()> {
+        match &*self.shared.failed.lock().expect("not poisoned") {
+            Some(msg) => Err(Error::new(
+                ErrorKind::Poisoned,
+                format!("a join thread failed: {msg}"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn join_threads(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        for (_, h) in self.handles.drain(..) {
+            // A panic was caught inside the thread and recorded in `failed`.
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for ScaleJoin {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for (thread, _) in &self.handles {
+            thread.unpark();
+        }
+        self.join_threads();
+    }
+}
+
+/// One processing thread: Algorithm 1's loop, plus flush markers, sleeping and panic capture.
+fn run_thread(
+    id: usize,
+    mut input: Reader<JoinKey, JoinTuple>,
+    mut output: Source<OutKey, OutPair>,
+    mut proc: Processor,
+    shared: Arc<Shared>,
+) {
+    let me = &shared.threads[id];
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let backoff = Backoff::new();
+        let mut last_ts = i64::MIN;
+        while !shared.stop.load(Ordering::Relaxed) {
+            match input.next_ready() {
+                Next::Item(_, t) => {
+                    proc.process(t, |k, p| output.add(k, p));
+                    last_ts = t.key.ts;
+                    me.processed.store(proc.processed(), Ordering::Release);
+                    backoff.reset();
+                }
+                Next::End => break,
+                Next::Pending => {
+                    me.comparisons.store(proc.comparisons, Ordering::Relaxed);
+                    me.pairs.store(proc.pairs, Ordering::Relaxed);
+                    let target = shared.flush.load(Ordering::Acquire);
+                    if target > me.acked.load(Ordering::Relaxed) && proc.processed() >= target {
+                        output.advance(OutKey {
+                            ts: last_ts,
+                            trigger: target - 1,
+                            partner: u64::MAX,
+                        });
+                        me.acked.store(target, Ordering::Release);
+                        shared.wake_caller();
+                        continue;
+                    }
+                    if backoff.is_completed() {
+                        me.sleeping.store(true, Ordering::SeqCst);
+                        thread::park_timeout(PARK);
+                        me.sleeping.store(false, Ordering::SeqCst);
+                    } else {
+                        backoff.snooze();
+                    }
+                }
+            }
+        }
+    }));
+    me.comparisons.store(proc.comparisons, Ordering::Relaxed);
+    me.pairs.store(proc.pairs, Ordering::Relaxed);
+    if let Err(panic) = result {
+        *shared.failed.lock().expect("not poisoned") = Some(panic_message(&panic));
+    }
+    // Dropping `output` closes this thread's SG_out source, so the caller's reader can reach the end.
+    drop(output);
+    me.exited.store(true, Ordering::Release);
+    shared.wake_caller();
+}

@@ -1,0 +1,226 @@
+//! `band_join` and `BandJoiner` for Python.
+
+use std::sync::Mutex;
+
+use arrow_array::RecordBatch;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pyo3_arrow::input::AnyRecordBatch;
+use pyo3_arrow::{PyRecordBatch, PyTable};
+use windgate_core::aggregate::{LatenessOpt, OnLate};
+use windgate_core::join::{
+    self as core, BandJoinOptions, JoinStrategy, Predicate, Semantics, Side,
+};
+use windgate_core::{Error, ErrorKind};
+
+use crate::convert::span;
+use crate::errors::{catch_panic, to_py};
+
+/// A predicate as the Python wrapper sends it: `("band", left, right, eps)` or `("eq", left, right, None)`.
+type PyPredicate = (String, String, String, Option<f64>);
+
+#[allow(clippy::too_many_arguments)]
+fn options(
+    time: (String, String),
+    window: &Bound<'_, PyAny>,
+    on: Vec<PyPredicate>,
+    threads: Option<i64>,
+    lateness: Option<&Bound<'_, PyAny>>,
+    on_late: &str,
+    semantics: &str,
+    index: bool,
+    strategy: &str,
+) -> PyResult<BandJoinOptions> {
+    let on = on
+        .into_iter()
+        .map(|(kind, left, right, eps)| match (kind.as_str(), eps) {
+            ("band", Some(eps)) => Ok(Predicate::Band { left, right, eps }),
+            ("eq", _) => Ok(Predicate::Eq { left, right }),
+            _ => Err(to_py(Error::param(
+                "on",
+                format!("expected windgate.band(...) or windgate.eq(...), got {kind:?}"),
+            ))),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let mut o = BandJoinOptions::new(time, span(window, "window")?, on);
+    o.threads = match threads {
+        None => None,
+        Some(t) if t >= 1 => Some(t as usize),
+        Some(t) => {
+            return Err(to_py(Error::param(
+                "threads",
+                format!("expected a positive int or None, got {t}"),
+            )));
+        }
+    };
+    o.lateness = match lateness.filter(|l| !l.is_none()) {
+        None => LatenessOpt::Exact,
+        Some(l) if l.extract::<String>().is_ok_and(|s| s == "adaptive") => LatenessOpt::Adaptive,
+        Some(l) => LatenessOpt::Bound(span(l, "lateness")?),
+    };
+    o.on_late = OnLate::parse(on_late).map_err(to_py)?;
+    o.semantics = Semantics::parse(semantics).map_err(to_py)?;
+    o.index = index;
+    o.strategy = JoinStrategy::parse(strategy).map_err(to_py)?;
+    o.validate().map_err(to_py)?;
+    Ok(o)
+}
+
+/// Batch band join (see `windgate.band_join`).
+#[pyfunction]
+#[pyo3(signature = (left, right, *, time, window, on, threads=None, lateness=None, on_late="drop",
+                    semantics="interval", index=true, strategy="auto"))]
+#[allow(clippy::too_many_arguments)]
+pub fn band_join<'py>(
+    py: Python<'py>,
+    left: AnyRecordBatch,
+    right: AnyRecordBatch,
+    time: (String, String),
+    window: &Bound<'py, PyAny>,
+    on: Vec<PyPredicate>,
+    threads: Option<i64>,
+    lateness: Option<&Bound<'py, PyAny>>,
+    on_late: &str,
+    semantics: &str,
+    index: bool,
+    strategy: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let opts = options(
+        time, window, on, threads, lateness, on_late, semantics, index, strategy,
+    )?;
+    let (left, right) = (left.into_reader()?, right.into_reader()?);
+    let interrupt: Mutex<Option<PyErr>> = Mutex::new(None);
+    let result = py.detach(|| {
+        catch_panic("band_join", || {
+            let l = (left.schema(), left.map(|b| b.map_err(Error::from)));
+            let r = (right.schema(), right.map(|b| b.map_err(Error::from)));
+            core::band_join(l, r, opts, || {
+                Python::attach(|py| py.check_signals()).map_err(|e| {
+                    *interrupt.lock().expect("not poisoned") = Some(e);
+                    Error::new(ErrorKind::Poisoned, "interrupted")
+                })
+            })
+        })
+    });
+    if let Some(e) = interrupt.into_inner().expect("not poisoned") {
+        return Err(e);
+    }
+    let (schema, batches) = result.map_err(to_py)?;
+    PyTable::try_new(batches, schema)?.into_pyarrow(py)
+}
+
+/// The streaming band join (see `windgate.BandJoiner`).
+#[pyclass(module = "windgate._native")]
+pub struct BandJoiner {
+    inner: core::BandJoiner,
+}
+
+#[pymethods]
+impl BandJoiner {
+    #[new]
+    #[pyo3(signature = (*, time, window, on, threads=None, lateness=None, on_late="drop",
+                        semantics="interval", index=true, strategy="auto"))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        time: (String, String),
+        window: &Bound<'_, PyAny>,
+        on: Vec<PyPredicate>,
+        threads: Option<i64>,
+        lateness: Option<&Bound<'_, PyAny>>,
+        on_late: &str,
+        semantics: &str,
+        index: bool,
+        strategy: &str,
+    ) -> PyResult<Self> {
+        let opts = options(
+            time, window, on, threads, lateness, on_late, semantics, index, strategy,
+        )?;
+        Ok(Self {
+            inner: core::BandJoiner::new(opts).map_err(to_py)?,
+        })
+    }
+
+    /// Pushes one batch (or every batch of a stream) of `side`; returns the pairs that became final.
+    #[pyo3(signature = (batch, side="left"))]
+    fn push<'py>(
+        &mut self,
+        py: Python<'py>,
+        batch: AnyRecordBatch,
+        side: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let side = Side::parse(side).map_err(to_py)?;
+        let reader = batch.into_reader()?;
+        let schema = reader.schema();
+        let inner = &mut self.inner;
+        let out = py.detach(|| {
+            catch_panic("push", || {
+                inner.bind(side, &schema)?;
+                let mut outs = vec![];
+                for b in reader {
+                    outs.push(inner.push(&b.map_err(Error::from)?, side)?);
+                }
+                concat(outs)
+            })
+        });
+        finish(py, out)
+    }
+
+    /// End of both inputs: every remaining pair.
+    fn flush<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let inner = &mut self.inner;
+        let out = py.detach(|| catch_panic("flush", || inner.flush()));
+        finish(py, out)
+    }
+
+    /// Counters: rows in per side, late rows, pairs out, comparisons (total and per thread), ...
+    #[getter]
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.inner.stats();
+        let d = PyDict::new(py);
+        d.set_item("rows_in_left", s.rows_in[0])?;
+        d.set_item("rows_in_right", s.rows_in[1])?;
+        d.set_item("late_rows_left", s.late_rows[0])?;
+        d.set_item("late_rows_right", s.late_rows[1])?;
+        d.set_item("late_rows", s.late_rows[0] + s.late_rows[1])?;
+        d.set_item("pairs_out", s.pairs_out)?;
+        d.set_item("comparisons", s.comparisons)?;
+        let per: Vec<u64> = s.per_thread.iter().map(|p| p.0).collect();
+        let pairs: Vec<u64> = s.per_thread.iter().map(|p| p.1).collect();
+        d.set_item("comparisons_per_thread", per)?;
+        d.set_item("pairs_per_thread", pairs)?;
+        d.set_item("buffered_rows", s.buffered_rows)?;
+        d.set_item("watermark_left", s.watermark[0])?;
+        d.set_item("watermark_right", s.watermark[1])?;
+        d.set_item("threads", s.threads)?;
+        d.set_item("strategy", s.strategy)?;
+        d.set_item("semantics", s.semantics)?;
+        d.set_item("index", s.index)?;
+        Ok(d)
+    }
+
+    /// The output schema (known once both sides pushed a batch), as a pyarrow.Schema, or None.
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.inner
+            .output_schema()
+            .map(|s| pyo3_arrow::PySchema::new(s).into_pyarrow(py))
+            .transpose()
+    }
+}
+
+fn finish<'py>(py: Python<'py>, out: Result<RecordBatch, Error>) -> PyResult<Bound<'py, PyAny>> {
+    PyRecordBatch::new(out.map_err(to_py)?).into_pyarrow(py)
+}
+
+fn concat(outs: Vec<RecordBatch>) -> Result<RecordBatch, Error> {
+    if outs.len() == 1 {
+        return Ok(outs.into_iter().next().expect("one"));
+    }
+    let schema = outs
+        .iter()
+        .map(|b| b.schema())
+        .max_by_key(|s| s.fields().len());
+    let schema = schema.expect("a stream of at least one batch is pushed");
+    let outs: Vec<_> = outs.into_iter().filter(|b| b.schema() == schema).collect();
+    Ok(arrow_select::concat::concat_batches(&schema, &outs)?)
+}
