@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from . import _args, _native
+from .join import Band, BandJoiner, Eq, band, band_join, eq
 from .errors import (
     ColumnNotFoundError,
     ColumnTypeError,
@@ -36,6 +37,12 @@ __version__: str = _native.__version__
 __all__ = [
     "window_aggregate",
     "WindowAggregator",
+    "band_join",
+    "BandJoiner",
+    "band",
+    "eq",
+    "Band",
+    "Eq",
     "WindgateError",
     "InvalidParameterError",
     "ColumnNotFoundError",

@@ -50,4 +50,40 @@ class WindowAggregator:
     @property
     def schema(self) -> pa.Schema | None: ...
 
+def band_join(
+    left: Any,
+    right: Any,
+    *,
+    time: tuple[str, str],
+    window: int | str,
+    on: Sequence[tuple[str, str, str, float | None]],
+    threads: int | None = None,
+    lateness: int | str | None = None,
+    on_late: str = "drop",
+    semantics: str = "interval",
+    index: bool = True,
+    strategy: str = "auto",
+) -> pa.Table: ...
+
+class BandJoiner:
+    def __init__(
+        self,
+        *,
+        time: tuple[str, str],
+        window: int | str,
+        on: Sequence[tuple[str, str, str, float | None]],
+        threads: int | None = None,
+        lateness: int | str | None = None,
+        on_late: str = "drop",
+        semantics: str = "interval",
+        index: bool = True,
+        strategy: str = "auto",
+    ) -> None: ...
+    def push(self, batch: Any, side: str = "left") -> pa.RecordBatch: ...
+    def flush(self) -> pa.RecordBatch: ...
+    @property
+    def stats(self) -> dict[str, Any]: ...
+    @property
+    def schema(self) -> pa.Schema | None: ...
+
 def duration_units(text: str, unit: str, param: str = "size") -> int: ...

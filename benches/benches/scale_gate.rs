@@ -1,0 +1,125 @@
+//! ScaleGate against the obvious alternative: a mutex around a binary heap that merges the same sources with
+//! the same readiness rule (an item leaves once every source has sent a later one). Two source threads, one
+//! reader, 1M items each (brief 002 §5.3 B2; DESIGN §8 asks >= 20 M rows/s through a 2-source merge).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::hint::black_box;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use windgate_core::order::scale_gate::{Next, ScaleGate};
+
+const PER_SOURCE: u64 = 1_000_000;
+
+/// Keys `(ts, source, seq)` with interleaved timestamps; returns items read.
+fn scale_gate(sources: usize, readers: usize) -> u64 {
+    let (srcs, rdrs) = ScaleGate::new::<(u64, usize, u64), u64>(sources, readers, 4);
+    thread::scope(|s| {
+        for (j, mut src) in srcs.into_iter().enumerate() {
+            s.spawn(move || {
+                for i in 0..PER_SOURCE {
+                    src.add((i * sources as u64 + j as u64, j, i), i);
+                }
+                src.close();
+            });
+        }
+        let handles: Vec<_> = rdrs
+            .into_iter()
+            .map(|mut r| {
+                s.spawn(move || {
+                    let mut n = 0u64;
+                    loop {
+                        match r.next_ready() {
+                            Next::Item(_, v) => {
+                                black_box(v);
+                                n += 1;
+                            }
+                            Next::Pending => std::hint::spin_loop(),
+                            Next::End => return n,
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    })
+}
+
+/// The baseline: sources push into one locked heap; the reader pops what is below every source's latest.
+fn mutex_heap(sources: usize) -> u64 {
+    struct State {
+        heap: BinaryHeap<Reverse<(u64, usize)>>,
+        latest: Vec<Option<u64>>,
+        closed: Vec<bool>,
+    }
+    let state = Arc::new(Mutex::new(State {
+        heap: BinaryHeap::new(),
+        latest: vec![None; sources],
+        closed: vec![false; sources],
+    }));
+    thread::scope(|s| {
+        for j in 0..sources {
+            let state = state.clone();
+            s.spawn(move || {
+                for i in 0..PER_SOURCE {
+                    let k = i * sources as u64 + j as u64;
+                    let mut st = state.lock().unwrap();
+                    st.heap.push(Reverse((k, j)));
+                    st.latest[j] = Some(k);
+                }
+                state.lock().unwrap().closed[j] = true;
+            });
+        }
+        let reader = s.spawn(|| {
+            let mut n = 0u64;
+            loop {
+                let mut st = state.lock().unwrap();
+                let bound = (0..sources)
+                    .filter(|&j| !st.closed[j])
+                    .map(|j| st.latest[j])
+                    .min();
+                let all_closed = bound.is_none();
+                let mut popped = 0;
+                while let Some(&Reverse((k, _))) = st.heap.peek() {
+                    let ready = match bound {
+                        None => true,
+                        Some(None) => false,
+                        Some(Some(b)) => k < b,
+                    };
+                    if !ready {
+                        break;
+                    }
+                    st.heap.pop();
+                    popped += 1;
+                }
+                n += popped;
+                if all_closed && st.heap.is_empty() {
+                    return n;
+                }
+            }
+        });
+        reader.join().unwrap()
+    })
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("merge_2_sources");
+    g.sample_size(10).measurement_time(Duration::from_secs(8));
+    g.throughput(Throughput::Elements(2 * PER_SOURCE));
+    g.bench_function(BenchmarkId::new("scale_gate", "1_reader"), |b| {
+        b.iter(|| assert_eq!(scale_gate(2, 1), 2 * PER_SOURCE))
+    });
+    g.bench_function(BenchmarkId::new("scale_gate", "2_readers"), |b| {
+        b.iter(|| assert_eq!(scale_gate(2, 2), 4 * PER_SOURCE))
+    });
+    g.bench_function(BenchmarkId::new("mutex_heap", "1_reader"), |b| {
+        b.iter(|| assert_eq!(mutex_heap(2), 2 * PER_SOURCE))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
