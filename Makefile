@@ -11,7 +11,7 @@ WHEEL_DIR := target/wheels
 EXTRAS ?= spark,cli,test,bench
 export PYTHONUNBUFFERED := 1
 
-.PHONY: help setup demo test test-rust test-python bench bench-rust bench-peers lint fmt clean
+.PHONY: help setup demo test test-rust test-loom test-python bench bench-rust bench-peers lint fmt clean
 
 help:
 	@echo "make demo   - set up, then run the PySpark demo job on generated smart-grid data"
@@ -34,10 +34,15 @@ setup: $(VENV)/.created
 demo: setup
 	$(VENV)/bin/windgate demo
 
-test: setup test-rust test-python
+test: setup test-rust test-loom test-python
 
 test-rust:
 	cargo test --workspace --release
+
+# loom models of the lock-free gate: the core rebuilt with --cfg loom in its own target dir (so the normal build
+# cache survives), every interleaving up to loom's preemption bound.
+test-loom:
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p windgate-core --release --test loom_scale_gate
 
 # pytest exits 5 when it collects nothing: that must fail here, since a run without tests proves nothing.
 test-python:
@@ -52,6 +57,7 @@ bench-peers:
 	$(PY) benches/peers/window_aggregate.py --out bench-results
 	$(PY) benches/peers/farm_schedulers.py --out bench-results
 	$(PY) benches/peers/thesis_approaches.py --out bench-results
+	$(PY) benches/peers/band_join.py --out bench-results
 
 lint: $(VENV)/.created
 	$(PIP) install --quiet "ruff>=0.6"
