@@ -92,7 +92,7 @@ fn merge_oracle_under_threads() {
             &(
                 proptest::collection::vec(sorted_list(300), 1..=8),
                 1usize..=8,
-                1usize..=8,
+                1usize..=windgate_core::order::scale_gate::MAX_LEVELS,
                 any::<u64>(),
             ),
             |(lists, readers, levels, jitter)| {
@@ -114,5 +114,5 @@ fn long_stress() {
     let lists = (0..4)
         .map(|j| (0..per).map(|i| (i * 3 + j) / 7).collect())
         .collect();
-    run_case(lists, 3, 8, 7);
+    run_case(lists, 3, 4, 7);
 }

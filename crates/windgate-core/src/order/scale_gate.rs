@@ -23,15 +23,17 @@
 //!   hazard pointers, and a node is freed by the `release` that drops its count to zero, which cascades right
 //!   iteratively (a long list must not overflow the stack).
 
+use std::mem::MaybeUninit;
 use std::ptr;
 
 use crossbeam_utils::CachePadded;
+use smallvec::SmallVec;
 
 use crate::sync::{Arc, AtomicPtr, AtomicUsize, Ordering};
 
 /// Levels of the list. Sources search from their own previous position, so few levels suffice (brief 002
 /// §2.2: 4-8).
-pub const MAX_LEVELS: usize = 8;
+pub const MAX_LEVELS: usize = 4;
 
 /// A reader moves its reference-counted anchor only every `ANCHOR_STRIDE` nodes (or when it has to wait):
 /// two atomic read-modify-writes per node and reader would make readers fight over every node's count.
@@ -66,20 +68,100 @@ struct Node<K, T> {
     refs: AtomicUsize,
     /// `next[i]` for `i < height`; null is the end of the list.
     next: [AtomicPtr<Node<K, T>>; MAX_LEVELS],
+    /// The block the node lives in.
+    block: *mut Block<K, T>,
 }
 
-impl<K, T> Node<K, T> {
-    fn alloc(key: Bound<K>, value: Option<T>, kind: Kind, source: u32, height: usize) -> *mut Self {
-        Box::into_raw(Box::new(Node {
-            key,
-            value,
-            kind,
-            source,
-            height,
-            // The `height` links it is about to get; anchors add their own.
-            refs: AtomicUsize::new(height),
-            next: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
-        }))
+/// Nodes are carved out of blocks of `BLOCK_NODES`, one block per source at a time: a malloc and a free per
+/// node made the writers and the freeing readers queue on the allocator's lock.
+const BLOCK_NODES: usize = 256;
+
+struct Block<K, T> {
+    /// Nodes of this block not yet freed, plus one while its source may still carve nodes from it.
+    live: AtomicUsize,
+    slots: Box<[MaybeUninit<Node<K, T>>]>,
+}
+
+/// A source's (or the constructor's) current block.
+struct Arena<K, T> {
+    block: *mut Block<K, T>,
+    next: usize,
+}
+
+impl<K, T> Arena<K, T> {
+    fn new() -> Self {
+        Arena {
+            block: ptr::null_mut(),
+            next: BLOCK_NODES,
+        }
+    }
+
+    fn alloc(
+        &mut self,
+        key: Bound<K>,
+        value: Option<T>,
+        kind: Kind,
+        source: u32,
+        height: usize,
+    ) -> *mut Node<K, T> {
+        if self.next == BLOCK_NODES {
+            self.retire();
+            let block = Block {
+                // Every node counted up front (no per-node increment), plus the arena's hold.
+                live: AtomicUsize::new(BLOCK_NODES + 1),
+                slots: (0..BLOCK_NODES).map(|_| MaybeUninit::uninit()).collect(),
+            };
+            self.block = Box::into_raw(Box::new(block));
+            self.next = 0;
+        }
+        // SAFETY: `block` is ours (the arena's hold keeps it) and slot `next` was never handed out.
+        unsafe {
+            let slot = (*self.block).slots[self.next].as_mut_ptr();
+            self.next += 1;
+            slot.write(Node {
+                key,
+                value,
+                kind,
+                source,
+                height,
+                // The `height` links it is about to get; anchors add their own.
+                refs: AtomicUsize::new(height),
+                next: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+                block: self.block,
+            });
+            slot
+        }
+    }
+
+    /// Gives up the current block: its never-used slots and the arena's hold.
+    fn retire(&mut self) {
+        if !self.block.is_null() {
+            let unused = BLOCK_NODES - self.next;
+            // SAFETY: the arena holds `1 + unused` counts of its block.
+            unsafe { block_release(self.block, unused + 1) };
+            self.block = ptr::null_mut();
+            self.next = BLOCK_NODES;
+        }
+    }
+}
+
+impl<K, T> Drop for Arena<K, T> {
+    fn drop(&mut self) {
+        self.retire();
+    }
+}
+
+/// Drops `n` counts of a block; frees it (its slots hold no live node any more) at zero.
+///
+/// # Safety
+/// The caller owns `n` counts of `block`.
+unsafe fn block_release<K, T>(block: *mut Block<K, T>, n: usize) {
+    // SAFETY: we own `n` counts, so the block is alive until the decrement; at zero nobody else refers to it,
+    // and every node in it was dropped in place (slots are `MaybeUninit`, so dropping the block drops none).
+    unsafe {
+        if (*block).live.fetch_sub(n, Ordering::AcqRel) == n {
+            drop(Box::from_raw(block));
+        }
     }
 }
 
@@ -88,7 +170,8 @@ impl<K, T> Node<K, T> {
 /// # Safety
 /// The caller owns one count of `node` (a link of a node being freed, or an anchor).
 unsafe fn release<K, T>(node: *mut Node<K, T>) {
-    let mut work = vec![node];
+    let mut work: SmallVec<[*mut Node<K, T>; 8]> = SmallVec::new();
+    work.push(node);
     while let Some(n) = work.pop() {
         // SAFETY: we own one count of `n`, so it is alive until the decrement below.
         let last = unsafe { (*n).refs.fetch_sub(1, Ordering::AcqRel) } == 1;
@@ -97,13 +180,19 @@ unsafe fn release<K, T>(node: *mut Node<K, T>) {
         }
         // SAFETY: the count reached zero: no link, reader or source refers to `n` any more, and nobody can
         // reach it (every path to it went through a link or anchor that counted). The AcqRel decrement orders
-        // every earlier use of `n` before this free.
-        let node = unsafe { Box::from_raw(n) };
-        for i in 0..node.height {
-            let next = node.next[i].load(Ordering::Acquire);
-            if !next.is_null() {
-                work.push(next);
+        // every earlier use of `n` before this free. The node was written by `Arena::alloc` and is dropped
+        // exactly once, here; its block outlives it (the node is one of the block's counts).
+        unsafe {
+            let node = &*n;
+            for i in 0..node.height {
+                let next = node.next[i].load(Ordering::Acquire);
+                if !next.is_null() {
+                    work.push(next);
+                }
             }
+            let block = node.block;
+            ptr::drop_in_place(n);
+            block_release(block, 1);
         }
     }
 }
@@ -157,7 +246,8 @@ impl ScaleGate {
             (1..=MAX_LEVELS).contains(&levels),
             "levels must be 1..={MAX_LEVELS}"
         );
-        let head = Node::alloc(Bound::Min, None, Kind::Head, u32::MAX, MAX_LEVELS);
+        let mut arena = Arena::new();
+        let head = arena.alloc(Bound::Min, None, Kind::Head, u32::MAX, MAX_LEVELS);
         // SAFETY: `head` is fresh and not shared yet. Its count: one anchor per handle (it has no incoming
         // links). The gate itself holds none, or the head would keep the whole list alive: the list is freed
         // by the drops of the handles' anchors.
@@ -170,7 +260,7 @@ impl ScaleGate {
         let mut written = Vec::with_capacity(sources);
         let mut prev = head;
         for j in 0..sources {
-            let dummy = Node::alloc(Bound::Min, None, Kind::Dummy, j as u32, 1);
+            let dummy = arena.alloc(Bound::Min, None, Kind::Dummy, j as u32, 1);
             // SAFETY: nodes are not shared yet; `prev` is the head or the previous dummy.
             unsafe { (*prev).next[0].store(dummy, Ordering::Relaxed) };
             written.push(CachePadded::new(AtomicPtr::new(dummy)));
@@ -190,6 +280,7 @@ impl ScaleGate {
                 id: j as u32,
                 update: [head; MAX_LEVELS],
                 anchor: head,
+                arena: Arena::new(),
                 rng: 0x9E37_79B9_7F4A_7C15 ^ (j as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03),
                 last: None,
                 closed: false,
@@ -215,6 +306,7 @@ pub struct Source<K: Ord + Copy, T> {
     update: [*mut Node<K, T>; MAX_LEVELS],
     /// The counted node this source's searches start from: `update[levels - 1]` after each insertion.
     anchor: *mut Node<K, T>,
+    arena: Arena<K, T>,
     rng: u64,
     last: Option<K>,
     closed: bool,
@@ -277,7 +369,7 @@ impl<K: Ord + Copy, T> Source<K, T> {
         }
         let levels = self.inner.levels;
         let height = if kind == Kind::Item { self.height() } else { 1 };
-        let node = Node::alloc(key, value, kind, self.id, height);
+        let node = self.arena.alloc(key, value, kind, self.id, height);
         // L50-56: search from this source's previous position, right while `next.key < key`, down a level.
         let mut curr = self.anchor;
         for i in (0..levels).rev() {
@@ -500,7 +592,7 @@ mod tests {
             }
         }
         {
-            let (mut s, mut r) = ScaleGate::new::<u64, Tracked>(1, 2, 8);
+            let (mut s, mut r) = ScaleGate::new::<u64, Tracked>(1, 2, 4);
             for k in 0..100_000 {
                 s[0].add(k, Tracked::new());
             }
