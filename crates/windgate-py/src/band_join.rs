@@ -1,20 +1,18 @@
 //! `band_join` and `BandJoiner` for Python.
 
-use std::sync::Mutex;
-
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::{PyRecordBatch, PyTable};
-use windgate_core::aggregate::{LatenessOpt, OnLate};
+use windgate_core::Error;
+use windgate_core::aggregate::OnLate;
 use windgate_core::join::{
     self as core, BandJoinOptions, JoinStrategy, Predicate, Semantics, Side,
 };
-use windgate_core::{Error, ErrorKind};
 
-use crate::convert::span;
-use crate::errors::{catch_panic, to_py};
+use crate::convert::{lateness_opt, span, threads_opt};
+use crate::errors::{catch_panic, detached_batch_call, to_py};
 
 /// A predicate as the Python wrapper sends it: `("band", left, right, eps)` or `("eq", left, right, None)`.
 type PyPredicate = (String, String, String, Option<f64>);
@@ -43,21 +41,8 @@ fn options(
         })
         .collect::<PyResult<Vec<_>>>()?;
     let mut o = BandJoinOptions::new(time, span(window, "window")?, on);
-    o.threads = match threads {
-        None => None,
-        Some(t) if t >= 1 => Some(t as usize),
-        Some(t) => {
-            return Err(to_py(Error::param(
-                "threads",
-                format!("expected a positive int or None, got {t}"),
-            )));
-        }
-    };
-    o.lateness = match lateness.filter(|l| !l.is_none()) {
-        None => LatenessOpt::Exact,
-        Some(l) if l.extract::<String>().is_ok_and(|s| s == "adaptive") => LatenessOpt::Adaptive,
-        Some(l) => LatenessOpt::Bound(span(l, "lateness")?),
-    };
+    o.threads = threads_opt(threads)?;
+    o.lateness = lateness_opt(lateness)?;
     o.on_late = OnLate::parse(on_late).map_err(to_py)?;
     o.semantics = Semantics::parse(semantics).map_err(to_py)?;
     o.index = index;
@@ -89,23 +74,11 @@ pub fn band_join<'py>(
         time, window, on, threads, lateness, on_late, semantics, index, strategy,
     )?;
     let (left, right) = (left.into_reader()?, right.into_reader()?);
-    let interrupt: Mutex<Option<PyErr>> = Mutex::new(None);
-    let result = py.detach(|| {
-        catch_panic("band_join", || {
-            let l = (left.schema(), left.map(|b| b.map_err(Error::from)));
-            let r = (right.schema(), right.map(|b| b.map_err(Error::from)));
-            core::band_join(l, r, opts, || {
-                Python::attach(|py| py.check_signals()).map_err(|e| {
-                    *interrupt.lock().expect("not poisoned") = Some(e);
-                    Error::new(ErrorKind::Poisoned, "interrupted")
-                })
-            })
-        })
-    });
-    if let Some(e) = interrupt.into_inner().expect("not poisoned") {
-        return Err(e);
-    }
-    let (schema, batches) = result.map_err(to_py)?;
+    let (schema, batches) = detached_batch_call(py, "band_join", |check| {
+        let l = (left.schema(), left.map(|b| b.map_err(Error::from)));
+        let r = (right.schema(), right.map(|b| b.map_err(Error::from)));
+        core::band_join(l, r, opts, check)
+    })?;
     PyTable::try_new(batches, schema)?.into_pyarrow(py)
 }
 

@@ -34,6 +34,27 @@ pub fn span(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Span> {
     )))
 }
 
+/// `lateness=`: `None`, a bound (int or duration string) or `"adaptive"`.
+pub fn lateness_opt(lateness: Option<&Bound<'_, PyAny>>) -> PyResult<LatenessOpt> {
+    Ok(match lateness.filter(|l| !l.is_none()) {
+        None => LatenessOpt::Exact,
+        Some(l) if l.extract::<String>().is_ok_and(|s| s == "adaptive") => LatenessOpt::Adaptive,
+        Some(l) => LatenessOpt::Bound(span(l, "lateness")?),
+    })
+}
+
+/// `threads=`: `None` (all cores) or a positive int.
+pub fn threads_opt(threads: Option<i64>) -> PyResult<Option<usize>> {
+    match threads {
+        None => Ok(None),
+        Some(t) if t >= 1 => Ok(Some(t as usize)),
+        Some(t) => Err(to_py(Error::param(
+            "threads",
+            format!("expected a positive int or None, got {t}"),
+        ))),
+    }
+}
+
 /// Builds and validates the options shared by the batch function and the streaming class.
 #[allow(clippy::too_many_arguments)]
 pub fn options(
@@ -60,23 +81,10 @@ pub fn options(
         o.offset = span(offset, "offset")?;
     }
     o.by = by;
-    o.lateness = match lateness.filter(|l| !l.is_none()) {
-        None => LatenessOpt::Exact,
-        Some(l) if l.extract::<String>().is_ok_and(|s| s == "adaptive") => LatenessOpt::Adaptive,
-        Some(l) => LatenessOpt::Bound(span(l, "lateness")?),
-    };
+    o.lateness = lateness_opt(lateness)?;
     o.on_late = OnLate::parse(on_late).map_err(to_py)?;
     o.null_time = NullTime::parse(null_time).map_err(to_py)?;
-    o.threads = match threads {
-        None => None,
-        Some(t) if t >= 1 => Some(t as usize),
-        Some(t) => {
-            return Err(to_py(Error::param(
-                "threads",
-                format!("expected a positive int or None, got {t}"),
-            )));
-        }
-    };
+    o.threads = threads_opt(threads)?;
     o.strategy = Strategy::parse(strategy).map_err(to_py)?;
     o.farm = farm_options(farm)?;
     o.sources = sources;

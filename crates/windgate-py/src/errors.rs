@@ -1,5 +1,7 @@
 //! Core errors and panics as Python exceptions of the classes in `windgate.errors`.
 
+use std::sync::Mutex;
+
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 use windgate_core::{Error, ErrorKind};
@@ -51,4 +53,28 @@ pub fn catch_panic<T>(what: &str, f: impl FnOnce() -> Result<T, Error>) -> Resul
             ))
         }
     }
+}
+
+/// Runs a batch call without the GIL: `f` gets a callback that checks for Ctrl-C (call it between batches);
+/// a KeyboardInterrupt is carried out of the GIL-free section and raised, and a panic becomes an exception.
+pub fn detached_batch_call<T: Send>(
+    py: Python<'_>,
+    what: &str,
+    f: impl FnOnce(&mut dyn FnMut() -> Result<(), Error>) -> Result<T, Error> + Send,
+) -> PyResult<T> {
+    let interrupt: Mutex<Option<PyErr>> = Mutex::new(None);
+    let result = py.detach(|| {
+        catch_panic(what, || {
+            f(&mut || {
+                Python::attach(|py| py.check_signals()).map_err(|e| {
+                    *interrupt.lock().expect("not poisoned") = Some(e);
+                    Error::new(ErrorKind::Poisoned, "interrupted")
+                })
+            })
+        })
+    });
+    if let Some(e) = interrupt.into_inner().expect("not poisoned") {
+        return Err(e);
+    }
+    result.map_err(to_py)
 }

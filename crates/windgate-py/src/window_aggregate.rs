@@ -1,7 +1,5 @@
 //! `window_aggregate` and `WindowAggregator` for Python.
 
-use std::sync::Mutex;
-
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -11,7 +9,7 @@ use windgate_core::aggregate as core;
 use windgate_core::{Error, ErrorKind};
 
 use crate::convert::options;
-use crate::errors::{catch_panic, to_py};
+use crate::errors::{catch_panic, detached_batch_call, to_py};
 
 /// Batch window aggregation over one or several sources (see `windgate.window_aggregate`).
 #[pyfunction]
@@ -53,26 +51,13 @@ pub fn window_aggregate<'py>(
         .into_iter()
         .map(|s| s.into_reader())
         .collect::<PyResult<Vec<_>>>()?;
-    // Ctrl-C is checked between batches; the KeyboardInterrupt is carried out of the GIL-free section.
-    let interrupt: Mutex<Option<PyErr>> = Mutex::new(None);
-    let result = py.detach(|| {
-        catch_panic("window_aggregate", || {
-            let inputs = readers
-                .into_iter()
-                .map(|r| (r.schema(), r.map(|b| b.map_err(Error::from))))
-                .collect();
-            core::window_aggregate(inputs, opts, || {
-                Python::attach(|py| py.check_signals()).map_err(|e| {
-                    *interrupt.lock().expect("not poisoned") = Some(e);
-                    Error::new(ErrorKind::Poisoned, "interrupted")
-                })
-            })
-        })
-    });
-    if let Some(e) = interrupt.into_inner().expect("not poisoned") {
-        return Err(e);
-    }
-    let (schema, batches) = result.map_err(to_py)?;
+    let (schema, batches) = detached_batch_call(py, "window_aggregate", |check| {
+        let inputs = readers
+            .into_iter()
+            .map(|r| (r.schema(), r.map(|b| b.map_err(Error::from))))
+            .collect();
+        core::window_aggregate(inputs, opts, check)
+    })?;
     PyTable::try_new(batches, schema)?.into_pyarrow(py)
 }
 
