@@ -189,6 +189,46 @@ def run_windgate(left, right, variant: str, window: int, threads: list[int], rep
     return out
 
 
+def streaming_latency(left, right, window: int, threads: list[int], batch: int = 1000) -> list[dict]:
+    """windgate.BandJoiner fed like a stream: ``batch`` rows of the left side, then of the right, and so on,
+    with ``lateness=0``; each push returns the pairs that became final. Latency = one push's wall time (rows
+    in to their final pairs out), as percentiles over all pushes; throughput = both sides' rows over the
+    total time."""
+    import windgate
+
+    out = []
+    on = [windgate.band("x", "a", EPS_X), windgate.band("y", "b", EPS_Y)]
+    lb, rb = left.to_batches(batch), right.to_batches(batch)
+    for n in threads:
+        j = windgate.BandJoiner(time=TIME, window=window, on=on, threads=n, lateness=0)
+        lat, pairs = [], 0
+        t0 = time.perf_counter()
+        for lbatch, rbatch in zip(lb, rb, strict=False):
+            for side, b in (("left", lbatch), ("right", rbatch)):
+                t = time.perf_counter()
+                pairs += j.push(b, side=side).num_rows
+                lat.append(time.perf_counter() - t)
+        pairs += j.flush().num_rows
+        total = time.perf_counter() - t0
+        ms = np.percentile(np.array(lat) * 1e3, [50, 90, 99])
+        row = {
+            "threads": n,
+            "batch_rows": batch,
+            "pushes": len(lat),
+            "p50_ms": round(float(ms[0]), 3),
+            "p90_ms": round(float(ms[1]), 3),
+            "p99_ms": round(float(ms[2]), 3),
+            "rows_per_s": round((left.num_rows + right.num_rows) / total),
+            "pairs": pairs,
+        }
+        log(
+            f"  windgate streaming ({n} threads, {batch}-row pushes): p50 {row['p50_ms']} ms, "
+            f"p99 {row['p99_ms']} ms per push, {row['rows_per_s']:,} rows/s, {pairs:,} pairs"
+        )
+        out.append(row)
+    return out
+
+
 def skipped(engine: str, why: str) -> dict:
     log(f"{engine}: skipped: {why}")
     return {"engine": engine, "threads": None, "seconds": None, "check": "skipped", "notes": why}
@@ -597,7 +637,14 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
     speedups = _report.add_speedups(results)
+    import windgate
+
+    streaming = []
+    if hasattr(windgate, "BandJoiner") and any(e in WINDGATE for e in engines):
+        log("running windgate streaming (latency per push)")
+        streaming = streaming_latency(left, right, window, threads)
     params = {
+        "streaming": streaming,
         "rows_per_side": rows,
         "rate": args.rate,
         "window": window,
@@ -640,6 +687,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(_report.markdown_table(results, COLUMNS))
     print("".join(f"\nspeed-up in this run, {line}" for line in speedups))
+    for r in streaming:
+        print(
+            f"\nwindgate streaming, {r['threads']} threads, {r['batch_rows']}-row pushes: "
+            f"p50 {r['p50_ms']} ms, p90 {r['p90_ms']} ms, p99 {r['p99_ms']} ms per push; "
+            f"{r['rows_per_s']:,} rows/s"
+        )
     print()
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 1 if any(str(r.get("check", "")).startswith("FAIL") for r in results) else 0
