@@ -592,10 +592,9 @@ def test_joiner_errors():
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Known gaps (strict xfail: remove the marker when fixed)
+# Edge cases these tests found in the first version (now fixed)
 
 
-@pytest.mark.xfail(strict=True, reason="push of a stream with no batches panics in the bindings' concat()")
 def test_push_of_an_empty_table():
     j = windgate.BandJoiner(time="ts", window=1, lateness=0)
     j.push(pa.table({"ts": [1]}), side="right")
@@ -605,12 +604,10 @@ def test_push_of_an_empty_table():
     assert j.flush().num_rows == 1
 
 
-@pytest.mark.xfail(
-    strict=True, reason="band index probes the cells of [v - eps, v + eps] computed in float64"
-)
-def test_band_index_misses_pairs_whose_difference_rounds_to_eps():
+def test_band_index_finds_pairs_whose_difference_rounds_to_eps():
     # |1.0 - (-1e-17)| is 1.0 in float64, so the predicate holds (index=False finds the pair), but the window
-    # tuple's cell floor(-1e-17 / 1.0) = -1 lies outside the probe's cells floor(0.0)..floor(2.0) = 0..2.
+    # tuple's cell floor(-1e-17 / 1.0) = -1 lies outside floor(0.0)..floor(2.0) = 0..2: the probe needs
+    # a margin.
     lt = pa.table({"ts": [1], "x": [1.0]})
     rt = pa.table({"ts": [0], "a": [-1e-17]})
     kw = dict(time="ts", window=5, on=[windgate.band("x", "a", 1.0)])
@@ -618,17 +615,11 @@ def test_band_index_misses_pairs_whose_difference_rounds_to_eps():
     assert windgate.band_join(lt, rt, index=True, **kw).num_rows == 1
 
 
-@pytest.mark.xfail(
-    strict=True, reason="eq on float columns: NaN matches NaN (docs: 'Nulls and NaN match nothing')"
-)
 def test_eq_nan_matches_nothing():
     t = pa.table({"ts": [0], "k": [math.nan]})
     assert windgate.band_join(t, t, time="ts", window=1, on=[windgate.eq("k", "k")]).num_rows == 0
 
 
-@pytest.mark.xfail(
-    strict=True, reason="eq on float columns: -0.0 does not equal 0.0 (SQL, DuckDB, Spark: equal)"
-)
 def test_eq_negative_zero_equals_zero():
     lt = pa.table({"ts": [0], "k": [-0.0]})
     rt = pa.table({"ts": [0], "k": [0.0]})

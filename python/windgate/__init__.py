@@ -18,7 +18,6 @@ from typing import Any
 import pyarrow as pa
 
 from . import _args, _native
-from .join import Band, BandJoiner, Eq, band, band_join, eq
 from .errors import (
     ColumnNotFoundError,
     ColumnTypeError,
@@ -31,6 +30,7 @@ from .errors import (
     WindgateError,
     WindgateOverflowError,
 )
+from .join import Band, BandJoiner, Eq, band, band_join, eq
 
 __version__: str = _native.__version__
 

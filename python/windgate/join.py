@@ -145,12 +145,13 @@ def band_join(
             it, so pairs further apart than ``window`` can match).
         index: per-thread index on the first band column (and the equality columns): compares candidates only.
         strategy: ``"auto"`` (``"scalejoin"`` with more than one thread, else ``"serial"``), ``"scalejoin"``,
-            ``"serial"`` or ``"reference"`` (the nested-loop oracle). All return the same rows in the same order.
+            ``"serial"`` or ``"reference"`` (the nested-loop oracle). All return the same rows in the same
+            order.
 
     Returns:
-        A pyarrow Table: the left columns prefixed ``left_``, the right ones ``right_``, then ``ts``, the later
-        of the pair's two times; ordered by ``(ts, trigger, partner)``: the later row's position in the merged
-        order ``(time, left before right, arrival)``, then the earlier row's.
+        A pyarrow Table: the left columns prefixed ``left_``, the right ones ``right_``, then ``ts``, the
+        later of the pair's two times; ordered by ``(ts, trigger, partner)``: the later row's position in the
+        merged order ``(time, left before right, arrival)``, then the earlier row's.
 
     Example:
         >>> import pyarrow as pa, windgate

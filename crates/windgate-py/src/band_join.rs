@@ -132,7 +132,7 @@ impl BandJoiner {
                 for b in reader {
                     outs.push(inner.push(&b.map_err(Error::from)?, side)?);
                 }
-                concat(outs)
+                concat(inner, outs)
             })
         });
         finish(py, out)
@@ -185,15 +185,16 @@ fn finish<'py>(py: Python<'py>, out: Result<RecordBatch, Error>) -> PyResult<Bou
     PyRecordBatch::new(out.map_err(to_py)?).into_pyarrow(py)
 }
 
-fn concat(outs: Vec<RecordBatch>) -> Result<RecordBatch, Error> {
-    if outs.len() == 1 {
-        return Ok(outs.into_iter().next().expect("one"));
-    }
-    let schema = outs
-        .iter()
-        .map(|b| b.schema())
-        .max_by_key(|s| s.fields().len());
-    let schema = schema.expect("a stream of at least one batch is pushed");
+fn concat(inner: &core::BandJoiner, outs: Vec<RecordBatch>) -> Result<RecordBatch, Error> {
+    // A push's output has the join's schema once both sides are bound, else none: take the widest.
+    let schema = inner
+        .output_schema()
+        .or_else(|| outs.iter().map(|b| b.schema()).max_by_key(|s| s.fields().len()))
+        .unwrap_or_else(|| std::sync::Arc::new(arrow_schema::Schema::empty()));
     let outs: Vec<_> = outs.into_iter().filter(|b| b.schema() == schema).collect();
-    Ok(arrow_select::concat::concat_batches(&schema, &outs)?)
+    match outs.len() {
+        0 => Ok(RecordBatch::new_empty(schema)),
+        1 => Ok(outs.into_iter().next().expect("one")),
+        _ => Ok(arrow_select::concat::concat_batches(&schema, &outs)?),
+    }
 }

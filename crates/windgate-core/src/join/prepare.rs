@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::Float64Type;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
 use smallvec::SmallVec;
@@ -242,11 +244,15 @@ pub fn tuples(
                     let col = batch.column_by_name(c).expect("bound");
                     mark_nulls(col, &mut valid);
                     let target = normalise(col.data_type());
-                    if *col.data_type() == target {
-                        Ok(col.clone())
+                    let col = if *col.data_type() == target {
+                        col.clone()
                     } else {
-                        Ok(arrow_cast::cast(col, &target)?)
+                        arrow_cast::cast(col, &target)?
+                    };
+                    if target == DataType::Float64 {
+                        return Ok(float_eq_key(&col, &mut valid));
                     }
+                    Ok(col)
                 })
                 .collect::<Result<_>>()?;
         eq_dict.ids(&cols, n)?
@@ -264,6 +270,16 @@ pub fn tuples(
             band: band.iter().map(|b| b[i] + 0.0).collect(),
         })
         .collect())
+}
+
+/// Float equality as SQL has it: NaN equals nothing (the row matches nothing) and -0.0 equals 0.0 (one bit
+/// pattern, since the dictionary compares bytes).
+fn float_eq_key(col: &ArrayRef, valid: &mut [bool]) -> ArrayRef {
+    let values = col.as_primitive::<Float64Type>();
+    for (ok, v) in valid.iter_mut().zip(values.values().iter()) {
+        *ok &= !v.is_nan();
+    }
+    Arc::new(values.unary::<_, Float64Type>(|v| v + 0.0))
 }
 
 fn mark_nulls(col: &ArrayRef, valid: &mut [bool]) {

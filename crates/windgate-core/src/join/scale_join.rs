@@ -2,9 +2,8 @@
 //! processing threads each read every ready tuple, run [`Processor`] and add their outputs to SG_out, whose
 //! one reader (the caller) receives them merged in [`OutKey`] order. No central sequential step.
 //!
-//! Waiting: a thread with nothing ready spins briefly, then parks with a short timeout; the caller unparks
-//! sleepers after each batch of insertions. A missed wake-up (the flag is checked without a lock) costs at most
-//! one timeout, never a hang.
+//! Waiting: a thread with nothing ready spins briefly, announces that it sleeps, polls once more and parks;
+//! the caller unparks sleepers after each batch of insertions, each flush request and each close.
 //!
 //! Flushing a push: outputs of the *last* tuples would stay in SG_out, because each thread's latest output is
 //! not ready (brief 002 §3.6). When the caller needs every output of the first `c` ready tuples, it publishes
@@ -12,7 +11,7 @@
 //! acknowledges. With every thread's marker written, everything below is ready.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::Duration;
@@ -32,8 +31,11 @@ const LEVELS: usize = 4;
 const MAX_LAG: u64 = 1 << 16;
 /// The caller wakes sleeping threads and drains outputs every this many insertions.
 const WAKE_EVERY: u64 = 1024;
-/// The longest a sleeping thread or the waiting caller stays parked without a wake-up.
+/// The longest the waiting caller stays parked without a wake-up (threads wake it without a handshake).
 const PARK: Duration = Duration::from_micros(200);
+/// The longest an idle processing thread sleeps: wake-ups are not missed (see `run_thread`), so this is only
+/// a safety net, and long enough that an idle joiner costs no CPU to speak of.
+const IDLE_PARK: Duration = Duration::from_millis(50);
 
 /// What one processing thread publishes.
 #[derive(Default)]
@@ -208,6 +210,8 @@ impl ScaleJoin {
     }
 
     fn wake_threads(&self) {
+        // Pairs with the fence a thread runs between announcing its sleep and its last poll.
+        fence(Ordering::SeqCst);
         for (t, (thread, _)) in self.shared.threads.iter().zip(&self.handles) {
             if t.sleeping.load(Ordering::SeqCst) {
                 thread.unpark();
@@ -281,9 +285,14 @@ fn run_thread(
     let result = catch_unwind(AssertUnwindSafe(|| {
         let backoff = Backoff::new();
         let mut last_ts = i64::MIN;
+        let mut armed = false;
         while !shared.stop.load(Ordering::Relaxed) {
             match input.next_ready() {
                 Next::Item(_, t) => {
+                    if armed {
+                        me.sleeping.store(false, Ordering::SeqCst);
+                        armed = false;
+                    }
                     proc.process(t, |k, p| output.add(k, p));
                     last_ts = t.key.ts;
                     me.processed.store(proc.processed(), Ordering::Release);
@@ -304,12 +313,19 @@ fn run_thread(
                         shared.wake_caller();
                         continue;
                     }
-                    if backoff.is_completed() {
-                        me.sleeping.store(true, Ordering::SeqCst);
-                        thread::park_timeout(PARK);
-                        me.sleeping.store(false, Ordering::SeqCst);
-                    } else {
+                    if !backoff.is_completed() {
                         backoff.snooze();
+                    } else if !armed {
+                        // Announce the sleep, then poll once more: the caller publishes tuples (or a flush
+                        // target) before it reads `sleeping`, so with the fences on both sides either it
+                        // sees us asleep and unparks us, or our next poll sees its work (Dekker).
+                        me.sleeping.store(true, Ordering::SeqCst);
+                        fence(Ordering::SeqCst);
+                        armed = true;
+                    } else {
+                        thread::park_timeout(IDLE_PARK);
+                        me.sleeping.store(false, Ordering::SeqCst);
+                        armed = false;
                     }
                 }
             }

@@ -223,7 +223,13 @@ impl Portion {
         };
         let e = self.eps[0];
         let (lo, hi) = if e > 0.0 {
-            (cell(v - e, e), cell(v + e, e))
+            // One cell of margin each way: `|x - v| <= e` can hold in float64 for an `x` just outside
+            // `[v - e, v + e]` (the difference rounds down to `e`), whose cell is then a neighbour. The exact
+            // check in `scan` decides.
+            (
+                cell(v - e, e).saturating_sub(1),
+                cell(v + e, e).saturating_add(1),
+            )
         } else {
             let c = cell(v, e);
             (c, c)
