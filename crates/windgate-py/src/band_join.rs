@@ -189,7 +189,11 @@ fn concat(inner: &core::BandJoiner, outs: Vec<RecordBatch>) -> Result<RecordBatc
     // A push's output has the join's schema once both sides are bound, else none: take the widest.
     let schema = inner
         .output_schema()
-        .or_else(|| outs.iter().map(|b| b.schema()).max_by_key(|s| s.fields().len()))
+        .or_else(|| {
+            outs.iter()
+                .map(|b| b.schema())
+                .max_by_key(|s| s.fields().len())
+        })
         .unwrap_or_else(|| std::sync::Arc::new(arrow_schema::Schema::empty()));
     let outs: Vec<_> = outs.into_iter().filter(|b| b.schema() == schema).collect();
     match outs.len() {
