@@ -11,7 +11,7 @@ use windgate_core::join::{
     self as core, BandJoinOptions, JoinStrategy, Predicate, Semantics, Side,
 };
 
-use crate::convert::{lateness_opt, span, threads_opt};
+use crate::convert::{lateness_opt, py_schema, span, threads_opt};
 use crate::errors::{catch_panic, detached_batch_call, to_py};
 
 /// A predicate as the Python wrapper sends it: `("band", left, right, eps)` or `("eq", left, right, None)`.
@@ -174,10 +174,7 @@ impl BandJoiner {
     /// The output schema (known once both sides pushed a batch), as a pyarrow.Schema, or None.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.inner
-            .output_schema()
-            .map(|s| pyo3_arrow::PySchema::new(s).into_pyarrow(py))
-            .transpose()
+        py_schema(py, self.inner.output_schema())
     }
 }
 

@@ -168,3 +168,13 @@ pub fn duration_units(text: &str, unit: &str, param: &str) -> PyResult<i64> {
     };
     parse_duration(text, unit, param).map_err(to_py)
 }
+
+/// An output schema for Python: a `pyarrow.Schema`, or `None` before it is known.
+pub fn py_schema<'py>(
+    py: Python<'py>,
+    schema: Option<arrow_schema::SchemaRef>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    schema
+        .map(|s| pyo3_arrow::PySchema::new(s).into_pyarrow(py))
+        .transpose()
+}

@@ -8,7 +8,7 @@ use pyo3_arrow::{PyRecordBatch, PyTable};
 use windgate_core::aggregate as core;
 use windgate_core::{Error, ErrorKind};
 
-use crate::convert::options;
+use crate::convert::{options, py_schema};
 use crate::errors::{catch_panic, detached_batch_call, to_py};
 
 /// Batch window aggregation over one or several sources (see `windgate.window_aggregate`).
@@ -201,10 +201,7 @@ impl WindowAggregator {
     /// The output schema (known after the first batch), as a pyarrow.Schema, or None.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.inner
-            .output_schema()
-            .map(|s| pyo3_arrow::PySchema::new(s).into_pyarrow(py))
-            .transpose()
+        py_schema(py, self.inner.output_schema())
     }
 }
 
