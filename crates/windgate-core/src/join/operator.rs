@@ -347,9 +347,12 @@ impl BandJoiner {
     fn feed(&mut self, t: JoinTuple) -> Result<()> {
         match self.engine.as_mut().expect("engine started") {
             Engine::Threads(e) => {
+                // The merge only counts the ready prefix here: it needs the key, not the values.
                 self.merge.push(JoinTuple {
+                    key: t.key,
+                    valid: t.valid,
+                    eq: t.eq,
                     band: Default::default(),
-                    ..t.clone()
                 });
                 e.insert(t, &mut self.pairs)?;
             }
