@@ -9,6 +9,7 @@ pub mod arrow_io;
 pub mod error;
 pub mod join;
 pub mod order;
+pub mod preference;
 pub mod runtime;
 mod sync;
 pub mod time;

@@ -1,0 +1,181 @@
+//! Top-δ dominant skyline (brief 004 §1.2): the skyline with κ kept per point, where κ(t) is the largest k for
+//! which some other point k-dominates t (0 if none). The answer is the δ skyline points of lowest κ, ties by
+//! the total order (the authors broke ties by storage order, which parallelism makes non-deterministic).
+//!
+//! Keeping κ only over skyline points is exact: a point dropped because q dominates it is covered by q, which
+//! k-dominates everything the dropped point did with at least the same k. So each stored κ equals κ over every
+//! point inserted, and [`TopDominant::merge`] (H) is exact and order-independent.
+//!
+//! κ is computed from the definition with strictness accumulated over all dimensions; the authors' update kept
+//! only the last dimension's flag, a bug deliberately not ported.
+
+use super::dominance::Prefer;
+use super::store::{PointStore, row_of};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopDominant {
+    store: PointStore,
+    /// κ of each stored point, parallel to the store. Always `< d` for stored points.
+    kappa: Vec<u32>,
+}
+
+impl TopDominant {
+    pub fn new(prefer: Vec<Prefer>) -> Self {
+        Self {
+            store: PointStore::new(prefer),
+            kappa: Vec::new(),
+        }
+    }
+
+    /// The kernel over all rows of `cols`, row `i` having total order `order[i]`.
+    pub fn build<C: AsRef<[f64]>>(prefer: Vec<Prefer>, cols: &[C], order: &[u64]) -> Self {
+        let mut s = Self::new(prefer);
+        for (row, &o) in order.iter().enumerate() {
+            s.insert_row(cols, row, o);
+        }
+        s
+    }
+
+    pub fn prefer(&self) -> &[Prefer] {
+        &self.store.prefer
+    }
+
+    pub fn dims(&self) -> usize {
+        self.store.dims()
+    }
+
+    /// Skyline points currently stored.
+    pub fn len(&self) -> usize {
+        self.store.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.store.len() == 0
+    }
+
+    pub fn insert_row<C: AsRef<[f64]>>(&mut self, cols: &[C], row: usize, order: u64) {
+        debug_assert_eq!(cols.len(), self.dims());
+        self.insert_with(&row_of(cols, row), order);
+    }
+
+    pub fn insert(&mut self, point: &[f64], order: u64) {
+        debug_assert_eq!(point.len(), self.dims());
+        self.insert_with(&|k| point[k], order);
+    }
+
+    fn insert_with(&mut self, p: &impl Fn(usize) -> f64, order: u64) {
+        if let Some(kappa) = self.scan(p, 0) {
+            self.store.push(p, order);
+            self.kappa.push(kappa);
+        }
+    }
+
+    /// Point `p`, whose κ against points seen elsewhere is already `kappa`, against the stored points: raises
+    /// their κ against `p`, drops those `p` dominates (κ = d), and returns `p`'s own κ unless it is dominated.
+    fn scan(&mut self, p: &impl Fn(usize) -> f64, kappa: u32) -> Option<u32> {
+        let d = self.dims();
+        let mut own = kappa as usize;
+        let mut i = 0;
+        while i < self.store.len() {
+            own = own.max(self.store.stored_vs(i, p).k());
+            let k = self.store.vs_stored(p, i).k();
+            if k == d {
+                self.store.swap_remove(i);
+                self.kappa.swap_remove(i);
+                continue;
+            }
+            let slot = &mut self.kappa[i];
+            *slot = (*slot).max(k as u32);
+            i += 1;
+        }
+        (own < d).then_some(own as u32)
+    }
+
+    /// H: folds another kernel (same preferences) into this one. An incoming point's κ is the max of its κ
+    /// there and its κ against this container (brief 004 §1.2); the other's points are scanned against this
+    /// side's points only and appended afterwards, so pairs within the other side are never compared again.
+    pub fn merge(&mut self, other: &TopDominant) {
+        debug_assert_eq!(self.prefer(), other.prefer());
+        let survivors: Vec<(usize, u32)> = (0..other.store.len())
+            .filter_map(|i| Some((i, self.scan(&other.store.point(i), other.kappa[i])?)))
+            .collect();
+        for (i, kappa) in survivors {
+            self.store.push(&other.store.point(i), other.store.order[i]);
+            self.kappa.push(kappa);
+        }
+    }
+
+    /// Every skyline point as `(order, κ)`, ascending by order.
+    pub fn skyline(&self) -> Vec<(u64, u32)> {
+        let mut all: Vec<(u64, u32)> = self
+            .store
+            .order
+            .iter()
+            .copied()
+            .zip(self.kappa.iter().copied())
+            .collect();
+        all.sort_unstable();
+        all
+    }
+
+    /// The answer: the `delta` skyline points of lowest κ, ties by the total order, returned as `(order, κ)`
+    /// ascending by order (the output order, DESIGN §5).
+    pub fn select(&self, delta: usize) -> Vec<(u64, u32)> {
+        select_lowest(self.skyline(), delta)
+    }
+}
+
+/// Keeps the `delta` entries of lowest `(κ, order)` and returns them ascending by order.
+fn select_lowest(mut all: Vec<(u64, u32)>, delta: usize) -> Vec<(u64, u32)> {
+    all.sort_unstable_by_key(|&(o, k)| (k, o));
+    all.truncate(delta);
+    all.sort_unstable();
+    all
+}
+
+/// Reference: κ of every point by definition over all pairs, then the lowest `delta` skyline points. Returns
+/// `(order, κ)` ascending by order.
+pub fn top_dominant_reference<C: AsRef<[f64]>>(
+    prefer: &[Prefer],
+    cols: &[C],
+    order: &[u64],
+    delta: usize,
+) -> Vec<(u64, u32)> {
+    let d = prefer.len();
+    let kappa = |t: usize| {
+        (0..order.len())
+            .filter(|&s| s != t)
+            .map(|s| super::dominance::compare(prefer, row_of(cols, s), row_of(cols, t)).k())
+            .max()
+            .unwrap_or(0)
+    };
+    let sky: Vec<(u64, u32)> = (0..order.len())
+        .map(|t| (t, kappa(t)))
+        .filter(|&(_, k)| k < d)
+        .map(|(t, k)| (order[t], k as u32))
+        .collect();
+    select_lowest(sky, delta)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Prefer::Min;
+
+    #[test]
+    fn kappa_counts_all_dimensions() {
+        // (0,5,1) 2-dominates (1,1,1) (dims 0 and 2, strictly in dim 0 only); the authors' bug, keeping the
+        // last dimension's flag, would miss it. (1,1,1) 2-dominates (0,5,1) in dims 1 and 2.
+        let cols = [vec![0.0, 1.0], vec![5.0, 1.0], vec![1.0, 1.0]];
+        let t = TopDominant::build(vec![Min, Min, Min], &cols, &[0, 1]);
+        assert_eq!(t.skyline(), vec![(0, 2), (1, 2)]);
+        assert_eq!(t.select(1), vec![(0, 2)]);
+    }
+
+    #[test]
+    fn ties_broken_by_order() {
+        let cols = [vec![1.0, 1.0, 1.0]];
+        let t = TopDominant::build(vec![Min], &cols, &[7, 3, 5]);
+        assert_eq!(t.select(2), vec![(3, 0), (5, 0)]);
+    }
+}
