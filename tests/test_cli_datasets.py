@@ -12,6 +12,7 @@ import pytest
 
 import windgate
 from windgate import datasets
+from windgate.bursty import estimate_dispersion
 from windgate.cli import main
 
 
@@ -181,3 +182,57 @@ def test_cli_generate_bandjoin_writes_left_and_right(tmp_path):
     left, right = pq.read_table(out / "left.parquet"), pq.read_table(out / "right.parquet")
     want_left, want_right = datasets.bandjoin(5000, rate=20.0, seed=4, disorder=2)
     assert left.equals(want_left) and right.equals(want_right)
+
+
+# ----------------------------------------------------------------------------------------------- points
+
+
+@pytest.mark.parametrize("distribution", datasets.POINT_DISTRIBUTIONS)
+def test_points_distributions(distribution):
+    t = datasets.points(4000, dims=3, distribution=distribution, seed=5)
+    assert t.column_names == ["ts", "id", "d0", "d1", "d2"]
+    assert t.column("id").to_pylist() == list(range(4000))  # no disorder: event order
+    ts = t.column("ts").cast(pa.int64()).to_numpy()
+    assert (np.diff(ts) >= 0).all()
+    d = np.stack([t.column(f"d{k}").to_numpy() for k in range(3)])
+    r = np.corrcoef(d)[0, 1]
+    if distribution == "independent":
+        assert d.min() >= 0 and d.max() < 1000 and abs(r) < 0.1
+    elif distribution == "correlated":
+        assert r > 0.5
+    else:
+        assert r < -0.3
+    assert datasets.points(4000, dims=3, distribution=distribution, seed=5).equals(t)
+
+
+def test_points_disorder_is_bounded_and_bursts_have_the_dispersion():
+    t = datasets.points(20_000, disorder=2.0, seed=1)
+    ts = t.column("ts").cast(pa.int64()).to_numpy()
+    assert (ts < np.maximum.accumulate(ts)).any()
+    assert (np.maximum.accumulate(ts) - ts).max() < 2000  # ms
+    bursty = datasets.points(200_000, rate=1000.0, dispersion=1000.0, seed=2)
+    seconds = bursty.column("ts").cast(pa.int64()).to_numpy() / 1000.0
+    assert estimate_dispersion(seconds) > 50
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"dims": 0},
+        {"distribution": "uniform"},
+        {"distribution": "correlated", "correlation": -0.5},
+        {"distribution": "anticorrelated", "dims": 3, "correlation": -0.6},
+        {"distribution": "independent", "correlation": 0.5},
+    ],
+)
+def test_points_bad_arguments(kwargs):
+    with pytest.raises(windgate.InvalidParameterError) as e:
+        datasets.points(10, **kwargs)
+    assert str(e.value).split(":")[0] in kwargs
+
+
+def test_cli_generate_points(tmp_path):
+    out = tmp_path / "p.parquet"
+    assert main(["generate", "points", "--rows", "500", "--dims", "4", "--out", str(out)]) == 0
+    t = pq.read_table(out)
+    assert t.num_rows == 500 and t.column_names[-1] == "d3"

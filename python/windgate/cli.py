@@ -190,6 +190,7 @@ def _mib(path: Path) -> str:
 _GENERATE_DEFAULTS: dict[str, dict[str, Any]] = {
     "smartgrid": {"rows": 1_000_000, "rate": 1000.0, "start": "2013-09-01T00:00:00"},
     "bandjoin": {"rows": 100_000, "rate": 100.0, "start": "0"},
+    "points": {"rows": 1_000_000, "rate": 1000.0, "start": "2013-09-01T00:00:00"},
 }
 
 
@@ -199,7 +200,43 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             setattr(args, key, value)
     if args.dataset == "bandjoin":
         return _generate_bandjoin(args)
+    if args.dataset == "points":
+        return _generate_points(args)
     return _generate_smartgrid(args)
+
+
+def _generate_points(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
+    from windgate.datasets import points
+
+    console = _console()
+    out = Path(args.out)
+    arrivals = "Poisson arrivals" if args.dispersion is None else f"arrival dispersion {args.dispersion:g}"
+    console.print(
+        f"Generating [bold]{args.rows:,}[/] {args.distribution} points in {args.dims} dimensions: "
+        f"{args.rate:g} rows/s, {arrivals}, disorder {args.disorder:g} s, seed {args.seed}"
+    )
+    t0 = time.perf_counter()
+    with console.status("generating rows"):
+        table = points(
+            args.rows,
+            dims=args.dims,
+            distribution=args.distribution,
+            correlation=args.correlation,
+            rate=args.rate,
+            dispersion=args.dispersion,
+            disorder=args.disorder,
+            start=args.start,
+            seed=args.seed,
+        )
+    gen_s = time.perf_counter() - t0
+    console.print(f"  generated in {gen_s:.2f} s ({_fmt_rate(args.rows, gen_s)})")
+    _write_parquet(
+        table, out, console, row_group_rows=args.row_group_rows, compression=args.compression, label="writing"
+    )
+    console.print(f"Wrote [bold]{escape(str(out))}[/] ({_mib(out)})")
+    return EXIT_OK
 
 
 def _generate_smartgrid(args: argparse.Namespace) -> int:
@@ -403,12 +440,23 @@ def _parser() -> argparse.ArgumentParser:
         "dataset",
         choices=list(_GENERATE_DEFAULTS),
         help="smartgrid: DEBS 2014 smart-plug readings (one file); "
-        "bandjoin: seed 002's R and S streams (a directory: left.parquet, right.parquet)",
+        "bandjoin: seed 002's R and S streams (a directory: left.parquet, right.parquet); "
+        "points: seed 004's d-dimensional points for skyline/top-k (one file)",
     )
     g.add_argument(
         "--rows", type=int, default=None, help="rows (default smartgrid 1,000,000; bandjoin 100,000 per side)"
     )
     g.add_argument("--households", type=int, default=40, help="smartgrid: households (default 40)")
+    g.add_argument("--dims", type=int, default=2, help="points: dimensions (default 2)")
+    g.add_argument(
+        "--distribution",
+        choices=["independent", "correlated", "anticorrelated"],
+        default="independent",
+        help="points: value distribution (default independent)",
+    )
+    g.add_argument(
+        "--correlation", type=float, default=None, help="points: pairwise correlation (correlated/anti)"
+    )
     g.add_argument("--houses", type=int, default=None, help="smartgrid: houses (default households // 4)")
     g.add_argument(
         "--plugs-per-household", type=int, default=25, help="smartgrid: plugs per household (default 25)"

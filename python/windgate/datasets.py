@@ -33,8 +33,10 @@ from .errors import ColumnTypeError, InvalidParameterError
 __all__ = [
     "BANDJOIN_R_SCHEMA",
     "BANDJOIN_S_SCHEMA",
+    "POINT_DISTRIBUTIONS",
     "SMARTGRID_SCHEMA",
     "bandjoin",
+    "points",
     "smartgrid",
     "smartgrid_sources",
 ]
@@ -487,3 +489,95 @@ def bandjoin(
         schema=BANDJOIN_S_SCHEMA,
     )
     return left, right
+
+
+#: The point distributions of :func:`points` (seed 004 §4.3.2).
+POINT_DISTRIBUTIONS = ("independent", "correlated", "anticorrelated")
+
+
+def points(
+    rows: int,
+    *,
+    dims: int = 2,
+    distribution: str = "independent",
+    correlation: float | None = None,
+    rate: float = 1000.0,
+    dispersion: float | None = None,
+    disorder: float = 0.0,
+    start: str | _dt.datetime | _dt.date | np.datetime64 | int = "2013-09-01T00:00:00",
+    seed: int = 0,
+) -> pa.Table:
+    """d-dimensional points for skyline, top-δ dominant and top-k queries (seed 004 §4.3.2, brief 004 §5.2).
+
+    Columns: ``ts`` (``timestamp[ms, tz=UTC]``), ``id`` (``int64``, the row's position in event order), then
+    ``d0`` ... ``d{dims-1}`` (``float64``).
+
+    * ``distribution="independent"``: every dimension uniform on ``[0, 1000)``.
+    * ``"correlated"`` / ``"anticorrelated"``: multivariate normal, mean 500, sigma 30, the same pairwise
+      ``correlation`` between all dimensions (default 0.7, and ``-0.9 / (dims - 1)`` for anticorrelated, the
+      strongest anticorrelation that keeps the covariance positive definite is ``> -1 / (dims - 1)``).
+    * Arrivals: ``rate`` points per second of event time with exponential gaps (Poisson), or bursts with index
+      of dispersion ``dispersion`` (:func:`windgate.bursty.arrival_times`).
+    * ``disorder`` (seconds): each row is delayed by a uniform ``[0, disorder)`` and the rows come in arrival
+      order, so ``lateness=f"{disorder}s"`` drops nothing.
+
+    Deterministic for a ``seed`` and the other arguments.
+
+    >>> from windgate.datasets import points
+    >>> t = points(1000, dims=3, distribution="anticorrelated", seed=1)
+    >>> t.column_names
+    ['ts', 'id', 'd0', 'd1', 'd2']
+    >>> import numpy as np
+    >>> bool(np.corrcoef(t.column("d0").to_numpy(), t.column("d1").to_numpy())[0, 1] < -0.3)
+    True
+    """
+    rows = _check_rows(rows)
+    dims = _check_positive_int("dims", dims)
+    if distribution not in POINT_DISTRIBUTIONS:
+        raise InvalidParameterError(
+            f"distribution: expected one of {', '.join(POINT_DISTRIBUTIONS)}, got {distribution!r}"
+        )
+    rate = _check_rate(rate, "second")
+    disorder = _check_disorder(disorder, "seconds")
+    rng = np.random.default_rng(seed)
+    if distribution == "independent":
+        if correlation is not None:
+            raise InvalidParameterError(
+                "correlation: only for the correlated and anticorrelated distributions"
+            )
+        values = rng.uniform(0.0, 1000.0, size=(rows, dims))
+    else:
+        values = _correlated(rng, rows, dims, distribution, correlation)
+    arrivals = arrival_times(rows, rate=rate, dispersion=1.0 if dispersion is None else dispersion, seed=seed)
+    ts = _start_ms(start) + np.floor(arrivals * 1000.0).astype(np.int64)
+    columns = {"ts": ts, "id": np.arange(rows, dtype=np.int64)}
+    columns.update({f"d{k}": values[:, k] for k in range(dims)})
+    order = _arrival_order(ts.copy(), disorder * 1000.0, rng)
+    if order is not None:
+        columns = {name: col[order] for name, col in columns.items()}
+    schema = pa.schema(
+        [
+            pa.field("ts", pa.timestamp("ms", tz="UTC"), nullable=False),
+            pa.field("id", pa.int64(), nullable=False),
+        ]
+        + [pa.field(f"d{k}", pa.float64(), nullable=False) for k in range(dims)]
+    )
+    return pa.table([pa.array(columns[f.name], type=f.type) for f in schema], schema=schema)
+
+
+def _correlated(
+    rng: np.random.Generator, rows: int, dims: int, distribution: str, correlation: float | None
+) -> np.ndarray:
+    """Multivariate normal (mean 500, sigma 30) with one pairwise correlation, checked to be valid."""
+    if correlation is None:
+        correlation = 0.7 if distribution == "correlated" else -0.9 / max(dims - 1, 1)
+    c = float(correlation)
+    lowest = -1.0 / (dims - 1) if dims > 1 else -1.0
+    if not (lowest < c < 1.0) or (distribution == "correlated") != (c > 0):
+        sign = "in (0, 1)" if distribution == "correlated" else f"in ({lowest:g}, 0)"
+        raise InvalidParameterError(
+            f"correlation: expected a value {sign} for {distribution} points in {dims} dimensions, got {c!r}"
+        )
+    cov = np.full((dims, dims), c * 30.0**2)
+    np.fill_diagonal(cov, 30.0**2)
+    return rng.multivariate_normal(np.full(dims, 500.0), cov, size=rows, method="cholesky")
