@@ -22,7 +22,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -206,20 +206,17 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _generate_points(args: argparse.Namespace) -> int:
-    from rich.markup import escape
-
     from windgate.datasets import points
 
-    console = _console()
-    out = Path(args.out)
     arrivals = "Poisson arrivals" if args.dispersion is None else f"arrival dispersion {args.dispersion:g}"
-    console.print(
+    headline = (
         f"Generating [bold]{args.rows:,}[/] {args.distribution} points in {args.dims} dimensions: "
         f"{args.rate:g} rows/s, {arrivals}, disorder {args.disorder:g} s, seed {args.seed}"
     )
-    t0 = time.perf_counter()
-    with console.status("generating rows"):
-        table = points(
+    return _generate_to_file(
+        args,
+        headline,
+        lambda: points(
             args.rows,
             dims=args.dims,
             distribution=args.distribution,
@@ -229,33 +226,24 @@ def _generate_points(args: argparse.Namespace) -> int:
             disorder=args.disorder,
             start=args.start,
             seed=args.seed,
-        )
-    gen_s = time.perf_counter() - t0
-    console.print(f"  generated in {gen_s:.2f} s ({_fmt_rate(args.rows, gen_s)})")
-    _write_parquet(
-        table, out, console, row_group_rows=args.row_group_rows, compression=args.compression, label="writing"
+        ),
     )
-    console.print(f"Wrote [bold]{escape(str(out))}[/] ({_mib(out)})")
-    return EXIT_OK
 
 
 def _generate_smartgrid(args: argparse.Namespace) -> int:
-    from rich.markup import escape
-
     from windgate.datasets import smartgrid
 
-    console = _console()
-    out = Path(args.out)
     plugs = args.households * args.plugs_per_household
     arrivals = "regular arrivals" if args.dispersion is None else f"arrival dispersion {args.dispersion:g}"
-    console.print(
+    headline = (
         f"Generating [bold]{args.rows:,}[/] smart-grid rows: {args.households} households x "
         f"{args.plugs_per_household} plugs = {plugs:,} plugs, {args.rate:g} rows/s, {arrivals}, "
         f"disorder {args.disorder:g} s, seed {args.seed}"
     )
-    t0 = time.perf_counter()
-    with console.status("generating rows"):
-        table = smartgrid(
+    return _generate_to_file(
+        args,
+        headline,
+        lambda: smartgrid(
             args.rows,
             households=args.households,
             houses=args.houses,
@@ -265,7 +253,20 @@ def _generate_smartgrid(args: argparse.Namespace) -> int:
             disorder=args.disorder,
             seed=args.seed,
             dispersion=args.dispersion,
-        )
+        ),
+    )
+
+
+def _generate_to_file(args: argparse.Namespace, headline: str, make: Callable[[], Any]) -> int:
+    """Prints ``headline``, builds the table with ``make()`` under a status line, writes it to ``--out``."""
+    from rich.markup import escape
+
+    console = _console()
+    out = Path(args.out)
+    console.print(headline)
+    t0 = time.perf_counter()
+    with console.status("generating rows"):
+        table = make()
     gen_s = time.perf_counter() - t0
     console.print(f"  generated in {gen_s:.2f} s ({_fmt_rate(args.rows, gen_s)})")
     t1 = time.perf_counter()
