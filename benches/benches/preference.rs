@@ -48,7 +48,7 @@ fn bench(c: &mut Criterion) {
         for d in [2, 4, 6] {
             for n in [1_000, 10_000] {
                 let cols = points(n, d, anti, 7);
-                let order: Vec<u64> = (0..n as u64).collect();
+                let order: Vec<u128> = (0..n as u128).collect();
                 let prefer = vec![Prefer::Min; d];
                 g.throughput(Throughput::Elements(n as u64));
                 g.bench_function(BenchmarkId::new(format!("d{d}"), n), |b| {

@@ -16,6 +16,7 @@ __all__ = [
     "LateRowError",
     "WindgateOverflowError",
     "NullTimeError",
+    "InvalidValueError",
     "OperatorPoisonedError",
     "InputError",
 ]
@@ -51,6 +52,10 @@ class WindgateOverflowError(WindgateError, ValueError):
 
 class NullTimeError(WindgateError, ValueError):
     """A null in the time column (pass ``null_time="drop"`` to drop such rows)."""
+
+
+class InvalidValueError(WindgateError, ValueError):
+    """A value the operation cannot take: NaN or null in a preference dimension or score column."""
 
 
 class OperatorPoisonedError(WindgateError, RuntimeError):

@@ -96,6 +96,34 @@ pub fn as_f64(array: &ArrayRef) -> Result<ScalarBuffer<f64>> {
     Ok(cast.as_primitive::<Float64Type>().values().clone())
 }
 
+/// Largest integer magnitude float64 holds exactly.
+pub const EXACT_INT: i64 = 1 << 53;
+
+/// A numeric column as float64 for comparisons (`purpose` says which, in errors). Integers must be exact in
+/// float64: `row(i)` names row i in the error for one that is not.
+pub fn exact_f64(
+    col: &ArrayRef,
+    name: &str,
+    purpose: &str,
+    row: impl Fn(usize) -> String,
+) -> Result<Vec<f64>> {
+    if col.data_type().is_integer() {
+        let v = as_i64(col, name)?;
+        if let Some(i) = v.iter().position(|x| x.unsigned_abs() > EXACT_INT as u64) {
+            return Err(Error::column_type(
+                name,
+                format!(
+                    "{purpose} compare as float64, exact for integers up to 2^53; {} holds {}",
+                    row(i),
+                    v[i]
+                ),
+            ));
+        }
+        return Ok(v.iter().map(|&x| x as f64).collect());
+    }
+    Ok(as_f64(col)?.to_vec())
+}
+
 /// Reads an aggregate's input column as its value class.
 pub fn input_values(
     array: &ArrayRef,

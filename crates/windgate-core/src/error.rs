@@ -20,6 +20,9 @@ pub enum ErrorKind {
     Overflow,
     /// A null where none is allowed (the time column). Python: `NullTimeError`.
     NullValue,
+    /// A value the operation cannot take: NaN or null in a preference dimension or score. Python:
+    /// `InvalidValueError`.
+    InvalidValue,
     /// The operator failed earlier and refuses further work. Python: `OperatorPoisonedError`.
     Poisoned,
     /// The input could not be read (an Arrow stream that failed). Python: `InputError`.

@@ -14,7 +14,7 @@ use windgate_core::preference::{
 struct Case {
     prefer: Vec<Prefer>,
     cols: Vec<Vec<f64>>,
-    order: Vec<u64>,
+    order: Vec<u128>,
     in_a: Vec<bool>,
 }
 
@@ -26,7 +26,7 @@ fn case(max_dims: usize) -> impl Strategy<Value = Case> {
     (1..=max_dims, 0usize..48).prop_flat_map(|(d, n)| {
         let prefer = prop::collection::vec(prop_oneof![Just(Prefer::Min), Just(Prefer::Max)], d);
         let cols = prop::collection::vec(prop::collection::vec(value(), n), d);
-        let order = Just((0..n as u64).map(|i| i * 3 + 1).collect::<Vec<_>>()).prop_shuffle();
+        let order = Just((0..n as u128).map(|i| i * 3 + 1).collect::<Vec<_>>()).prop_shuffle();
         let in_a = prop::collection::vec(any::<bool>(), n);
         (prefer, cols, order, in_a).prop_map(|(prefer, cols, order, in_a)| Case {
             prefer,
@@ -47,7 +47,7 @@ impl Case {
     }
 
     /// The columns and orders of the rows where `keep` holds.
-    fn part(&self, keep: impl Fn(usize) -> bool) -> (Vec<Vec<f64>>, Vec<u64>) {
+    fn part(&self, keep: impl Fn(usize) -> bool) -> (Vec<Vec<f64>>, Vec<u128>) {
         let rows: Vec<usize> = (0..self.n()).filter(|&i| keep(i)).collect();
         let cols = self
             .cols
@@ -95,9 +95,9 @@ fn oracle_k(prefer: &[Prefer], a: &[f64], b: &[f64]) -> usize {
 }
 
 /// `(order, κ)` of every skyline point of the case, ascending by order, from the oracles.
-fn oracle_kappas(c: &Case) -> Vec<(u64, u32)> {
+fn oracle_kappas(c: &Case) -> Vec<(u128, u32)> {
     let d = c.prefer.len();
-    let mut out: Vec<(u64, u32)> = (0..c.n())
+    let mut out: Vec<(u128, u32)> = (0..c.n())
         .filter_map(|t| {
             let kappa = (0..c.n())
                 .filter(|&s| s != t)
@@ -113,7 +113,7 @@ fn oracle_kappas(c: &Case) -> Vec<(u64, u32)> {
     out
 }
 
-fn oracle_select(mut sky: Vec<(u64, u32)>, delta: usize) -> Vec<(u64, u32)> {
+fn oracle_select(mut sky: Vec<(u128, u32)>, delta: usize) -> Vec<(u128, u32)> {
     sky.sort_by_key(|&(o, k)| (k, o));
     sky.truncate(delta);
     sky.sort_unstable();
@@ -136,7 +136,7 @@ proptest! {
 
     #[test]
     fn skyline_matches_brute_force(c in case(4)) {
-        let want: Vec<u64> = oracle_kappas(&c).into_iter().map(|(o, _)| o).collect();
+        let want: Vec<u128> = oracle_kappas(&c).into_iter().map(|(o, _)| o).collect();
         prop_assert_eq!(&skyline_reference(&c.prefer, &c.cols, &c.order), &want);
         let s = Skyline::build(c.prefer.clone(), &c.cols, &c.order);
         prop_assert_eq!(&s.members(), &want);
@@ -192,7 +192,7 @@ proptest! {
     #[test]
     fn topk_matches_brute_force_and_merges(c in case(1), k in 0usize..20, descending in any::<bool>()) {
         let score = &c.cols[0];
-        let mut rows: Vec<(u64, f64)> = c.order.iter().copied().zip(score.iter().copied()).collect();
+        let mut rows: Vec<(u128, f64)> = c.order.iter().copied().zip(score.iter().copied()).collect();
         rows.sort_by(|x, y| {
             let s = x.1.partial_cmp(&y.1).unwrap();
             (if descending { s.reverse() } else { s }).then(x.0.cmp(&y.0))
@@ -213,7 +213,7 @@ proptest! {
     /// H over three partitions folded into an empty window in two different orders, as the farm may.
     #[test]
     fn three_way_merges_do_not_depend_on_arrival_order(c in case(3), delta in 0usize..8, k in 0usize..8) {
-        let parts: Vec<(Vec<Vec<f64>>, Vec<u64>)> = (0..3).map(|p| c.part(|i| i % 3 == p)).collect();
+        let parts: Vec<(Vec<Vec<f64>>, Vec<u128>)> = (0..3).map(|p| c.part(|i| i % 3 == p)).collect();
         let sky: Vec<Skyline> = parts.iter().map(|(cols, o)| Skyline::build(c.prefer.clone(), cols, o)).collect();
         let td: Vec<TopDominant> =
             parts.iter().map(|(cols, o)| TopDominant::build(c.prefer.clone(), cols, o)).collect();

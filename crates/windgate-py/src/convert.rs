@@ -6,6 +6,7 @@ use windgate_core::Error;
 use windgate_core::aggregate::{
     FarmOptions, LatenessOpt, NullTime, OnLate, Span, Strategy, WindowAggregateOptions,
 };
+use windgate_core::runtime::farm::FarmStats;
 use windgate_core::runtime::{PaneSchedulerKind, WindowSchedulerKind};
 
 use crate::errors::to_py;
@@ -72,24 +73,60 @@ pub fn options(
     farm: Option<&Bound<'_, PyDict>>,
     sources: usize,
 ) -> PyResult<WindowAggregateOptions> {
-    let mut o = WindowAggregateOptions::new(time, span(size, "size")?, aggs);
-    o.slide = slide
-        .filter(|s| !s.is_none())
-        .map(|s| span(s, "slide"))
-        .transpose()?;
-    if let Some(offset) = offset.filter(|o| !o.is_none()) {
-        o.offset = span(offset, "offset")?;
-    }
-    o.by = by;
-    o.lateness = lateness_opt(lateness)?;
-    o.on_late = OnLate::parse(on_late).map_err(to_py)?;
-    o.null_time = NullTime::parse(null_time).map_err(to_py)?;
-    o.threads = threads_opt(threads)?;
+    let w = WindowArgs {
+        time,
+        size,
+        slide,
+        offset,
+        by,
+        lateness,
+        on_late,
+        null_time,
+        threads,
+        farm,
+    };
+    let mut o = w.options()?;
+    o.aggs = aggs;
     o.strategy = Strategy::parse(strategy).map_err(to_py)?;
-    o.farm = farm_options(farm)?;
     o.sources = sources;
     o.validate().map_err(to_py)?;
     Ok(o)
+}
+
+/// The window, lateness, grouping, threads and farm arguments every windowed operator takes.
+pub struct WindowArgs<'a, 'py> {
+    pub time: String,
+    pub size: &'a Bound<'py, PyAny>,
+    pub slide: Option<&'a Bound<'py, PyAny>>,
+    pub offset: Option<&'a Bound<'py, PyAny>>,
+    pub by: Vec<String>,
+    pub lateness: Option<&'a Bound<'py, PyAny>>,
+    pub on_late: &'a str,
+    pub null_time: &'a str,
+    pub threads: Option<i64>,
+    pub farm: Option<&'a Bound<'py, PyDict>>,
+}
+
+impl WindowArgs<'_, '_> {
+    /// The options they make, without aggregates and not yet validated.
+    pub fn options(self) -> PyResult<WindowAggregateOptions> {
+        let mut o = WindowAggregateOptions::new(self.time, span(self.size, "size")?, vec![]);
+        o.slide = self
+            .slide
+            .filter(|s| !s.is_none())
+            .map(|s| span(s, "slide"))
+            .transpose()?;
+        if let Some(offset) = self.offset.filter(|o| !o.is_none()) {
+            o.offset = span(offset, "offset")?;
+        }
+        o.by = self.by;
+        o.lateness = lateness_opt(self.lateness)?;
+        o.on_late = OnLate::parse(self.on_late).map_err(to_py)?;
+        o.null_time = NullTime::parse(self.null_time).map_err(to_py)?;
+        o.threads = threads_opt(self.threads)?;
+        o.farm = farm_options(self.farm)?;
+        Ok(o)
+    }
 }
 
 /// The pane farm's knobs from a dict: `scheduler`, `window_scheduler`, `split_threshold`, `setpoint`,
@@ -177,4 +214,32 @@ pub fn py_schema<'py>(
     schema
         .map(|s| pyo3_arrow::PySchema::new(s).into_pyarrow(py))
         .transpose()
+}
+
+/// One batch from the outputs of several pushes (a stream pushed at once).
+pub fn concat_batches(
+    schema: Option<arrow_schema::SchemaRef>,
+    outs: Vec<arrow_array::RecordBatch>,
+) -> Result<arrow_array::RecordBatch, Error> {
+    if outs.len() == 1 {
+        return Ok(outs.into_iter().next().expect("one"));
+    }
+    let schema = schema.expect("bound before pushing");
+    Ok(arrow_select::concat::concat_batches(&schema, &outs)?)
+}
+
+/// The pane farm's figures into a `stats` dict.
+pub fn farm_stats(d: &Bound<'_, PyDict>, f: &FarmStats) -> PyResult<()> {
+    let secs = |ns: &[u64]| ns.iter().map(|&n| n as f64 * 1e-9).collect::<Vec<f64>>();
+    d.set_item("plq_busy_s", secs(&f.plq_busy_ns))?;
+    d.set_item("wlq_busy_s", secs(&f.wlq_busy_ns))?;
+    d.set_item("punctuations", f.punctuations)?;
+    d.set_item("panes_closed", f.panes_closed)?;
+    d.set_item("panes_split", f.panes_split)?;
+    d.set_item("split_factor", f.split_factor)?;
+    d.set_item("theta_b", f.theta_b)?;
+    d.set_item("alpha", f.alpha)?;
+    d.set_item("utilisation", f.utilisation)?;
+    d.set_item("window_tasks", f.window_tasks)?;
+    Ok(())
 }

@@ -2,6 +2,7 @@
 
 use std::sync::Mutex;
 
+use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 use windgate_core::{Error, ErrorKind};
@@ -15,6 +16,7 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::LateRow => "LateRowError",
         ErrorKind::Overflow => "WindgateOverflowError",
         ErrorKind::NullValue => "NullTimeError",
+        ErrorKind::InvalidValue => "InvalidValueError",
         ErrorKind::Poisoned => "OperatorPoisonedError",
         ErrorKind::Input => "InputError",
     }
@@ -77,4 +79,22 @@ pub fn detached_batch_call<T: Send>(
         return Err(e);
     }
     result.map_err(to_py)
+}
+
+/// A streaming call's result for Python: the batch, or the error (after poisoning the operator when the error
+/// says it is no longer usable).
+pub fn finish_batch<'py>(
+    py: Python<'py>,
+    out: Result<RecordBatch, Error>,
+    poison: impl FnOnce(&str),
+) -> PyResult<Bound<'py, PyAny>> {
+    match out {
+        Ok(batch) => pyo3_arrow::PyRecordBatch::new(batch).into_pyarrow(py),
+        Err(e) => {
+            if e.kind() == ErrorKind::Poisoned {
+                poison(e.message());
+            }
+            Err(to_py(e))
+        }
+    }
 }

@@ -4,6 +4,7 @@
 mod band_join;
 mod convert;
 mod errors;
+mod preference;
 mod window_aggregate;
 
 use pyo3::prelude::*;
@@ -15,6 +16,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<window_aggregate::WindowAggregator>()?;
     m.add_function(wrap_pyfunction!(band_join::band_join, m)?)?;
     m.add_class::<band_join::BandJoiner>()?;
+    m.add_function(wrap_pyfunction!(preference::preference, m)?)?;
+    m.add_class::<preference::PreferenceQuery>()?;
     m.add_function(wrap_pyfunction!(convert::duration_units, m)?)?;
     Ok(())
 }

@@ -3,13 +3,13 @@
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use pyo3_arrow::PyTable;
 use pyo3_arrow::input::AnyRecordBatch;
-use pyo3_arrow::{PyRecordBatch, PyTable};
+use windgate_core::Error;
 use windgate_core::aggregate as core;
-use windgate_core::{Error, ErrorKind};
 
-use crate::convert::{options, py_schema};
-use crate::errors::{catch_panic, detached_batch_call, to_py};
+use crate::convert::{concat_batches, farm_stats, options, py_schema};
+use crate::errors::{catch_panic, detached_batch_call, finish_batch, to_py};
 
 /// Batch window aggregation over one or several sources (see `windgate.window_aggregate`).
 #[pyfunction]
@@ -139,7 +139,7 @@ impl WindowAggregator {
                 for b in reader {
                     outs.push(inner.push(&b.map_err(Error::from)?, source as usize)?);
                 }
-                concat(inner, outs)
+                concat_batches(inner.output_schema(), outs)
             })
         });
         self.finish(py, out)
@@ -184,16 +184,7 @@ impl WindowAggregator {
         d.set_item("threads", s.threads)?;
         d.set_item("strategy", s.strategy)?;
         if let Some(f) = s.farm {
-            d.set_item("plq_busy_s", ns_to_s(&f.plq_busy_ns))?;
-            d.set_item("wlq_busy_s", ns_to_s(&f.wlq_busy_ns))?;
-            d.set_item("punctuations", f.punctuations)?;
-            d.set_item("panes_closed", f.panes_closed)?;
-            d.set_item("panes_split", f.panes_split)?;
-            d.set_item("split_factor", f.split_factor)?;
-            d.set_item("theta_b", f.theta_b)?;
-            d.set_item("alpha", f.alpha)?;
-            d.set_item("utilisation", f.utilisation)?;
-            d.set_item("window_tasks", f.window_tasks)?;
+            farm_stats(&d, &f)?;
         }
         Ok(d)
     }
@@ -211,27 +202,6 @@ impl WindowAggregator {
         py: Python<'py>,
         out: Result<RecordBatch, Error>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        match out {
-            Ok(batch) => PyRecordBatch::new(batch).into_pyarrow(py),
-            Err(e) => {
-                if e.kind() == ErrorKind::Poisoned {
-                    self.inner.poison(e.message());
-                }
-                Err(to_py(e))
-            }
-        }
+        finish_batch(py, out, |why| self.inner.poison(why))
     }
-}
-
-/// One batch from the outputs of several pushes (a stream pushed at once).
-fn concat(inner: &core::WindowAggregator, outs: Vec<RecordBatch>) -> Result<RecordBatch, Error> {
-    let schema = inner.output_schema().expect("bound before pushing");
-    if outs.len() == 1 {
-        return Ok(outs.into_iter().next().expect("one"));
-    }
-    Ok(arrow_select::concat::concat_batches(&schema, &outs)?)
-}
-
-fn ns_to_s(ns: &[u64]) -> Vec<f64> {
-    ns.iter().map(|&n| n as f64 * 1e-9).collect()
 }

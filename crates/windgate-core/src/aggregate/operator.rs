@@ -20,16 +20,17 @@ use super::farm_engine::{Admitted, FarmEngine, Parallel};
 use super::function::{AggFunc, AggSpec, value_class};
 use super::keys::KeyDict;
 use super::line::LineKind;
-use super::options::{NullTime, OnLate, Strategy, WindowAggregateOptions, resolve_threads};
+use super::options::{Strategy, WindowAggregateOptions, resolve_threads};
 use super::pane_engine::PaneEngine;
 use super::reference::ReferenceEngine;
 use super::slots::SlotStore;
 use super::state::{AggMeta, InputValues};
-use crate::arrow_io::{as_i64, check_same_type, column, input_values, int_column_as, time_unit};
+use crate::arrow_io::{as_i64, check_same_type, column, input_values, int_column_as};
 use crate::error::{Error, ErrorKind, Result};
-use crate::order::kslack::{Admission, KSlack, Lateness};
+use crate::order::admission::{Rules, admit};
+use crate::order::kslack::{KSlack, Lateness};
 use crate::runtime::farm::FarmStats;
-use crate::time::{TimeUnit, WindowSpec};
+use crate::time::WindowSpec;
 
 /// Rows ingested at a time: large batches are sliced so that per-row scratch stays in cache.
 const INGEST_ROWS: usize = 1 << 15;
@@ -189,18 +190,10 @@ impl WindowAggregator {
                 .map_err(|_| Error::column_not_found(param, name, &names))
         };
         let time_type = field(&o.time, "time")?.data_type().clone();
-        let unit = time_unit(&time_type, &o.time)?;
-        let size = o.size.resolve(unit, "size")?;
-        let slide = o
-            .slide
-            .as_ref()
-            .map(|s| s.resolve(unit, "slide"))
-            .transpose()?;
-        let offset = o.offset.resolve(unit, "offset")?;
-        let spec = WindowSpec::new(size, slide, offset)?;
-        let policy = o.lateness_policy(unit)?;
+        let resolved = o.resolve_window(&time_type)?;
+        let spec = resolved.spec;
         for s in &mut self.sources {
-            s.kslack = KSlack::new(policy);
+            s.kslack = KSlack::new(resolved.lateness);
         }
         let mut key_types = vec![];
         let mut out_fields = vec![];
@@ -209,11 +202,7 @@ impl WindowAggregator {
             key_types.push(f.data_type().clone());
             out_fields.push(Field::new(b, f.data_type().clone(), true));
         }
-        let window_type = if unit == TimeUnit::Plain {
-            DataType::Int64
-        } else {
-            time_type.clone()
-        };
+        let window_type = resolved.window_type;
         out_fields.push(Field::new("window_start", window_type.clone(), false));
         out_fields.push(Field::new("window_end", window_type, false));
         let mut metas = vec![];
@@ -459,58 +448,16 @@ impl WindowAggregator {
         // Admission: null times, then the source's K-slack. Worked on a copy so a rejected batch changes nothing.
         let src = &self.sources[source];
         let mut ks = src.kslack.clone();
-        let mut keep: Option<Vec<bool>> = None;
-        let (mut late, mut null_time) = (0u64, 0u64);
-        let (mut lo, mut hi) = (i64::MAX, i64::MIN);
-        let time_nulls = time_col.logical_nulls();
-        for (i, &t) in ts.iter().enumerate() {
-            if time_nulls.as_ref().is_some_and(|nl| nl.is_null(i)) {
-                if o.null_time == NullTime::Error {
-                    return Err(Error::new(
-                        ErrorKind::NullValue,
-                        format!(
-                            "column '{}': null time at row {} of {what}; pass null_time=\"drop\" to drop such rows",
-                            o.time,
-                            first_row + i
-                        ),
-                    ));
-                }
-                null_time += 1;
-                keep.get_or_insert_with(|| vec![true; n])[i] = false;
-                continue;
-            }
-            if let Admission::Late { watermark } = ks.observe(t) {
-                if ks.policy() == Lateness::Sorted {
-                    return Err(Error::new(
-                        ErrorKind::LateRow,
-                        format!(
-                            "source {source} is not sorted by time: row {} of {what} has {} = {t} after {}; \
-                             sources merged without lateness must be sorted (pass lateness=... to accept disorder)",
-                            first_row + i,
-                            o.time,
-                            watermark
-                        ),
-                    ));
-                }
-                if o.on_late == OnLate::Error {
-                    return Err(Error::new(
-                        ErrorKind::LateRow,
-                        format!(
-                            "late row: row {} of {what} has {} = {t}, below the watermark {watermark} \
-                             (on_late=\"error\"; use on_late=\"drop\" to drop and count late rows)",
-                            first_row + i,
-                            o.time
-                        ),
-                    ));
-                }
-                late += 1;
-                keep.get_or_insert_with(|| vec![true; n])[i] = false;
-                continue;
-            }
-            lo = lo.min(t);
-            hi = hi.max(t);
-        }
-        if lo <= hi {
+        let rules = Rules {
+            time: &o.time,
+            null_time: o.null_time,
+            on_late: o.on_late,
+            source,
+            what: &what,
+            first_row,
+        };
+        let admitted = admit(&mut ks, &ts, time_col.logical_nulls().as_ref(), &rules)?;
+        if let Some((lo, hi)) = admitted.range {
             b.spec.check_range(lo, hi, &o.time)?;
         }
 
@@ -520,7 +467,7 @@ impl WindowAggregator {
         let rows = Admitted {
             ts,
             keys,
-            keep,
+            keep: admitted.keep,
             inputs,
             source: source as u32,
             seq0: src.seq,
@@ -528,8 +475,8 @@ impl WindowAggregator {
         src.seq += n as u64;
         self.stats.batches_in += (first_row == 0) as u64;
         self.stats.rows_in += n as u64;
-        self.stats.late_rows += late;
-        self.stats.null_time_rows += null_time;
+        self.stats.late_rows += admitted.late;
+        self.stats.null_time_rows += admitted.null_time;
         b.engine.ingest(rows)
     }
 }

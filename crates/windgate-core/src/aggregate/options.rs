@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+use arrow_schema::DataType;
+
+use crate::arrow_io::time_unit;
 use crate::error::{Error, Result};
 use crate::order::kslack::Lateness;
 use crate::runtime::farm::{FarmConfig, WindowSchedulerKind};
@@ -190,6 +193,15 @@ impl FarmOptions {
 }
 
 /// Everything `window_aggregate` takes besides the data.
+/// The window parameters resolved against an input schema.
+#[derive(Debug, Clone)]
+pub struct ResolvedWindow {
+    pub spec: WindowSpec,
+    pub lateness: Lateness,
+    /// The type of `window_start` and `window_end`: the time column's, int64 for plain integers.
+    pub window_type: DataType,
+}
+
 #[derive(Debug, Clone)]
 pub struct WindowAggregateOptions {
     pub time: String,
@@ -235,6 +247,13 @@ impl WindowAggregateOptions {
 
     /// Checks everything that can be checked without the data; returns the parsed aggregates.
     pub fn validate(&self) -> Result<Vec<AggSpec>> {
+        self.validate_window()?;
+        AggSpec::parse_all(&self.aggs)
+    }
+
+    /// Checks everything but `aggs` and `strategy`: the window, lateness, threads, farm and grouping
+    /// parameters other windowed operators (the preference queries) share.
+    pub fn validate_window(&self) -> Result<()> {
         if self.time.is_empty() {
             return Err(Error::param("time", "expected the name of the time column"));
         }
@@ -279,7 +298,29 @@ impl WindowAggregateOptions {
                 return Err(Error::param("by", format!("column '{b}' is listed twice")));
             }
         }
-        AggSpec::parse_all(&self.aggs)
+        Ok(())
+    }
+
+    /// Resolves the window and the lateness against the input's time column (whose type is `time_type`).
+    /// Returns the time unit, the window spec, the lateness policy and the type of `window_start`/`window_end`.
+    pub fn resolve_window(&self, time_type: &DataType) -> Result<ResolvedWindow> {
+        let unit = time_unit(time_type, &self.time)?;
+        let size = self.size.resolve(unit, "size")?;
+        let slide = self
+            .slide
+            .as_ref()
+            .map(|s| s.resolve(unit, "slide"))
+            .transpose()?;
+        let offset = self.offset.resolve(unit, "offset")?;
+        Ok(ResolvedWindow {
+            spec: WindowSpec::new(size, slide, offset)?,
+            lateness: self.lateness_policy(unit)?,
+            window_type: if unit == TimeUnit::Plain {
+                DataType::Int64
+            } else {
+                time_type.clone()
+            },
+        })
     }
 
     /// The lateness policy of each source once the time unit is known.

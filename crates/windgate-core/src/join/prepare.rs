@@ -10,7 +10,7 @@ use arrow_schema::{DataType, SchemaRef};
 use smallvec::SmallVec;
 
 use crate::aggregate::keys::KeyDict;
-use crate::arrow_io::{as_f64, as_i64, column, time_unit};
+use crate::arrow_io::{as_i64, column, exact_f64, time_unit};
 use crate::error::{Error, ErrorKind, Result};
 use crate::time::{TimeUnit, Timestamp};
 
@@ -77,9 +77,6 @@ pub struct JoinTuple {
     /// One value per band predicate, as float64.
     pub band: SmallVec<[f64; 2]>,
 }
-
-/// Largest integer magnitude a float64 holds exactly.
-const EXACT_INT: i64 = 1 << 53;
 
 /// One side's columns, bound at its first batch.
 #[derive(Debug, Clone)]
@@ -292,22 +289,9 @@ fn mark_nulls(col: &ArrayRef, valid: &mut [bool]) {
 
 /// A band column as float64; integers must be exact in float64.
 fn band_values(col: &ArrayRef, name: &str, side: Side) -> Result<Vec<f64>> {
-    if col.data_type().is_integer() {
-        let v = as_i64(col, name)?;
-        if let Some(i) = v.iter().position(|x| x.unsigned_abs() > EXACT_INT as u64) {
-            return Err(Error::column_type(
-                name,
-                format!(
-                    "band predicates compare as float64, exact for integers up to 2^53; row {i} of the {} \
-                     input holds {}",
-                    side.name(),
-                    v[i]
-                ),
-            ));
-        }
-        return Ok(v.iter().map(|&x| x as f64).collect());
-    }
-    Ok(as_f64(col)?.to_vec())
+    exact_f64(col, name, "band predicates", |i| {
+        format!("row {i} of the {} input", side.name())
+    })
 }
 
 /// A shared equality dictionary for both sides (equal values get one id whichever side they come from).

@@ -1,5 +1,6 @@
-//! Ordering machinery: watermarks and late rows ([`kslack`]) and the lock-free merge of sorted sources into a
+//! Ordering machinery: watermarks and late rows ([`kslack`], [`admission`]) and the lock-free merge of sorted sources into a
 //! deterministic ready stream ([`scale_gate`]).
 
+pub mod admission;
 pub mod kslack;
 pub mod scale_gate;

@@ -1,24 +1,49 @@
-//! Preference queries (brief 004 §1.2, DESIGN §5): skyline, top-δ dominant and top-k, as single-threaded
-//! kernels over columnar `f64` points.
+//! Preference queries (brief 004 §1.2, DESIGN §5): skyline, top-δ dominant and top-k over sliding windows.
 //!
-//! Every kernel is an incremental store that plays both farm roles: `insert` is G (a pane partition grows one
-//! row at a time) and `merge` is H (a window combines pane partitions). Both are exact and order-independent:
-//! the store's contents depend only on the *set* of points inserted, never on the order they came in, so the
-//! parallel farm cannot change a result (DESIGN §4).
+//! The kernels (`skyline`, `top_dominant`, `topk`) are single-threaded incremental stores over columnar `f64`
+//! points, and each plays both farm roles: `insert` is G (a pane partition grows one row at a time) and `merge`
+//! is H (a window combines pane partitions). Both are exact and order-independent: a store's answer depends
+//! only on the *set* of points inserted, never on the order they came in, so the parallel farm cannot change a
+//! result (DESIGN §4).
 //!
-//! Points are identified by their position in the total order (`u64`), which is what the caller uses to pick
-//! the output rows and to break ties. NaN never reaches this layer: callers reject it, naming the column.
+//! Points are identified by their [`OrderKey`], their position in the total order `(ts, arrival)`, which picks
+//! the output rows and breaks ties. NaN never reaches the kernels: the operator rejects it, naming the column.
 //!
-//! Each module also has a brute-force reference (`*_reference`) that applies the definition over all pairs;
-//! the property tests check the kernels against it.
+//! Each kernel module also has a brute-force reference (`*_reference`) applying the definition over all pairs;
+//! the property tests check the kernels against it. Above the kernels: [`query`] (the kernels as a
+//! [`FarmQuery`](crate::runtime::farm::FarmQuery)), [`engine`] (pane, farm, per-window recomputation and
+//! reference engines) and [`operator`] (the streaming operator and the batch function).
 
 pub mod dominance;
+pub mod engine;
+pub mod operator;
+pub mod options;
+pub mod query;
+mod retained;
 pub mod skyline;
 mod store;
 pub mod top_dominant;
 pub mod topk;
 
 pub use dominance::{Compare, Prefer, compare, dominates, k_dominance};
+pub use operator::{PreferenceOperator, PreferenceStats, preference};
+pub use options::{PreferenceOptions, PreferenceStrategy, QueryKind};
 pub use skyline::{Skyline, skyline_reference};
 pub use top_dominant::{TopDominant, top_dominant_reference};
 pub use topk::{TopK, topk_reference};
+
+/// A row's position in the total order: the time (sign bit flipped, so it sorts as unsigned) in the high 64
+/// bits, the arrival position in the low 64. Ordering keys orders rows by `(ts, arrival)`.
+pub type OrderKey = u128;
+
+/// The order key of a row with time `ts` that arrived `seq`-th.
+#[inline]
+pub fn order_key(ts: i64, seq: u64) -> OrderKey {
+    (((ts as u64) ^ (1 << 63)) as u128) << 64 | seq as u128
+}
+
+/// The arrival position of an order key.
+#[inline]
+pub fn arrival_of(key: OrderKey) -> u64 {
+    key as u64
+}

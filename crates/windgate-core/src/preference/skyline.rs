@@ -5,6 +5,7 @@
 //! which is what makes [`Skyline::merge`] (the window-level H step) exact: a point of `A ∪ B` dominated by
 //! anything is dominated by a skyline point of `A ∪ B`, and that point is in `S(A)` or `S(B)`.
 
+use super::OrderKey;
 use super::dominance::Prefer;
 use super::store::{PointStore, row_of};
 
@@ -22,7 +23,7 @@ impl Skyline {
     }
 
     /// The skyline of all rows of `cols` (one slice per dimension), row `i` having total order `order[i]`.
-    pub fn build<C: AsRef<[f64]>>(prefer: Vec<Prefer>, cols: &[C], order: &[u64]) -> Self {
+    pub fn build<C: AsRef<[f64]>>(prefer: Vec<Prefer>, cols: &[C], order: &[OrderKey]) -> Self {
         let mut s = Self::new(prefer);
         for (row, &o) in order.iter().enumerate() {
             s.insert_row(cols, row, o);
@@ -47,18 +48,18 @@ impl Skyline {
     }
 
     /// Inserts row `row` of `cols` (one slice per dimension) with total order `order`.
-    pub fn insert_row<C: AsRef<[f64]>>(&mut self, cols: &[C], row: usize, order: u64) {
+    pub fn insert_row<C: AsRef<[f64]>>(&mut self, cols: &[C], row: usize, order: OrderKey) {
         debug_assert_eq!(cols.len(), self.dims());
         self.insert_with(&row_of(cols, row), order);
     }
 
     /// Inserts one point given as a row.
-    pub fn insert(&mut self, point: &[f64], order: u64) {
+    pub fn insert(&mut self, point: &[f64], order: OrderKey) {
         debug_assert_eq!(point.len(), self.dims());
         self.insert_with(&|k| point[k], order);
     }
 
-    fn insert_with(&mut self, p: &impl Fn(usize) -> f64, order: u64) {
+    fn insert_with(&mut self, p: &impl Fn(usize) -> f64, order: OrderKey) {
         if self.scan(p) {
             self.store.push(p, order);
         }
@@ -97,14 +98,14 @@ impl Skyline {
     }
 
     /// The members' positions in the total order, ascending (the output order, DESIGN §5).
-    pub fn members(&self) -> Vec<u64> {
+    pub fn members(&self) -> Vec<OrderKey> {
         let mut m = self.store.order.clone();
         m.sort_unstable();
         m
     }
 
     /// The members as `(order, row)` pairs, ascending by order.
-    pub fn rows(&self) -> Vec<(u64, Vec<f64>)> {
+    pub fn rows(&self) -> Vec<(OrderKey, Vec<f64>)> {
         let mut idx: Vec<usize> = (0..self.store.len()).collect();
         idx.sort_unstable_by_key(|&i| self.store.order[i]);
         idx.into_iter()
@@ -120,9 +121,9 @@ impl Skyline {
 pub fn skyline_reference<C: AsRef<[f64]>>(
     prefer: &[Prefer],
     cols: &[C],
-    order: &[u64],
-) -> Vec<u64> {
-    let mut out: Vec<u64> = (0..order.len())
+    order: &[OrderKey],
+) -> Vec<OrderKey> {
+    let mut out: Vec<OrderKey> = (0..order.len())
         .filter(|&t| {
             !(0..order.len()).any(|s| {
                 super::dominance::compare(prefer, row_of(cols, s), row_of(cols, t))

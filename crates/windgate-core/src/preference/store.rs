@@ -1,6 +1,7 @@
 //! A column-wise point store with swap-to-end deletion (brief 004 §1.2 [code]): the container both the skyline
 //! and the top-δ kernels keep their current points in.
 
+use super::OrderKey;
 use super::dominance::{Compare, Prefer, compare};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -9,7 +10,7 @@ pub(crate) struct PointStore {
     /// One column per dimension, all of length `order.len()`.
     pub(crate) cols: Vec<Vec<f64>>,
     /// Each stored point's position in the total order.
-    pub(crate) order: Vec<u64>,
+    pub(crate) order: Vec<OrderKey>,
 }
 
 impl PointStore {
@@ -42,7 +43,7 @@ impl PointStore {
         compare(&self.prefer, p, |k| self.cols[k][i])
     }
 
-    pub(crate) fn push(&mut self, p: &impl Fn(usize) -> f64, order: u64) {
+    pub(crate) fn push(&mut self, p: &impl Fn(usize) -> f64, order: OrderKey) {
         for (k, col) in self.cols.iter_mut().enumerate() {
             col.push(p(k));
         }

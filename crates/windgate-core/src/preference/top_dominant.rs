@@ -9,6 +9,7 @@
 //! κ is computed from the definition with strictness accumulated over all dimensions; the authors' update kept
 //! only the last dimension's flag, a bug deliberately not ported.
 
+use super::OrderKey;
 use super::dominance::Prefer;
 use super::store::{PointStore, row_of};
 
@@ -28,7 +29,7 @@ impl TopDominant {
     }
 
     /// The kernel over all rows of `cols`, row `i` having total order `order[i]`.
-    pub fn build<C: AsRef<[f64]>>(prefer: Vec<Prefer>, cols: &[C], order: &[u64]) -> Self {
+    pub fn build<C: AsRef<[f64]>>(prefer: Vec<Prefer>, cols: &[C], order: &[OrderKey]) -> Self {
         let mut s = Self::new(prefer);
         for (row, &o) in order.iter().enumerate() {
             s.insert_row(cols, row, o);
@@ -53,17 +54,17 @@ impl TopDominant {
         self.store.len() == 0
     }
 
-    pub fn insert_row<C: AsRef<[f64]>>(&mut self, cols: &[C], row: usize, order: u64) {
+    pub fn insert_row<C: AsRef<[f64]>>(&mut self, cols: &[C], row: usize, order: OrderKey) {
         debug_assert_eq!(cols.len(), self.dims());
         self.insert_with(&row_of(cols, row), order);
     }
 
-    pub fn insert(&mut self, point: &[f64], order: u64) {
+    pub fn insert(&mut self, point: &[f64], order: OrderKey) {
         debug_assert_eq!(point.len(), self.dims());
         self.insert_with(&|k| point[k], order);
     }
 
-    fn insert_with(&mut self, p: &impl Fn(usize) -> f64, order: u64) {
+    fn insert_with(&mut self, p: &impl Fn(usize) -> f64, order: OrderKey) {
         if let Some(kappa) = self.scan(p, 0) {
             self.store.push(p, order);
             self.kappa.push(kappa);
@@ -106,8 +107,8 @@ impl TopDominant {
     }
 
     /// Every skyline point as `(order, κ)`, ascending by order.
-    pub fn skyline(&self) -> Vec<(u64, u32)> {
-        let mut all: Vec<(u64, u32)> = self
+    pub fn skyline(&self) -> Vec<(OrderKey, u32)> {
+        let mut all: Vec<(OrderKey, u32)> = self
             .store
             .order
             .iter()
@@ -120,13 +121,13 @@ impl TopDominant {
 
     /// The answer: the `delta` skyline points of lowest κ, ties by the total order, returned as `(order, κ)`
     /// ascending by order (the output order, DESIGN §5).
-    pub fn select(&self, delta: usize) -> Vec<(u64, u32)> {
+    pub fn select(&self, delta: usize) -> Vec<(OrderKey, u32)> {
         select_lowest(self.skyline(), delta)
     }
 }
 
 /// Keeps the `delta` entries of lowest `(κ, order)` and returns them ascending by order.
-fn select_lowest(mut all: Vec<(u64, u32)>, delta: usize) -> Vec<(u64, u32)> {
+fn select_lowest(mut all: Vec<(OrderKey, u32)>, delta: usize) -> Vec<(OrderKey, u32)> {
     all.sort_unstable_by_key(|&(o, k)| (k, o));
     all.truncate(delta);
     all.sort_unstable();
@@ -138,9 +139,9 @@ fn select_lowest(mut all: Vec<(u64, u32)>, delta: usize) -> Vec<(u64, u32)> {
 pub fn top_dominant_reference<C: AsRef<[f64]>>(
     prefer: &[Prefer],
     cols: &[C],
-    order: &[u64],
+    order: &[OrderKey],
     delta: usize,
-) -> Vec<(u64, u32)> {
+) -> Vec<(OrderKey, u32)> {
     let d = prefer.len();
     let kappa = |t: usize| {
         (0..order.len())
@@ -149,7 +150,7 @@ pub fn top_dominant_reference<C: AsRef<[f64]>>(
             .max()
             .unwrap_or(0)
     };
-    let sky: Vec<(u64, u32)> = (0..order.len())
+    let sky: Vec<(OrderKey, u32)> = (0..order.len())
         .map(|t| (t, kappa(t)))
         .filter(|&(_, k)| k < d)
         .map(|(t, k)| (order[t], k as u32))

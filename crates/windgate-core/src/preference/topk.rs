@@ -9,12 +9,14 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+use super::OrderKey;
+
 /// One kept row. Ordered worst-last: `a < b` iff `a` ranks before (is better than) `b`.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     /// The score turned so that smaller is better (negated for descending; negation is exact).
     key: f64,
-    order: u64,
+    order: OrderKey,
 }
 
 impl Ord for Entry {
@@ -67,7 +69,7 @@ impl TopK {
     }
 
     /// The top-k of `score[i]` with total order `order[i]`.
-    pub fn build(k: usize, descending: bool, score: &[f64], order: &[u64]) -> Self {
+    pub fn build(k: usize, descending: bool, score: &[f64], order: &[OrderKey]) -> Self {
         let mut t = Self::new(k, descending);
         for (&s, &o) in score.iter().zip(order) {
             t.insert(s, o);
@@ -96,7 +98,7 @@ impl TopK {
     }
 
     /// G: offers one row.
-    pub fn insert(&mut self, score: f64, order: u64) {
+    pub fn insert(&mut self, score: f64, order: OrderKey) {
         let e = Entry {
             key: self.key(score),
             order,
@@ -123,7 +125,7 @@ impl TopK {
     }
 
     /// The answer as `(order, score)`, best score first, ties by the total order.
-    pub fn ranked(&self) -> Vec<(u64, f64)> {
+    pub fn ranked(&self) -> Vec<(OrderKey, f64)> {
         let mut v: Vec<Entry> = self.heap.iter().copied().collect();
         v.sort_unstable();
         v.into_iter().map(|e| (e.order, self.key(e.key))).collect()
@@ -131,8 +133,13 @@ impl TopK {
 }
 
 /// Reference: sort every row by (score best first, order) and keep the first `k`.
-pub fn topk_reference(k: usize, descending: bool, score: &[f64], order: &[u64]) -> Vec<(u64, f64)> {
-    let mut rows: Vec<(u64, f64)> = order.iter().copied().zip(score.iter().copied()).collect();
+pub fn topk_reference(
+    k: usize,
+    descending: bool,
+    score: &[f64],
+    order: &[OrderKey],
+) -> Vec<(OrderKey, f64)> {
+    let mut rows: Vec<(OrderKey, f64)> = order.iter().copied().zip(score.iter().copied()).collect();
     rows.sort_by(|a, b| {
         let by_score = if descending {
             cmp_f64(b.1, a.1)

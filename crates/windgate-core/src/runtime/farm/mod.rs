@@ -22,6 +22,7 @@
 //! merge), so which worker computed which piece never shows in the output (DESIGN §4).
 
 mod collector;
+pub mod inline;
 mod plq;
 mod wlq;
 

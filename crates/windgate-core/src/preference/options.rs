@@ -1,0 +1,181 @@
+//! Options of the preference operators: the window, lateness, grouping and farm parameters shared with window
+//! aggregation, plus the query and the engine.
+
+use crate::aggregate::WindowAggregateOptions;
+use crate::error::{Error, Result};
+
+use super::Prefer;
+
+/// Which preference query, with its parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueryKind {
+    /// The skyline over `dims` (all rows no other row dominates).
+    Skyline {
+        dims: Vec<String>,
+        prefer: Vec<Prefer>,
+    },
+    /// The `delta` skyline rows of lowest κ (brief 004 §1.2).
+    TopDominant {
+        dims: Vec<String>,
+        prefer: Vec<Prefer>,
+        delta: usize,
+    },
+    /// The `k` rows of best `score` (highest when `descending`).
+    TopK {
+        score: String,
+        k: usize,
+        descending: bool,
+    },
+}
+
+impl QueryKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Skyline { .. } => "skyline",
+            Self::TopDominant { .. } => "top_dominant",
+            Self::TopK { .. } => "topk",
+        }
+    }
+
+    /// The columns the kernels read, one `f64` column each (the dimensions, or the score).
+    pub fn value_columns(&self) -> Vec<&str> {
+        match self {
+            Self::Skyline { dims, .. } | Self::TopDominant { dims, .. } => {
+                dims.iter().map(String::as_str).collect()
+            }
+            Self::TopK { score, .. } => vec![score.as_str()],
+        }
+    }
+
+    /// The parameter naming the value columns (for error messages).
+    pub fn value_param(&self) -> &'static str {
+        match self {
+            Self::TopK { .. } => "score",
+            _ => "dims",
+        }
+    }
+
+    /// Parses `prefer`: one name for every dimension, or one per dimension.
+    pub fn parse_prefer(prefer: &[String], dims: usize) -> Result<Vec<Prefer>> {
+        let parse = |name: &String| {
+            Prefer::parse(name).ok_or_else(|| {
+                Error::param(
+                    "prefer",
+                    format!("unknown preference {name:?}; expected \"min\" or \"max\""),
+                )
+            })
+        };
+        match prefer.len() {
+            1 => Ok(vec![parse(&prefer[0])?; dims]),
+            n if n == dims => prefer.iter().map(parse).collect(),
+            n => Err(Error::param(
+                "prefer",
+                format!("expected one preference or one per dimension ({dims}), got {n}"),
+            )),
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        let cols = self.value_columns();
+        if let Self::Skyline { dims, prefer } | Self::TopDominant { dims, prefer, .. } = self {
+            if dims.is_empty() {
+                return Err(Error::param(
+                    "dims",
+                    "expected at least one dimension column",
+                ));
+            }
+            if prefer.len() != dims.len() {
+                return Err(Error::param(
+                    "prefer",
+                    format!(
+                        "expected one preference per dimension ({}), got {}",
+                        dims.len(),
+                        prefer.len()
+                    ),
+                ));
+            }
+        }
+        for (i, c) in cols.iter().enumerate() {
+            if c.is_empty() {
+                return Err(Error::param(self.value_param(), "expected a column name"));
+            }
+            if cols[..i].contains(c) {
+                return Err(Error::param(
+                    self.value_param(),
+                    format!("column '{c}' is listed twice"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which engine runs the query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PreferenceStrategy {
+    /// The farm when `threads > 1`, else the pane engine.
+    Auto,
+    /// Brute force by the definition, over every pair of each window's rows (tests).
+    Reference,
+    /// Each window recomputed from its rows with the incremental kernel (seed 004 Fig. 14's baseline).
+    Recompute,
+    /// Pane-based G/H on the caller's thread.
+    Pane,
+    /// Seed 004's PLQ/WLQ farm.
+    Farm,
+}
+
+impl PreferenceStrategy {
+    pub const NAMES: [&str; 5] = ["auto", "reference", "recompute", "pane", "farm"];
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "auto" => Ok(Self::Auto),
+            "reference" => Ok(Self::Reference),
+            "recompute" => Ok(Self::Recompute),
+            "pane" => Ok(Self::Pane),
+            "farm" => Ok(Self::Farm),
+            other => Err(Error::param(
+                "strategy",
+                format!(
+                    "unknown strategy {other:?}; expected one of {:?}",
+                    Self::NAMES
+                ),
+            )),
+        }
+    }
+}
+
+/// Options of a preference operator. `window` carries the parameters shared with window aggregation (its
+/// `aggs` and `strategy` are not used; `sources` must be 1).
+#[derive(Debug, Clone)]
+pub struct PreferenceOptions {
+    pub window: WindowAggregateOptions,
+    pub query: QueryKind,
+    pub strategy: PreferenceStrategy,
+}
+
+impl PreferenceOptions {
+    pub fn new(time: impl Into<String>, size: crate::aggregate::Span, query: QueryKind) -> Self {
+        Self {
+            window: WindowAggregateOptions::new(time, size, vec![]),
+            query,
+            strategy: PreferenceStrategy::Auto,
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        self.window.validate_window()?;
+        if self.window.sources != 1 {
+            return Err(Error::param(
+                "sources",
+                "preference queries take one source",
+            ));
+        }
+        self.query.validate()
+    }
+}
