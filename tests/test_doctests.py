@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["windgate", "windgate.join"]
+MODULES = ["windgate", "windgate.join", "windgate.preference"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -23,6 +23,7 @@ from .errors import (
     ColumnTypeError,
     InputError,
     InvalidParameterError,
+    InvalidValueError,
     LateRowError,
     NullTimeError,
     OperatorPoisonedError,
@@ -31,6 +32,7 @@ from .errors import (
     WindgateOverflowError,
 )
 from .join import Band, BandJoiner, Eq, band, band_join, eq
+from .preference import SkylineQuery, TopDominantQuery, TopKQuery, skyline, top_dominant, topk
 
 __version__: str = _native.__version__
 
@@ -43,6 +45,12 @@ __all__ = [
     "eq",
     "Band",
     "Eq",
+    "skyline",
+    "top_dominant",
+    "topk",
+    "SkylineQuery",
+    "TopDominantQuery",
+    "TopKQuery",
     "WindgateError",
     "InvalidParameterError",
     "ColumnNotFoundError",
@@ -51,6 +59,7 @@ __all__ = [
     "LateRowError",
     "WindgateOverflowError",
     "NullTimeError",
+    "InvalidValueError",
     "OperatorPoisonedError",
     "InputError",
     "__version__",

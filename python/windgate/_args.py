@@ -31,14 +31,23 @@ def span(value: Span | None, param: str) -> int | str | None:
     return value
 
 
-def by_columns(by: str | list[str] | tuple[str, ...] | None) -> list[str]:
-    if by is None:
+def columns(value: str | list[str] | tuple[str, ...] | None, param: str) -> list[str]:
+    """A column name or a list of names (``None``: none) as a list."""
+    if value is None:
         return []
-    if isinstance(by, str):
-        return [by]
-    if not all(isinstance(b, str) for b in by):
-        raise ColumnTypeError(f"by: expected a column name or a list of column names, got {by!r}")
-    return list(by)
+    if isinstance(value, str):
+        return [value]
+    try:
+        names = list(value)
+    except TypeError:
+        names = None
+    if names is None or not all(isinstance(c, str) for c in names):
+        raise ColumnTypeError(f"{param}: expected a column name or a list of column names, got {value!r}")
+    return names
+
+
+def by_columns(by: str | list[str] | tuple[str, ...] | None) -> list[str]:
+    return columns(by, "by")
 
 
 def agg_list(aggs: Mapping[str, str | list[str] | tuple[str, ...]]) -> list[tuple[str, list[str]]]:
@@ -86,14 +95,13 @@ def sources(data: Any) -> list[Any]:
     return [arrow_source(data)]
 
 
-def operator_kwargs(
+def window_kwargs(
     *,
     time: str,
     size: Span,
     slide: Span | None,
     offset: Span,
     by: str | list[str] | tuple[str, ...] | None,
-    aggs: Mapping[str, str | list[str] | tuple[str, ...]],
     lateness: Span | None,
     on_late: str,
     null_time: str,
@@ -101,14 +109,14 @@ def operator_kwargs(
     strategy: str,
     farm: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The keyword arguments of ``_native.window_aggregate`` / ``_native.WindowAggregator``, normalised."""
+    """The keyword arguments every windowed operator of the extension takes (window aggregation and the
+    preference queries), normalised."""
     return {
         "time": time,
         "size": span(size, "size"),
         "slide": span(slide, "slide"),
         "offset": span(offset, "offset"),
         "by": by_columns(by),
-        "aggs": agg_list(aggs),
         "lateness": span(lateness, "lateness"),
         "on_late": on_late,
         "null_time": null_time,
@@ -116,3 +124,13 @@ def operator_kwargs(
         "strategy": strategy,
         "farm": dict(farm) if farm is not None else None,
     }
+
+
+def operator_kwargs(
+    *,
+    aggs: Mapping[str, str | list[str] | tuple[str, ...]],
+    **window: Any,
+) -> dict[str, Any]:
+    """The keyword arguments of ``_native.window_aggregate`` / ``_native.WindowAggregator``, normalised:
+    those of :func:`window_kwargs` plus ``aggs``."""
+    return {**window_kwargs(**window), "aggs": agg_list(aggs)}

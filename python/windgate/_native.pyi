@@ -86,4 +86,57 @@ class BandJoiner:
     @property
     def schema(self) -> pa.Schema | None: ...
 
+def preference(
+    data: Any,
+    *,
+    query: str,
+    time: str,
+    size: int | str,
+    slide: int | str | None = None,
+    offset: int | str | None = None,
+    by: Sequence[str] = (),
+    dims: Sequence[str] = (),
+    prefer: Sequence[str] = ("min",),
+    delta: int | None = None,
+    score: str | None = None,
+    k: int | None = None,
+    descending: bool = True,
+    lateness: int | str | None = None,
+    on_late: str = "drop",
+    null_time: str = "error",
+    threads: int | None = None,
+    strategy: str = "auto",
+    farm: dict[str, Any] | None = None,
+) -> pa.Table: ...
+
+class PreferenceQuery:
+    def __init__(
+        self,
+        *,
+        query: str,
+        time: str,
+        size: int | str,
+        slide: int | str | None = None,
+        offset: int | str | None = None,
+        by: Sequence[str] = (),
+        dims: Sequence[str] = (),
+        prefer: Sequence[str] = ("min",),
+        delta: int | None = None,
+        score: str | None = None,
+        k: int | None = None,
+        descending: bool = True,
+        lateness: int | str | None = None,
+        on_late: str = "drop",
+        null_time: str = "error",
+        threads: int | None = None,
+        strategy: str = "auto",
+        farm: dict[str, Any] | None = None,
+    ) -> None: ...
+    def push(self, batch: Any) -> pa.RecordBatch: ...
+    def flush(self) -> pa.RecordBatch: ...
+    @property
+    def stats(self) -> dict[str, Any]: ...
+    @property
+    def schema(self) -> pa.Schema | None: ...
+
 def duration_units(text: str, unit: str, param: str = "size") -> int: ...

@@ -8,12 +8,15 @@ with the same rows as the local function on the same data (DESIGN §5):
   by the open windows, not the partition;
 * unkeyed aggregation: rows are cut into time ranges (a whole number of slides), each row copied into every
   range whose windows it falls in, and each task emits only the windows that start in its own ranges;
+* preference queries (:func:`skyline`, :func:`top_dominant`, :func:`topk`): the same two ways, keyed or by
+  time ranges, with a :class:`windgate.SkylineQuery` (etc.) per task or range;
 * band joins (:func:`band_join`): time buckets, each left row in one bucket and each right row copied into
   every bucket it can match, then a cogrouped ``applyInArrow`` joins each bucket with
   :func:`windgate.band_join`.
 
 Ties in time are broken by the DataFrame's row order (``monotonically_increasing_id``), which matches the
-local call's arrival order for data read in order, so ``first``/``last`` agree too.
+local call's arrival order for data read in order, so ``first``/``last`` and the top-delta and top-k cuts
+agree too.
 
 Example:
     >>> from windgate.spark import local_session, window_aggregate  # doctest: +SKIP
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,7 +42,7 @@ from .errors import ColumnNotFoundError, ColumnTypeError, InvalidParameterError
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["window_aggregate", "band_join", "local_session"]
+__all__ = ["window_aggregate", "skyline", "top_dominant", "topk", "band_join", "local_session"]
 
 _SEQ = "__windgate_seq"
 _RANGE = "__windgate_range"
@@ -111,76 +114,293 @@ def window_aggregate(
 
     The whole input is one finite stream, so the result is exact (no rows are late).
     """
-    from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-
-    spark = df.sparkSession
     by_cols = _args.by_columns(by)
-    agg_list = _args.agg_list(aggs)
-    for col in [time, *by_cols, *(c for c, _ in agg_list if c != "*")]:
-        if col not in df.columns:
-            raise ColumnNotFoundError(
-                f"column '{col}' is not in the DataFrame (columns: {', '.join(df.columns)})"
-            )
-    if threads is None:
-        threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
-    tz = spark.conf.get("spark.sql.session.timeZone", "UTC")
-    arrow_in = to_arrow_schema(df.schema, timezone=tz)
-    spec = {
-        "time": time,
-        "size": _args.span(size, "size"),
-        "slide": _args.span(slide, "slide"),
-        "offset": _args.span(offset, "offset"),
-        "by": by_cols,
-        "aggs": agg_list,
-        "null_time": null_time,
-        "threads": threads,
-        "strategy": strategy,
-        "farm": dict(farm) if farm is not None else None,
-    }
-    # The output schema, and every parameter checked, before Spark runs anything.
-    arrow_out = _native.window_aggregate([arrow_in.empty_table()], **spec).schema
-    spark_out = from_arrow_schema(arrow_out, prefer_timestamp_ntz=False)
-
+    # The tasks stream time-sorted rows: lateness 0 loses none.
+    spec = _args.operator_kwargs(
+        time=time,
+        size=size,
+        slide=slide,
+        offset=offset,
+        by=by_cols,
+        aggs=aggs,
+        lateness=0,
+        on_late="drop",
+        null_time=null_time,
+        threads=_task_threads(df, threads),
+        strategy=strategy,
+        farm=farm,
+    )
     # Only first/last read the order among rows with equal times; the other functions are order-free, so
     # the tie-breaking column is shuffled and sorted only when needed.
     ordered_funcs = {"first", "last"}
-    needs_seq = any(f.lower() in ordered_funcs for _, fs in agg_list for f in fs)
-    seq = df.withColumn(_SEQ, F.monotonically_increasing_id() if needs_seq else F.lit(0).cast("long"))
-    tie = [_SEQ] if needs_seq else []
-    if by_cols:
-        parts = seq.repartition(*by_cols).sortWithinPartitions(time, *tie)
-        out = parts.mapInArrow(_keyed_task(spec, arrow_out), spark_out)
-    else:
-        unit = _unit_of(arrow_in.field(time).type)
-        size_u, slide_u, offset_u = _resolve(spec, unit)
-        range_u = _range_length(seq, time, unit, size_u, slide_u, spark, range_size)
-        ranged = _with_ranges(seq, time, unit, size_u, slide_u, offset_u, range_u)
-        parts = ranged.repartition(_RANGE).sortWithinPartitions(_RANGE, time, *tie)
-        out = parts.mapInArrow(_ranged_task(spec, arrow_out, range_u, offset_u), spark_out)
+    agg_list = spec["aggs"]
+    out = _windowed(
+        df,
+        spec,
+        operator="WindowAggregator",
+        batch=lambda empty: _native.window_aggregate([empty], **spec),
+        columns=[time, *by_cols, *(c for c, _ in agg_list if c != "*")],
+        ties=any(f.lower() in ordered_funcs for _, fs in agg_list for f in fs),
+        range_size=range_size,
+    )
     if ordered:
         out = out.persist().orderBy("window_start", *by_cols)
     return out
 
 
-def _keyed_task(spec: dict[str, Any], arrow_out: pa.Schema):
-    """One windgate operator per task: time-sorted rows stream through with lateness 0."""
+def skyline(
+    df: DataFrame,
+    *,
+    time: str,
+    size: _args.Span,
+    slide: _args.Span | None = None,
+    offset: _args.Span = 0,
+    dims: str | Sequence[str],
+    prefer: str | Sequence[str] = "min",
+    by: str | list[str] | None = None,
+    null_time: str = "error",
+    threads: int | None = None,
+    strategy: str = "auto",
+    farm: Mapping[str, Any] | None = None,
+    range_size: _args.Span | None = None,
+) -> DataFrame:
+    """:func:`windgate.skyline` over a Spark DataFrame; returns a Spark DataFrame with the same rows.
+
+    Keyed (``by`` given): ``repartition(by)`` and one :class:`windgate.SkylineQuery` per task over its rows
+    sorted by time. Unkeyed: time ranges as in :func:`window_aggregate`, each row copied into every range
+    whose windows hold it. The whole input is one finite stream, so the result is exact (no rows are late).
+    Spark DataFrames have no order: sort the result if you need one (the local call's order is
+    ``(window_start, by..., time, arrival)``).
+
+    Args:
+        df: the input DataFrame (any columns).
+        time, size, slide, offset, dims, prefer, by, null_time, strategy, farm: as in
+            :func:`windgate.skyline`.
+        threads: windgate threads per Spark task (default: ``spark.task.cpus``).
+        range_size: unkeyed only: length of the time ranges each task owns (default: a few ranges per core).
+
+    Example:
+        >>> from windgate.spark import local_session, skyline  # doctest: +SKIP
+        >>> hotels = local_session().read.parquet("hotels.parquet")  # doctest: +SKIP
+        >>> out = skyline(hotels, time="ts", size="1h", slide="10 minutes", dims=["price", "stars"],
+        ...               prefer=["min", "max"], by="city")  # doctest: +SKIP
+    """
+    return _preference(
+        df,
+        "skyline",
+        threads=threads,
+        range_size=range_size,
+        time=time,
+        size=size,
+        slide=slide,
+        offset=offset,
+        dims=dims,
+        prefer=prefer,
+        by=by,
+        null_time=null_time,
+        strategy=strategy,
+        farm=farm,
+    )
+
+
+def top_dominant(
+    df: DataFrame,
+    *,
+    time: str,
+    size: _args.Span,
+    slide: _args.Span | None = None,
+    offset: _args.Span = 0,
+    dims: str | Sequence[str],
+    delta: int,
+    prefer: str | Sequence[str] = "min",
+    by: str | list[str] | None = None,
+    null_time: str = "error",
+    threads: int | None = None,
+    strategy: str = "auto",
+    farm: Mapping[str, Any] | None = None,
+    range_size: _args.Span | None = None,
+) -> DataFrame:
+    """:func:`windgate.top_dominant` over a Spark DataFrame; returns a Spark DataFrame with the same rows.
+
+    Works like :func:`skyline`. Ties in ``kappa`` at the ``delta`` boundary are broken by time and then by
+    the DataFrame's row order (``monotonically_increasing_id``), which is the local call's arrival order for
+    data read in order.
+
+    Args:
+        df: the input DataFrame (any columns).
+        time, size, slide, offset, dims, delta, prefer, by, null_time, strategy, farm: as in
+            :func:`windgate.top_dominant`.
+        threads, range_size: as in :func:`skyline`.
+    """
+    return _preference(
+        df,
+        "top_dominant",
+        threads=threads,
+        range_size=range_size,
+        time=time,
+        size=size,
+        slide=slide,
+        offset=offset,
+        dims=dims,
+        delta=delta,
+        prefer=prefer,
+        by=by,
+        null_time=null_time,
+        strategy=strategy,
+        farm=farm,
+    )
+
+
+def topk(
+    df: DataFrame,
+    *,
+    time: str,
+    size: _args.Span,
+    slide: _args.Span | None = None,
+    offset: _args.Span = 0,
+    score: str,
+    k: int,
+    descending: bool = True,
+    by: str | list[str] | None = None,
+    null_time: str = "error",
+    threads: int | None = None,
+    strategy: str = "auto",
+    farm: Mapping[str, Any] | None = None,
+    range_size: _args.Span | None = None,
+) -> DataFrame:
+    """:func:`windgate.topk` over a Spark DataFrame; returns a Spark DataFrame with the same rows.
+
+    Works like :func:`skyline`. Equal scores at the ``k`` boundary are broken by time and then by the
+    DataFrame's row order (``monotonically_increasing_id``), as in :func:`top_dominant`.
+
+    Args:
+        df: the input DataFrame (any columns).
+        time, size, slide, offset, score, k, descending, by, null_time, strategy, farm: as in
+            :func:`windgate.topk`.
+        threads, range_size: as in :func:`skyline`.
+    """
+    return _preference(
+        df,
+        "topk",
+        threads=threads,
+        range_size=range_size,
+        time=time,
+        size=size,
+        slide=slide,
+        offset=offset,
+        score=score,
+        k=k,
+        descending=descending,
+        by=by,
+        null_time=null_time,
+        strategy=strategy,
+        farm=farm,
+    )
+
+
+def _preference(
+    df: DataFrame, query: str, *, threads: int | None, range_size: _args.Span | None, **params: Any
+) -> DataFrame:
+    """The preference queries through :func:`_windowed`."""
+    from .preference import _spec
+
+    spec = _spec(query, lateness=0, on_late="drop", threads=_task_threads(df, threads), **params)
+    scored = [spec["score"]] if "score" in spec else []
+    columns = [spec["time"], *spec["by"], *spec.get("dims", ()), *scored]
+    return _windowed(
+        df,
+        spec,
+        operator="PreferenceQuery",
+        batch=lambda empty: _native.preference(empty, **spec),
+        columns=columns,
+        # A skyline is a set whatever the order of rows with equal times; top-delta and top-k cut at ties.
+        ties=query != "skyline",
+        range_size=range_size,
+    )
+
+
+def _task_threads(df: DataFrame, threads: int | None) -> int:
+    """windgate threads per Spark task: ``spark.task.cpus`` unless given."""
+    if threads is not None:
+        return threads
+    return int(df.sparkSession.conf.get("spark.task.cpus", "1") or 1)
+
+
+def _windowed(
+    df: DataFrame,
+    spec: dict[str, Any],
+    *,
+    operator: str,
+    batch: Callable[[pa.Table], pa.Table],
+    columns: Sequence[str],
+    ties: bool,
+    range_size: _args.Span | None,
+) -> DataFrame:
+    """Runs the windowed streaming operator ``_native.<operator>(**spec)`` over ``df`` (``spec`` with
+    ``lateness=0``: each task's rows arrive sorted by time).
+
+    Keyed (``spec["by"]`` non-empty): ``repartition(by)``, each partition sorted by time, one operator per
+    task. Unkeyed: rows copied into the time ranges whose windows they fall in, one operator per range, each
+    emitting only the windows that start in its range. ``batch`` is the batch call on an empty table: it
+    checks every parameter and gives the output schema before Spark runs anything. ``ties``: rows of equal
+    time keep the DataFrame's row order (``monotonically_increasing_id``), for operators whose answer
+    depends on it; otherwise their order is left to the shuffle.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+    spark = df.sparkSession
+    for col in columns:
+        if col not in df.columns:
+            raise ColumnNotFoundError(
+                f"column '{col}' is not in the DataFrame (columns: {', '.join(df.columns)})"
+            )
+    tz = spark.conf.get("spark.sql.session.timeZone", "UTC")
+    arrow_in = to_arrow_schema(df.schema, timezone=tz)
+    arrow_out = batch(arrow_in.empty_table()).schema
+    spark_out = from_arrow_schema(arrow_out, prefer_timestamp_ntz=False)
+
+    time = spec["time"]
+    seq = df.withColumn(_SEQ, F.monotonically_increasing_id() if ties else F.lit(0).cast("long"))
+    tie = [_SEQ] if ties else []
+    if spec["by"]:
+        parts = seq.repartition(*spec["by"]).sortWithinPartitions(time, *tie)
+        return parts.mapInArrow(_keyed_task(operator, spec), spark_out)
+    unit = _unit_of(arrow_in.field(time).type)
+    size_u, slide_u, offset_u = _resolve(spec, unit)
+    range_u = _range_length(seq, time, unit, size_u, slide_u, spark, range_size)
+    ranged = _with_ranges(seq, time, unit, size_u, slide_u, offset_u, range_u)
+    parts = ranged.repartition(_RANGE).sortWithinPartitions(_RANGE, time, *tie)
+    return parts.mapInArrow(_ranged_task(operator, spec, range_u, offset_u), spark_out)
+
+
+def _open(operator: str, spec: dict[str, Any]):
+    """A fresh streaming operator for a task."""
+    return getattr(_native, operator)(**spec)
+
+
+def _keyed_task(operator: str, spec: dict[str, Any]):
+    """One windgate operator per task: the task's rows, sorted by time, stream through it."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        agg = _native.WindowAggregator(**spec, lateness=0)
+        op = _open(operator, spec)
         for batch in batches:
-            out = agg.push(batch.drop_columns([_SEQ]))
+            out = op.push(batch.drop_columns([_SEQ]))
             if out.num_rows:
                 yield out
-        last = agg.flush()
+        last = op.flush()
         if last.num_rows:
             yield last
 
     return run
 
 
-def _ranged_task(spec: dict[str, Any], arrow_out: pa.Schema, range_u: int, offset_u: int):
-    """One operator per time range; only windows starting inside the range are this task's to emit."""
+def _ranged_task(operator: str, spec: dict[str, Any], range_u: int, offset_u: int):
+    """One operator per time range; only windows starting inside the range are this task's to emit.
+
+    Rows with a null time have no range: they go through an operator of their own, which raises the local
+    call's ``NullTimeError`` (or drops them under ``null_time="drop"``).
+    """
     import pyarrow.compute as pc
 
     def own(out: pa.RecordBatch, r: int) -> pa.RecordBatch:
@@ -190,8 +410,14 @@ def _ranged_task(spec: dict[str, Any], arrow_out: pa.Schema, range_u: int, offse
         return out.filter(mask)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        agg, current = None, None
+        op, current = None, None
         for batch in batches:
+            if batch.column(_RANGE).null_count:
+                nulls = batch.filter(pc.is_null(batch.column(_RANGE)))
+                stray = _open(operator, spec)
+                stray.push(nulls.drop_columns([_SEQ, _RANGE]))
+                stray.flush()
+                batch = batch.filter(pc.is_valid(batch.column(_RANGE)))
             ranges = batch.column(_RANGE).to_numpy()
             cuts = [0, *(np.flatnonzero(np.diff(ranges)) + 1).tolist(), len(ranges)]
             for a, b in zip(cuts[:-1], cuts[1:], strict=True):
@@ -199,17 +425,17 @@ def _ranged_task(spec: dict[str, Any], arrow_out: pa.Schema, range_u: int, offse
                     continue
                 r = int(ranges[a])
                 if r != current:
-                    if agg is not None:
-                        out = own(agg.flush(), current)
+                    if op is not None:
+                        out = own(op.flush(), current)
                         if out.num_rows:
                             yield out
-                    agg, current = _native.WindowAggregator(**spec, lateness=0), r
+                    op, current = _open(operator, spec), r
                 piece = batch.slice(a, b - a).drop_columns([_SEQ, _RANGE])
-                out = own(agg.push(piece), r)
+                out = own(op.push(piece), r)
                 if out.num_rows:
                     yield out
-        if agg is not None:
-            out = own(agg.flush(), current)
+        if op is not None:
+            out = own(op.flush(), current)
             if out.num_rows:
                 yield out
 
@@ -267,7 +493,8 @@ def _with_ranges(df, time: str, unit: str, size: int, slide: int, offset: int, r
     lo = (_floor_div(t - F.lit(offset + size), slide) + F.lit(1)).cast("long")
     r_lo = _floor_div(lo, per_range).cast("long")
     r_hi = _floor_div(hi, per_range).cast("long")
-    return df.withColumn(_RANGE, F.explode(F.sequence(r_lo, r_hi)))
+    # explode_outer: a null time (a null sequence) keeps its row, with a null range.
+    return df.withColumn(_RANGE, F.explode_outer(F.sequence(r_lo, r_hi)))
 
 
 def _range_length(df, time: str, unit: str, size: int, slide: int, spark, range_size) -> int:

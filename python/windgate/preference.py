@@ -1,0 +1,476 @@
+"""Continuous preference queries over sliding windows (seed 004): skyline, top-delta dominant and top-k.
+
+Each window's answer is computed per group by the pane-based decomposition of brief 004 (a pane-level query G
+reduces each pane, a window-level query H merges the panes of a window), on one thread or on seed 004's
+PLQ/WLQ farm. Every strategy and thread count returns the same rows in the same order.
+
+Preferences are per dimension: ``"min"`` (smaller is better, the default) or ``"max"``. A row ``a`` dominates
+``b`` when it is at least as good in every dimension and strictly better in one; identical rows never dominate
+each other, so duplicates of a skyline row are all kept. ``-0.0`` equals ``0.0``; a NaN or null in a
+dimension or score column is an error naming the column.
+
+>>> import pyarrow as pa, windgate
+>>> t = pa.table({"ts": [0, 1, 2, 3], "price": [5.0, 3.0, 4.0, 1.0], "dist": [1.0, 2.0, 1.0, 4.0]})
+>>> windgate.skyline(t, time="ts", size=4, dims=["price", "dist"]).column("ts").to_pylist()
+[1, 2, 3]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from . import _args, _native
+from .errors import ColumnTypeError, InvalidParameterError
+
+__all__ = ["skyline", "top_dominant", "topk", "SkylineQuery", "TopDominantQuery", "TopKQuery"]
+
+Prefer = str | Sequence[str]
+
+
+def _prefer(prefer: Prefer) -> list[str]:
+    """``"min"``/``"max"`` or one per dimension, as a list (the extension checks the names and length)."""
+    if isinstance(prefer, str):
+        return [prefer]
+    try:
+        names = list(prefer)
+    except TypeError:
+        names = None
+    if not names or not all(isinstance(p, str) for p in names):
+        raise ColumnTypeError(
+            f'prefer: expected "min", "max" or a list with one of them per dimension, got {prefer!r}'
+        )
+    return names
+
+
+def _count(value: int, param: str) -> int:
+    """A row count (``delta``, ``k``): an int >= 0."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise ColumnTypeError(f"{param}: expected an int >= 0, got {type(value).__name__}")
+    n = int(value.__index__())
+    if n < 0:
+        raise InvalidParameterError(f"{param}: expected an int >= 0, got {n}")
+    return n
+
+
+def _dims(dims: str | Sequence[str]) -> list[str]:
+    if dims is None:
+        raise ColumnTypeError("dims: expected a column name or a list of column names, got None")
+    return _args.columns(dims, "dims")
+
+
+def _score(score: str) -> str:
+    if not isinstance(score, str):
+        raise ColumnTypeError(f"score: expected the name of one numeric column, got {score!r}")
+    return score
+
+
+def _spec(
+    query: str,
+    *,
+    dims: str | Sequence[str] | None = None,
+    prefer: Prefer = "min",
+    delta: int | None = None,
+    score: str | None = None,
+    k: int | None = None,
+    descending: bool = True,
+    **window: Any,
+) -> dict[str, Any]:
+    """The keyword arguments of ``_native.preference`` / ``_native.PreferenceQuery``, normalised."""
+    spec: dict[str, Any] = {"query": query, **_args.window_kwargs(**window)}
+    if query == "topk":
+        spec.update(score=_score(score), k=_count(k, "k"), descending=bool(descending))
+    else:
+        spec.update(dims=_dims(dims), prefer=_prefer(prefer))
+        if query == "top_dominant":
+            spec["delta"] = _count(delta, "delta")
+    return spec
+
+
+def skyline(
+    data: Any,
+    *,
+    time: str,
+    size: _args.Span,
+    slide: _args.Span | None = None,
+    offset: _args.Span = 0,
+    dims: str | Sequence[str],
+    prefer: Prefer = "min",
+    by: str | list[str] | None = None,
+    lateness: _args.Span | None = None,
+    on_late: str = "drop",
+    null_time: str = "error",
+    threads: int | None = None,
+    strategy: str = "auto",
+    farm: Mapping[str, Any] | None = None,
+) -> pa.Table:
+    """The skyline (Pareto front) of each sliding window, per group.
+
+    A row is in a window's skyline when no other row of the window (and group) dominates it: at least as good
+    in every dimension of ``dims`` and strictly better in one. Duplicates do not dominate each other.
+
+    Args:
+        data: a pyarrow Table, RecordBatch or RecordBatchReader, or anything with ``__arrow_c_stream__``
+            (polars, pandas, duckdb).
+        time: the time column: an integer column (any unit) or a timestamp/date column.
+        size: window length: an int in the time column's unit, or a duration string (``"10s"``) or
+            ``timedelta`` for timestamp columns.
+        slide: distance between window starts (default: ``size``, tumbling windows). At most ``size``.
+        offset: shift of the window grid: window ``j`` covers ``[j*slide + offset, j*slide + offset + size)``.
+        dims: the preference dimensions: numeric columns (integers or floats, no NaN or null).
+        prefer: ``"min"`` (smaller is better), ``"max"``, or a list with one of them per dimension.
+        by: group column(s): each group has its own skyline. Null is a group of its own.
+        lateness: ``None`` (exact over all rows whatever their order), a bound K (rows more than K behind the
+            largest time seen are late), or ``"adaptive"`` (seed 004's K-slack).
+        on_late: ``"drop"`` (dropped and counted) or ``"error"``.
+        null_time: ``"error"`` or ``"drop"`` for rows whose time is null.
+        threads: worker threads (``None``: all cores).
+        strategy: ``"auto"`` (the farm with more than one thread, else ``"pane"``), ``"pane"`` (panes on one
+            thread), ``"farm"`` (seed 004's PLQ/WLQ farm), ``"recompute"`` (every window from its rows, the
+            paper's Fig. 14 baseline) or ``"reference"`` (the definition over all pairs; slow, for tests).
+            Every strategy returns the same rows in the same order.
+        farm: the farm's knobs, which change who computes what but never the result: ``scheduler``
+            (``"as_pid"``, ``"pb_rr"``, ``"tb_rr"``), ``window_scheduler`` (``"win_fb"`` or ``"win_rr"``),
+            ``split_threshold`` (rows per pane partition; default adaptive), ``setpoint`` (AS_PID's
+            utilisation target) and ``sample_interval`` (seconds).
+
+    Returns:
+        A pyarrow Table: ``window_start``, ``window_end`` (the time column's type for timestamps, else int64),
+        then every input column, unchanged; one row per skyline row of each window and group, ordered by
+        ``(window_start, by...)`` (nulls first) and then by time and arrival order.
+
+    Example:
+        >>> import pyarrow as pa, windgate
+        >>> t = pa.table({"ts": [0, 1, 2, 5], "price": [5.0, 3.0, 4.0, 1.0], "stars": [4, 4, 5, 1]})
+        >>> out = windgate.skyline(t, time="ts", size=4, dims=["price", "stars"], prefer=["min", "max"])
+        >>> out.column("window_start").to_pylist(), out.column("ts").to_pylist()
+        ([0, 0, 4], [1, 2, 5])
+    """
+    kwargs = _spec(
+        "skyline",
+        time=time,
+        size=size,
+        slide=slide,
+        offset=offset,
+        by=by,
+        lateness=lateness,
+        on_late=on_late,
+        null_time=null_time,
+        threads=threads,
+        strategy=strategy,
+        farm=farm,
+        dims=dims,
+        prefer=prefer,
+    )
+    return _native.preference(_args.arrow_source(data), **kwargs)
+
+
+def top_dominant(
+    data: Any,
+    *,
+    time: str,
+    size: _args.Span,
+    slide: _args.Span | None = None,
+    offset: _args.Span = 0,
+    dims: str | Sequence[str],
+    delta: int,
+    prefer: Prefer = "min",
+    by: str | list[str] | None = None,
+    lateness: _args.Span | None = None,
+    on_late: str = "drop",
+    null_time: str = "error",
+    threads: int | None = None,
+    strategy: str = "auto",
+    farm: Mapping[str, Any] | None = None,
+) -> pa.Table:
+    """The top-delta dominant skyline rows of each sliding window, per group (brief 004 §1.2).
+
+    ``kappa`` of a row ``t`` is the largest number of dimensions in which some other row, strictly better
+    than ``t`` in at least one dimension, is at least as good as ``t`` (0 if no row is strictly better
+    anywhere): ``t`` is ``kappa``-dominated, and ``kappa == len(dims)`` means dominated. The query keeps the
+    ``delta`` skyline rows of lowest ``kappa``, ties by time and arrival order.
+
+    Args:
+        data, time, size, slide, offset, dims, prefer, by, lateness, on_late, null_time, threads, strategy,
+            farm: as in :func:`skyline`.
+        delta: how many rows to keep per window and group (an int >= 0).
+
+    Returns:
+        A pyarrow Table: ``window_start``, ``window_end``, every input column, then ``kappa`` (int32); the
+        kept rows of each window and group in time and arrival order, windows and groups ordered as in
+        :func:`skyline`.
+
+    Example:
+        >>> import pyarrow as pa, windgate
+        >>> t = pa.table({"ts": [0, 1, 2, 3], "x": [1, 2, 1, 0], "y": [1, 2, 3, 0], "z": [5, 1, 3, 9]})
+        >>> out = windgate.top_dominant(t, time="ts", size=10, dims=["x", "y", "z"], delta=2)
+        >>> out.select(["ts", "kappa"]).to_pylist()
+        [{'ts': 0, 'kappa': 2}, {'ts': 3, 'kappa': 1}]
+    """
+    kwargs = _spec(
+        "top_dominant",
+        time=time,
+        size=size,
+        slide=slide,
+        offset=offset,
+        by=by,
+        lateness=lateness,
+        on_late=on_late,
+        null_time=null_time,
+        threads=threads,
+        strategy=strategy,
+        farm=farm,
+        dims=dims,
+        prefer=prefer,
+        delta=delta,
+    )
+    return _native.preference(_args.arrow_source(data), **kwargs)
+
+
+def topk(
+    data: Any,
+    *,
+    time: str,
+    size: _args.Span,
+    slide: _args.Span | None = None,
+    offset: _args.Span = 0,
+    score: str,
+    k: int,
+    descending: bool = True,
+    by: str | list[str] | None = None,
+    lateness: _args.Span | None = None,
+    on_late: str = "drop",
+    null_time: str = "error",
+    threads: int | None = None,
+    strategy: str = "auto",
+    farm: Mapping[str, Any] | None = None,
+) -> pa.Table:
+    """The ``k`` best rows by a score column of each sliding window, per group.
+
+    Args:
+        data, time, size, slide, offset, by, lateness, on_late, null_time, threads, strategy, farm: as in
+            :func:`skyline`.
+        score: the score column: numeric, no NaN or null.
+        k: how many rows to keep per window and group (an int >= 0).
+        descending: ``True`` (a higher score is better) or ``False`` (lower is better).
+
+    Returns:
+        A pyarrow Table: ``window_start``, ``window_end``, then every input column; each window and group's
+        rows best score first, equal scores by time and arrival order; windows and groups ordered as in
+        :func:`skyline`.
+
+    Example:
+        >>> import pyarrow as pa, windgate
+        >>> t = pa.table({"ts": [0, 1, 2, 3], "v": [2.0, 9.0, 9.0, 4.0]})
+        >>> windgate.topk(t, time="ts", size=10, score="v", k=3).column("ts").to_pylist()
+        [1, 2, 3]
+        >>> windgate.topk(t, time="ts", size=10, score="v", k=2, descending=False).column("v").to_pylist()
+        [2.0, 4.0]
+    """
+    kwargs = _spec(
+        "topk",
+        time=time,
+        size=size,
+        slide=slide,
+        offset=offset,
+        by=by,
+        lateness=lateness,
+        on_late=on_late,
+        null_time=null_time,
+        threads=threads,
+        strategy=strategy,
+        farm=farm,
+        score=score,
+        k=k,
+        descending=descending,
+    )
+    return _native.preference(_args.arrow_source(data), **kwargs)
+
+
+class _PreferenceQuery:
+    """push/flush/stats/schema over ``_native.PreferenceQuery``."""
+
+    _inner: Any
+
+    def push(self, batch: Any) -> pa.RecordBatch:
+        """Pushes a batch (or a table or stream, batch by batch).
+
+        Returns the rows of the windows that became final (a possibly empty ``pyarrow.RecordBatch``).
+        """
+        return self._inner.push(_args.arrow_source(batch, "batch"))
+
+    def flush(self) -> pa.RecordBatch:
+        """End of stream: returns the rows of every window still open. The query takes no more batches."""
+        return self._inner.flush()
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Counters: ``batches_in``, ``rows_in``, ``late_rows``, ``null_time_rows``, ``rows_out``,
+        ``windows_out``, ``watermark``, ``slack``, ``threads``, ``strategy``; with the farm also
+        ``plq_busy_s`` and ``wlq_busy_s`` (busy seconds per worker), ``punctuations``, ``panes_closed``,
+        ``panes_split``, ``split_factor``, ``theta_b``, ``alpha``, ``utilisation`` and ``window_tasks``."""
+        return self._inner.stats
+
+    @property
+    def schema(self) -> pa.Schema | None:
+        """The output schema, once the first batch has been pushed."""
+        return self._inner.schema
+
+
+class SkylineQuery(_PreferenceQuery):
+    """Streaming skyline: push batches as they arrive, get each window's skyline once the window is final.
+
+    Takes the keyword arguments of :func:`skyline`. A window is final when the watermark (the largest time
+    seen minus ``lateness``) passes its end; with ``lateness=None`` nothing is final until :meth:`flush`.
+    Pushes return the same rows for any thread count, strategy and batch split, and all pushes together
+    return what :func:`skyline` returns on the same rows.
+
+    Example:
+        >>> import pyarrow as pa, windgate
+        >>> q = windgate.SkylineQuery(time="ts", size=10, dims=["x", "y"], lateness=0)
+        >>> batch = pa.record_batch({"ts": [1, 2, 12], "x": [1.0, 2.0, 5.0], "y": [2.0, 3.0, 5.0]})
+        >>> q.push(batch).to_pydict()  # window [0, 10) is final: (1, 2) dominates (2, 3)
+        {'window_start': [0], 'window_end': [10], 'ts': [1], 'x': [1.0], 'y': [2.0]}
+        >>> q.flush().column("ts").to_pylist()
+        [12]
+        >>> q.stats["rows_in"], q.stats["late_rows"]
+        (3, 0)
+    """
+
+    def __init__(
+        self,
+        *,
+        time: str,
+        size: _args.Span,
+        slide: _args.Span | None = None,
+        offset: _args.Span = 0,
+        dims: str | Sequence[str],
+        prefer: Prefer = "min",
+        by: str | list[str] | None = None,
+        lateness: _args.Span | None = None,
+        on_late: str = "drop",
+        null_time: str = "error",
+        threads: int | None = None,
+        strategy: str = "auto",
+        farm: Mapping[str, Any] | None = None,
+    ) -> None:
+        kwargs = _spec(
+            "skyline",
+            time=time,
+            size=size,
+            slide=slide,
+            offset=offset,
+            by=by,
+            lateness=lateness,
+            on_late=on_late,
+            null_time=null_time,
+            threads=threads,
+            strategy=strategy,
+            farm=farm,
+            dims=dims,
+            prefer=prefer,
+        )
+        self._inner = _native.PreferenceQuery(**kwargs)
+
+
+class TopDominantQuery(_PreferenceQuery):
+    """Streaming top-delta dominant query: the keyword arguments of :func:`top_dominant`, used like
+    :class:`SkylineQuery`.
+
+    Example:
+        >>> import pyarrow as pa, windgate
+        >>> q = windgate.TopDominantQuery(time="ts", size=10, dims=["x", "y"], delta=1, lateness=5)
+        >>> q.push(pa.record_batch({"ts": [1, 2, 3], "x": [1.0, 2.0, 0.0], "y": [2.0, 0.0, 3.0]})).num_rows
+        0
+        >>> q.flush().to_pydict()
+        {'window_start': [0], 'window_end': [10], 'ts': [1], 'x': [1.0], 'y': [2.0], 'kappa': [1]}
+    """
+
+    def __init__(
+        self,
+        *,
+        time: str,
+        size: _args.Span,
+        slide: _args.Span | None = None,
+        offset: _args.Span = 0,
+        dims: str | Sequence[str],
+        delta: int,
+        prefer: Prefer = "min",
+        by: str | list[str] | None = None,
+        lateness: _args.Span | None = None,
+        on_late: str = "drop",
+        null_time: str = "error",
+        threads: int | None = None,
+        strategy: str = "auto",
+        farm: Mapping[str, Any] | None = None,
+    ) -> None:
+        kwargs = _spec(
+            "top_dominant",
+            time=time,
+            size=size,
+            slide=slide,
+            offset=offset,
+            by=by,
+            lateness=lateness,
+            on_late=on_late,
+            null_time=null_time,
+            threads=threads,
+            strategy=strategy,
+            farm=farm,
+            dims=dims,
+            prefer=prefer,
+            delta=delta,
+        )
+        self._inner = _native.PreferenceQuery(**kwargs)
+
+
+class TopKQuery(_PreferenceQuery):
+    """Streaming top-k: the keyword arguments of :func:`topk`, used like :class:`SkylineQuery`.
+
+    Example:
+        >>> import pyarrow as pa, windgate
+        >>> q = windgate.TopKQuery(time="ts", size=10, by="k", score="v", k=1, lateness=0)
+        >>> q.push(pa.record_batch({"ts": [1, 2, 3, 10], "k": [0, 1, 0, 0], "v": [3, 1, 5, 0]})).to_pydict()
+        {'window_start': [0, 0], 'window_end': [10, 10], 'ts': [3, 2], 'k': [0, 1], 'v': [5, 1]}
+        >>> q.flush().column("ts").to_pylist()
+        [10]
+    """
+
+    def __init__(
+        self,
+        *,
+        time: str,
+        size: _args.Span,
+        slide: _args.Span | None = None,
+        offset: _args.Span = 0,
+        score: str,
+        k: int,
+        descending: bool = True,
+        by: str | list[str] | None = None,
+        lateness: _args.Span | None = None,
+        on_late: str = "drop",
+        null_time: str = "error",
+        threads: int | None = None,
+        strategy: str = "auto",
+        farm: Mapping[str, Any] | None = None,
+    ) -> None:
+        kwargs = _spec(
+            "topk",
+            time=time,
+            size=size,
+            slide=slide,
+            offset=offset,
+            by=by,
+            lateness=lateness,
+            on_late=on_late,
+            null_time=null_time,
+            threads=threads,
+            strategy=strategy,
+            farm=farm,
+            score=score,
+            k=k,
+            descending=descending,
+        )
+        self._inner = _native.PreferenceQuery(**kwargs)
