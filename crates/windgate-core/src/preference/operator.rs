@@ -189,7 +189,7 @@ impl PreferenceOperator {
             Field::new("window_start", resolved.window_type.clone(), false),
             Field::new("window_end", resolved.window_type.clone(), false),
         ];
-        fields.extend(schema.fields().iter().map(|f| f.as_ref().clone()));
+        fields.extend(nullable(schema).fields().iter().map(|f| f.as_ref().clone()));
         if kappa {
             fields.push(Field::new("kappa", DataType::Int32, false));
         }
@@ -203,7 +203,7 @@ impl PreferenceOperator {
         }
         let cfg = o.farm.config(self.stats.threads as usize);
         self.bound = Some(Bound {
-            schema: schema.clone(),
+            schema: nullable(schema),
             spec: resolved.spec,
             keys: KeyDict::new(o.by.clone(), key_types)?,
             engine: Engine::new(self.engine, resolved.spec, self.kernel.clone(), &cfg),
@@ -325,7 +325,7 @@ impl PreferenceOperator {
     fn ingest(&mut self, batch: &RecordBatch, first_row: usize) -> Result<()> {
         let o = &self.opts.window;
         let b = self.bound.as_mut().expect("bound");
-        check_schema(&b.schema, batch)?;
+        let batch = &conform(&b.schema, batch)?;
         let n = batch.num_rows();
         let time_col = column(batch, &o.time, "time")?;
         let ts = as_i64(time_col, &o.time)?;
@@ -379,13 +379,22 @@ impl PreferenceOperator {
     }
 }
 
-/// The batch must have the bound schema's columns with the same types, and no others (rows of every batch
-/// come out side by side).
-fn check_schema(schema: &SchemaRef, batch: &RecordBatch) -> Result<()> {
+/// The batch with the bound schema's columns, matched by name and put in the first batch's order (rows of every
+/// batch come out side by side). A missing, extra or retyped column is an error naming it.
+fn conform(schema: &SchemaRef, batch: &RecordBatch) -> Result<RecordBatch> {
+    let mismatch = |msg: String| Error::new(ErrorKind::SchemaMismatch, msg);
+    let mut columns = Vec::with_capacity(schema.fields().len());
     for f in schema.fields() {
+        let Some((i, _)) = batch.schema_ref().column_with_name(f.name()) else {
+            return Err(mismatch(format!(
+                "column '{}': missing from this batch; every batch must have the first batch's columns",
+                f.name()
+            )));
+        };
         check_same_type(schema, batch, f.name(), "this batch")?;
+        columns.push(batch.column(i).clone());
     }
-    if batch.num_columns() != schema.fields().len() {
+    if batch.num_columns() != columns.len() {
         let extra: Vec<&String> = batch
             .schema_ref()
             .fields()
@@ -393,12 +402,26 @@ fn check_schema(schema: &SchemaRef, batch: &RecordBatch) -> Result<()> {
             .map(|f| f.name())
             .filter(|n| schema.field_with_name(n).is_err())
             .collect();
-        return Err(Error::param(
-            "data",
-            format!("this batch has columns the first batch did not have: {extra:?}"),
-        ));
+        return Err(mismatch(format!(
+            "this batch has columns the first batch did not have: {extra:?}"
+        )));
     }
-    Ok(())
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &options,
+    )?)
+}
+
+/// The schema with every field nullable: a later batch may hold nulls where the first had none.
+fn nullable(schema: &SchemaRef) -> SchemaRef {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_nullable(true))
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
 }
 
 /// A value column as `f64`; NaN and null in an admitted row are errors naming the column and the row.

@@ -7,7 +7,9 @@
 
 use super::OrderKey;
 use super::dominance::Prefer;
-use super::store::{PointStore, row_of};
+use smallvec::SmallVec;
+
+use super::store::{BlockCmp, PointStore};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Skyline {
@@ -50,16 +52,19 @@ impl Skyline {
     /// Inserts row `row` of `cols` (one slice per dimension) with total order `order`.
     pub fn insert_row<C: AsRef<[f64]>>(&mut self, cols: &[C], row: usize, order: OrderKey) {
         debug_assert_eq!(cols.len(), self.dims());
-        self.insert_with(&row_of(cols, row), order);
+        let p = self.store.normalise(cols, row);
+        self.insert_point(&p, order);
     }
 
     /// Inserts one point given as a row.
     pub fn insert(&mut self, point: &[f64], order: OrderKey) {
         debug_assert_eq!(point.len(), self.dims());
-        self.insert_with(&|k| point[k], order);
+        let cols: Vec<[f64; 1]> = point.iter().map(|&v| [v]).collect();
+        self.insert_row(&cols, 0, order);
     }
 
-    fn insert_with(&mut self, p: &impl Fn(usize) -> f64, order: OrderKey) {
+    /// Inserts a normalised point.
+    fn insert_point(&mut self, p: &[f64], order: OrderKey) {
         if self.scan(p) {
             self.store.push(p, order);
         }
@@ -67,19 +72,30 @@ impl Skyline {
 
     /// The BNL step without the append: removes the stored points `p` dominates and says whether `p` survives.
     /// Stored points never dominate each other, so if one dominates `p`, `p` can dominate none of them
-    /// (transitivity) and the scan stops early.
-    fn scan(&mut self, p: &impl Fn(usize) -> f64) -> bool {
-        let d = self.dims();
-        let mut i = 0;
-        while i < self.store.len() {
-            if self.store.stored_vs(i, p).dominates(d) {
+    /// (transitivity) and the scan stops early, having removed nothing.
+    fn scan(&mut self, p: &[f64]) -> bool {
+        if self.store.dominated_among_first(p, 16) {
+            return false;
+        }
+        let d = self.dims() as u8;
+        let mut cmp = BlockCmp::new();
+        let mut dominated: SmallVec<[u32; 16]> = SmallVec::new();
+        let mut i0 = 0;
+        while i0 < self.store.len() {
+            let n = self.store.compare_block(p, i0, &mut cmp);
+            if (0..n).any(|j| cmp.k_sp(j) == d) {
                 return false;
             }
-            if self.store.vs_stored(p, i).dominates(d) {
-                self.store.swap_remove(i);
-            } else {
-                i += 1;
-            }
+            dominated.extend(
+                (0..n)
+                    .filter(|&j| cmp.k_ps(j) == d)
+                    .map(|j| (i0 + j) as u32),
+            );
+            i0 += n;
+        }
+        // Descending, so each slot refilled by `swap_remove` takes a point that stays.
+        for &i in dominated.iter().rev() {
+            self.store.swap_remove(i as usize);
         }
         true
     }
@@ -109,10 +125,7 @@ impl Skyline {
         let mut idx: Vec<usize> = (0..self.store.len()).collect();
         idx.sort_unstable_by_key(|&i| self.store.order[i]);
         idx.into_iter()
-            .map(|i| {
-                let row = self.store.cols.iter().map(|c| c[i]).collect();
-                (self.store.order[i], row)
-            })
+            .map(|i| (self.store.order[i], self.store.values(i)))
             .collect()
     }
 }
@@ -126,7 +139,7 @@ pub fn skyline_reference<C: AsRef<[f64]>>(
     let mut out: Vec<OrderKey> = (0..order.len())
         .filter(|&t| {
             !(0..order.len()).any(|s| {
-                super::dominance::compare(prefer, row_of(cols, s), row_of(cols, t))
+                super::dominance::compare(prefer, |k| cols[k].as_ref()[s], |k| cols[k].as_ref()[t])
                     .dominates(prefer.len())
             })
         })

@@ -11,7 +11,9 @@
 
 use super::OrderKey;
 use super::dominance::Prefer;
-use super::store::{PointStore, row_of};
+use smallvec::SmallVec;
+
+use super::store::{BlockCmp, PointStore};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopDominant {
@@ -56,38 +58,46 @@ impl TopDominant {
 
     pub fn insert_row<C: AsRef<[f64]>>(&mut self, cols: &[C], row: usize, order: OrderKey) {
         debug_assert_eq!(cols.len(), self.dims());
-        self.insert_with(&row_of(cols, row), order);
-    }
-
-    pub fn insert(&mut self, point: &[f64], order: OrderKey) {
-        debug_assert_eq!(point.len(), self.dims());
-        self.insert_with(&|k| point[k], order);
-    }
-
-    fn insert_with(&mut self, p: &impl Fn(usize) -> f64, order: OrderKey) {
-        if let Some(kappa) = self.scan(p, 0) {
-            self.store.push(p, order);
+        let p = self.store.normalise(cols, row);
+        if let Some(kappa) = self.scan(&p, 0) {
+            self.store.push(&p, order);
             self.kappa.push(kappa);
         }
     }
 
-    /// Point `p`, whose κ against points seen elsewhere is already `kappa`, against the stored points: raises
-    /// their κ against `p`, drops those `p` dominates (κ = d), and returns `p`'s own κ unless it is dominated.
-    fn scan(&mut self, p: &impl Fn(usize) -> f64, kappa: u32) -> Option<u32> {
-        let d = self.dims();
-        let mut own = kappa as usize;
-        let mut i = 0;
-        while i < self.store.len() {
-            own = own.max(self.store.stored_vs(i, p).k());
-            let k = self.store.vs_stored(p, i).k();
-            if k == d {
-                self.store.swap_remove(i);
-                self.kappa.swap_remove(i);
-                continue;
+    pub fn insert(&mut self, point: &[f64], order: OrderKey) {
+        debug_assert_eq!(point.len(), self.dims());
+        let cols: Vec<[f64; 1]> = point.iter().map(|&v| [v]).collect();
+        self.insert_row(&cols, 0, order);
+    }
+
+    /// Normalised point `p`, whose κ against points seen elsewhere is already `kappa`, against the stored
+    /// points: raises their κ against `p`, drops those `p` dominates (κ = d), and returns `p`'s own κ unless it
+    /// is dominated.
+    fn scan(&mut self, p: &[f64], kappa: u32) -> Option<u32> {
+        let d = self.dims() as u8;
+        let mut own = kappa as u8;
+        let mut cmp = BlockCmp::new();
+        let mut dominated: SmallVec<[u32; 16]> = SmallVec::new();
+        let mut i0 = 0;
+        while i0 < self.store.len() {
+            let n = self.store.compare_block(p, i0, &mut cmp);
+            for j in 0..n {
+                own = own.max(cmp.k_sp(j));
+                let k = cmp.k_ps(j);
+                if k == d {
+                    dominated.push((i0 + j) as u32);
+                } else {
+                    let slot = &mut self.kappa[i0 + j];
+                    *slot = (*slot).max(k as u32);
+                }
             }
-            let slot = &mut self.kappa[i];
-            *slot = (*slot).max(k as u32);
-            i += 1;
+            i0 += n;
+        }
+        // Descending, so each slot refilled by `swap_remove` takes a point that stays.
+        for &i in dominated.iter().rev() {
+            self.store.swap_remove(i as usize);
+            self.kappa.swap_remove(i as usize);
         }
         (own < d).then_some(own as u32)
     }
@@ -146,7 +156,10 @@ pub fn top_dominant_reference<C: AsRef<[f64]>>(
     let kappa = |t: usize| {
         (0..order.len())
             .filter(|&s| s != t)
-            .map(|s| super::dominance::compare(prefer, row_of(cols, s), row_of(cols, t)).k())
+            .map(|s| {
+                super::dominance::compare(prefer, |k| cols[k].as_ref()[s], |k| cols[k].as_ref()[t])
+                    .k()
+            })
             .max()
             .unwrap_or(0)
     };
