@@ -22,6 +22,7 @@ use crate::runtime::rrcpa::Rrcpa;
 use crate::time::{PaneCursor, WindowSpec};
 
 use super::line::{LineEngine, LineKind};
+use super::multiway::{Design, MultiwayEngine};
 
 /// Rows admitted by the operator, owned so that they can cross to the workers.
 pub struct Admitted {
@@ -210,6 +211,7 @@ enum Runner {
     Farm(Farm<AggQuery>),
     Rrcpa(Rrcpa<AggQuery>),
     Line(LineEngine),
+    Multiway(MultiwayEngine),
 }
 
 /// Which parallel engine a [`FarmEngine`] runs.
@@ -218,6 +220,8 @@ pub enum Parallel {
     Farm,
     Rrcpa,
     Line(LineKind),
+    /// Seed 000's designs over `sources` sources.
+    Multiway(Design, usize),
 }
 
 /// The farm engine as the operator sees it.
@@ -244,6 +248,9 @@ impl FarmEngine {
             Parallel::Farm => Runner::Farm(Farm::new(query, spec, cfg)),
             Parallel::Rrcpa => Runner::Rrcpa(Rrcpa::new(query, spec, pus, queue)),
             Parallel::Line(kind) => Runner::Line(LineEngine::new(kind, spec, metas, pus, queue)),
+            Parallel::Multiway(design, sources) => {
+                Runner::Multiway(MultiwayEngine::new(design, spec, metas, sources))
+            }
         };
         Self {
             runner,
@@ -254,7 +261,7 @@ impl FarmEngine {
     }
 
     pub fn ingest(&mut self, rows: Admitted) -> Result<()> {
-        if let Runner::Line(l) = &mut self.runner {
+        if matches!(self.runner, Runner::Line(_) | Runner::Multiway(_)) {
             // No panes: each PU finds a row's windows itself. Track the last window for the flush.
             let keep = rows.keep.as_deref();
             let hi = (0..rows.ts.len())
@@ -265,7 +272,11 @@ impl FarmEngine {
                 let p = self.spec.pane_of(t);
                 self.max_pane = Some(self.max_pane.map_or(p, |m| m.max(p)));
             }
-            return l.submit(rows);
+            return match &mut self.runner {
+                Runner::Line(l) => l.submit(rows),
+                Runner::Multiway(m) => m.submit(rows),
+                _ => unreachable!("matched above"),
+            };
         }
         let n = rows.ts.len();
         let mut panes = vec![0i64; n];
@@ -285,7 +296,15 @@ impl FarmEngine {
         match &mut self.runner {
             Runner::Farm(f) => f.submit(rows, panes, keep.as_deref()),
             Runner::Rrcpa(r) => r.submit(rows, panes, keep.as_deref()),
-            Runner::Line(l) => l.submit(rows),
+            Runner::Line(_) | Runner::Multiway(_) => unreachable!("submitted above"),
+        }
+    }
+
+    /// End of source `j` (multiway designs: its last rows become ready).
+    pub fn close_source(&mut self, j: usize) -> Result<()> {
+        match &mut self.runner {
+            Runner::Multiway(m) => m.close_source(j),
+            _ => Ok(()),
         }
     }
 
@@ -299,6 +318,8 @@ impl FarmEngine {
             Runner::Farm(f) => f.punctuate(frontier),
             Runner::Rrcpa(r) => r.punctuate(frontier),
             Runner::Line(l) => l.punctuate(last),
+            // Readiness comes from the sources themselves.
+            Runner::Multiway(_) => Ok(()),
         }
     }
 
@@ -316,6 +337,7 @@ impl FarmEngine {
             Runner::Farm(f) => f.collect(last, wait)?,
             Runner::Rrcpa(r) => r.collect(last, wait)?,
             Runner::Line(l) => l.collect(last, wait)?,
+            Runner::Multiway(m) => m.collect(last, wait)?,
         };
         for (j, w) in done {
             // Rows in key order: walk the sorted keys when most are present, else sort the window's own.
@@ -362,6 +384,10 @@ impl FarmEngine {
                 plq_busy_ns: l.busy_ns(),
                 ..FarmStats::default()
             },
+            Runner::Multiway(m) => FarmStats {
+                plq_busy_ns: m.busy_ns(),
+                ..FarmStats::default()
+            },
         }
     }
 
@@ -370,6 +396,7 @@ impl FarmEngine {
             Runner::Farm(f) => f.workers(),
             Runner::Rrcpa(r) => r.workers(),
             Runner::Line(l) => l.workers(),
+            Runner::Multiway(m) => m.workers(),
         }
     }
 }

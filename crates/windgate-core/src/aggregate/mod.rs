@@ -8,6 +8,7 @@ pub mod farm_engine;
 pub mod function;
 pub mod keys;
 pub mod line;
+pub mod multiway;
 pub mod operator;
 pub mod options;
 pub mod pane_engine;

@@ -20,6 +20,7 @@ use super::farm_engine::{Admitted, FarmEngine, Parallel};
 use super::function::{AggFunc, AggSpec, value_class};
 use super::keys::KeyDict;
 use super::line::LineKind;
+use super::multiway::Design;
 use super::options::{Strategy, WindowAggregateOptions, resolve_threads};
 use super::pane_engine::PaneEngine;
 use super::reference::ReferenceEngine;
@@ -130,7 +131,10 @@ impl WindowAggregator {
             s => s,
         };
         let stats = Stats {
-            threads: if strategy.is_parallel() {
+            // The multiway designs run one input thread per source and the output thread.
+            threads: if strategy.is_multiway() {
+                opts.sources as u64 + 1
+            } else if strategy.is_parallel() {
                 threads as u64
             } else {
                 1
@@ -238,12 +242,16 @@ impl WindowAggregator {
         let store = || SlotStore::new(&metas);
         let engine = match self.stats.strategy {
             "reference" => Engine::Reference(ReferenceEngine::new(spec, store())),
-            name @ ("farm" | "rrcpa" | "hsa" | "rra") => {
+            name @ ("farm" | "rrcpa" | "hsa" | "rra" | "mq" | "mqlf" | "tumlsc") => {
+                let sources = self.sources.len();
                 let parallel = match name {
                     "farm" => Parallel::Farm,
                     "rrcpa" => Parallel::Rrcpa,
                     "hsa" => Parallel::Line(LineKind::Hsa),
-                    _ => Parallel::Line(LineKind::Rra),
+                    "rra" => Parallel::Line(LineKind::Rra),
+                    "mq" => Parallel::Multiway(Design::Mq, sources),
+                    "mqlf" => Parallel::Multiway(Design::MqLf, sources),
+                    _ => Parallel::Multiway(Design::TuMlSc, sources),
                 };
                 let cfg = o.farm.config(self.stats.threads as usize);
                 Engine::Farm(Box::new(FarmEngine::new(spec, &metas, &cfg, parallel)))
@@ -312,7 +320,12 @@ impl WindowAggregator {
             ));
         }
         self.sources[source].closed = true;
-        self.guard(|this| this.emit_ready())
+        self.guard(|this| {
+            if let Some(Engine::Farm(f)) = this.bound.as_mut().map(|b| &mut b.engine) {
+                f.close_source(source)?;
+            }
+            this.emit_ready()
+        })
     }
 
     /// End of stream: emits every window still open.
@@ -323,6 +336,11 @@ impl WindowAggregator {
             let Some(b) = this.bound.as_mut() else {
                 return Ok(RecordBatch::new_empty(Arc::new(Schema::empty())));
             };
+            if let Engine::Farm(f) = &mut b.engine {
+                for s in 0..this.sources.len() {
+                    f.close_source(s)?;
+                }
+            }
             match b.engine.last_window() {
                 Some(last) => this.emit_through(last, true),
                 None => Ok(RecordBatch::new_empty(b.output_schema.clone())),

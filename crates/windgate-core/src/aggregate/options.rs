@@ -75,10 +75,24 @@ pub enum Strategy {
     Hsa,
     /// Baselines of seed 003: the round-robin approach (window k on PU k mod P, on a line of PUs).
     Rra,
+    Mq,
+    MqLf,
+    TuMlSc,
 }
 
 impl Strategy {
-    pub const NAMES: [&str; 7] = ["auto", "reference", "pane", "farm", "rrcpa", "hsa", "rra"];
+    pub const NAMES: [&str; 10] = [
+        "auto",
+        "reference",
+        "pane",
+        "farm",
+        "rrcpa",
+        "hsa",
+        "rra",
+        "mq",
+        "mqlf",
+        "tumlsc",
+    ];
 
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
@@ -93,6 +107,9 @@ impl Strategy {
             "rrcpa" => Ok(Strategy::Rrcpa),
             "hsa" => Ok(Strategy::Hsa),
             "rra" => Ok(Strategy::Rra),
+            "mq" => Ok(Strategy::Mq),
+            "mqlf" => Ok(Strategy::MqLf),
+            "tumlsc" => Ok(Strategy::TuMlSc),
             other => Err(Error::param(
                 "strategy",
                 format!(
@@ -293,6 +310,15 @@ impl WindowAggregateOptions {
         if self.sources == 0 {
             return Err(Error::param("sources", "expected at least one source"));
         }
+        if self.strategy.is_multiway() && self.lateness != LatenessOpt::Exact {
+            return Err(Error::param(
+                "lateness",
+                format!(
+                    "strategy {:?} merges time-sorted sources (brief 000); lateness must be None",
+                    self.strategy.name()
+                ),
+            ));
+        }
         for (i, b) in self.by.iter().enumerate() {
             if self.by[..i].contains(b) {
                 return Err(Error::param("by", format!("column '{b}' is listed twice")));
@@ -326,6 +352,7 @@ impl WindowAggregateOptions {
     /// The lateness policy of each source once the time unit is known.
     pub fn lateness_policy(&self, unit: TimeUnit) -> Result<Lateness> {
         Ok(match &self.lateness {
+            LatenessOpt::Exact if self.strategy.is_multiway() => Lateness::Sorted,
             LatenessOpt::Exact if self.sources > 1 && self.gate_sources => Lateness::Sorted,
             LatenessOpt::Exact => Lateness::Exact,
             LatenessOpt::Adaptive => Lateness::Adaptive,
@@ -345,6 +372,11 @@ impl Strategy {
         matches!(
             self,
             Strategy::Farm | Strategy::Rrcpa | Strategy::Hsa | Strategy::Rra
-        )
+        ) || self.is_multiway()
+    }
+
+    /// Seed 000's designs: an input thread per source merging time-sorted sources (brief 000 §2).
+    pub fn is_multiway(self) -> bool {
+        matches!(self, Strategy::Mq | Strategy::MqLf | Strategy::TuMlSc)
     }
 }

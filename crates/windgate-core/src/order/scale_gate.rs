@@ -501,6 +501,23 @@ impl<K: Ord + Copy, T> Reader<K, T> {
         }
     }
 
+    /// A lower bound of every item key this reader has not returned yet: the key of the node it waits at
+    /// (after [`Next::Pending`]). Every open source's latest node lies at or after that node, and a source's
+    /// later keys are at least its latest, so nothing smaller can still come. `None` while some source has not
+    /// published (its dummy blocks) or at the end.
+    pub fn pending_key(&self) -> Option<K> {
+        // SAFETY: `cur` is at or right of the anchor, so alive, and so is its successor.
+        let next = unsafe { (*self.cur).next[0].load(Ordering::Acquire) };
+        if next.is_null() {
+            return None;
+        }
+        // SAFETY: as in `next_ready`: alive, fields published by the linking CAS.
+        match unsafe { (*next).key } {
+            Bound::Item(k) => Some(k),
+            Bound::Min | Bound::Max => None,
+        }
+    }
+
     /// Moves the counted anchor up to `cur`, freeing what only this reader still held.
     fn settle(&mut self) {
         if self.cur != self.anchor {
