@@ -6,6 +6,7 @@ import math
 import threading
 import time
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -229,6 +230,44 @@ def test_several_sources_merge_by_readiness():
     with pytest.raises(windgate.LateRowError, match="source 0 is not sorted by time"):
         agg.push(pa.table({"ts": [3]}), source=0)
     assert agg.close_source(0).to_pydict()["window_start"] == [20, 30]
+
+
+@pytest.mark.parametrize("strategy", ["pane", "mq", "mqlf", "tumlsc"])
+def test_multiway_designs_stream_like_the_pane_engine(strategy):
+    agg = windgate.WindowAggregator(time="ts", size=10, aggs={"*": "count"}, sources=2, strategy=strategy)
+    assert agg.push(pa.table({"ts": [1, 5, 25]}), source=0).num_rows == 0  # source 1 holds windows back
+    out = agg.push(pa.table({"ts": [2, 30]}), source=1)
+    assert out.to_pydict() == {"window_start": [0], "window_end": [10], "count": [3]}
+    assert agg.close_source(1).num_rows == 0  # source 0 is at 25: [20, 30) is still open
+    assert agg.close_source(0).to_pydict()["window_start"] == [20, 30]
+    assert agg.stats["strategy"] == strategy
+
+
+@pytest.mark.parametrize("strategy", ["mq", "mqlf", "tumlsc"])
+def test_multiway_designs_equal_the_reference_on_many_sources(strategy):
+    rng = np.random.default_rng(7)
+    sources = []
+    for s in range(6):
+        ts = np.cumsum(rng.integers(0, 3, 400))  # ties inside and across sources
+        sources.append(
+            pa.table(
+                {
+                    "ts": ts,
+                    "k": rng.integers(0, 5, ts.size).astype(np.int32),
+                    "v": rng.normal(size=ts.size),
+                    "src": np.full(ts.size, s),
+                }
+            )
+        )
+    kw = dict(
+        time="ts",
+        size=30,
+        slide=10,
+        by="k",
+        aggs={"*": "count", "v": ["sum", "first", "last"], "src": "last"},
+    )
+    want = windgate.window_aggregate(sources, strategy="reference", **kw)
+    assert windgate.window_aggregate(sources, strategy=strategy, **kw).equals(want)
 
 
 def test_first_last_tie_break_by_source_then_arrival():
