@@ -95,3 +95,47 @@ impl From<arrow_schema::ArrowError> for Error {
         )
     }
 }
+
+/// Whether a streaming operator still takes calls: not after `flush` (end of stream), nor after an error in a
+/// step that changes engine state (the state is then unknown, so the operator refuses further work).
+#[derive(Debug, Clone, Default)]
+pub struct Lifecycle {
+    flushed: bool,
+    poisoned: Option<String>,
+}
+
+impl Lifecycle {
+    /// Fails unless the operator is usable; `what` names the call.
+    pub fn check(&self, what: &str) -> Result<()> {
+        if let Some(why) = &self.poisoned {
+            return Err(Error::new(
+                ErrorKind::Poisoned,
+                format!("{what}: the operator failed earlier ({why})"),
+            ));
+        }
+        if self.flushed {
+            return Err(Error::param(
+                what,
+                "the operator was flushed (end of stream); create a new one",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Passes a state-changing step's result through, poisoning the operator on error.
+    pub fn record<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            self.poisoned = Some(e.message().to_string());
+        }
+        r
+    }
+
+    pub fn poison(&mut self, why: impl Into<String>) {
+        self.poisoned = Some(why.into());
+    }
+
+    /// End of stream: later calls fail.
+    pub fn end(&mut self) {
+        self.flushed = true;
+    }
+}

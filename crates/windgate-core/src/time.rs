@@ -54,6 +54,29 @@ impl PaneCursor {
     }
 }
 
+/// Each admitted row's pane (rows with `keep[i] == false` get pane 0 and are not counted) and the largest
+/// pane among them: the pane engines' routing step.
+pub fn assign_panes(
+    spec: WindowSpec,
+    ts: &[Timestamp],
+    keep: Option<&[bool]>,
+) -> (Vec<i64>, Option<i64>) {
+    let mut panes = vec![0i64; ts.len()];
+    let mut max: Option<i64> = None;
+    let mut cursor = PaneCursor::new(spec);
+    for (i, &t) in ts.iter().enumerate() {
+        if keep.is_some_and(|k| !k[i]) {
+            continue;
+        }
+        let (id, changed) = cursor.pane(t);
+        if changed {
+            max = Some(max.map_or(id, |m| m.max(id)));
+        }
+        panes[i] = id;
+    }
+    (panes, max)
+}
+
 /// A validated sliding-window specification with its pane grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowSpec {

@@ -19,7 +19,7 @@ use super::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::Result;
 use crate::runtime::farm::{Farm, FarmConfig, FarmQuery, FarmStats, Routed};
 use crate::runtime::rrcpa::Rrcpa;
-use crate::time::{PaneCursor, WindowSpec};
+use crate::time::{WindowSpec, assign_panes};
 
 use super::line::{LineEngine, LineKind};
 use super::multiway::{Design, MultiwayEngine};
@@ -278,20 +278,8 @@ impl FarmEngine {
                 _ => unreachable!("matched above"),
             };
         }
-        let n = rows.ts.len();
-        let mut panes = vec![0i64; n];
-        let keep = rows.keep.as_deref();
-        let mut cursor = PaneCursor::new(self.spec);
-        for i in 0..n {
-            if keep.is_some_and(|k| !k[i]) {
-                continue;
-            }
-            let (id, changed) = cursor.pane(rows.ts[i]);
-            if changed {
-                self.max_pane = Some(self.max_pane.map_or(id, |m| m.max(id)));
-            }
-            panes[i] = id;
-        }
+        let (panes, max) = assign_panes(self.spec, &rows.ts, rows.keep.as_deref());
+        self.max_pane = self.max_pane.max(max);
         let keep = rows.keep.clone();
         match &mut self.runner {
             Runner::Farm(f) => f.submit(rows, panes, keep.as_deref()),

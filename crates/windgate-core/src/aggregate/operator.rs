@@ -27,7 +27,7 @@ use super::reference::ReferenceEngine;
 use super::slots::SlotStore;
 use super::state::{AggMeta, InputValues};
 use crate::arrow_io::{as_i64, check_same_type, column, input_values, int_column_as};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Lifecycle, Result};
 use crate::order::admission::{Rules, admit};
 use crate::order::kslack::{KSlack, Lateness};
 use crate::runtime::farm::FarmStats;
@@ -106,8 +106,7 @@ pub struct WindowAggregator {
     bound: Option<Bound>,
     sources: Vec<Source>,
     stats: Stats,
-    flushed: bool,
-    poisoned: Option<String>,
+    life: Lifecycle,
     /// Batch mode: pushes do not wait for the farm's windows (the flush collects them, in order).
     deferred: bool,
 }
@@ -148,8 +147,7 @@ impl WindowAggregator {
             bound: None,
             sources,
             stats,
-            flushed: false,
-            poisoned: None,
+            life: Lifecycle::default(),
             deferred: false,
         })
     }
@@ -331,7 +329,7 @@ impl WindowAggregator {
     /// End of stream: emits every window still open.
     pub fn flush(&mut self) -> Result<RecordBatch> {
         self.check_usable("flush")?;
-        self.flushed = true;
+        self.life.end();
         self.guard(|this| {
             let Some(b) = this.bound.as_mut() else {
                 return Ok(RecordBatch::new_empty(Arc::new(Schema::empty())));
@@ -349,33 +347,18 @@ impl WindowAggregator {
     }
 
     fn check_usable(&self, what: &str) -> Result<()> {
-        if let Some(why) = &self.poisoned {
-            return Err(Error::new(
-                ErrorKind::Poisoned,
-                format!("{what}: the operator failed earlier ({why})"),
-            ));
-        }
-        if self.flushed {
-            return Err(Error::param(
-                what,
-                "the operator was flushed (end of stream); create a new one",
-            ));
-        }
-        Ok(())
+        self.life.check(what)
     }
 
     /// Runs a step that changes engine state; an error there leaves the operator unusable.
     fn guard<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         let r = f(self);
-        if let Err(e) = &r {
-            self.poisoned = Some(e.message().to_string());
-        }
-        r
+        self.life.record(r)
     }
 
     /// Marks the operator unusable (used by the bindings when a panic was caught).
     pub fn poison(&mut self, why: impl Into<String>) {
-        self.poisoned = Some(why.into());
+        self.life.poison(why);
     }
 
     /// The watermark over open sources: `None` while some open source has none.

@@ -15,7 +15,7 @@ use super::query::{Groups, KernelSpec, Pick, PrefChunk, PrefQuery};
 use crate::error::Result;
 use crate::runtime::farm::inline::InlineFarm;
 use crate::runtime::farm::{Farm, FarmConfig, FarmStats};
-use crate::time::{PaneCursor, WindowSpec};
+use crate::time::{WindowSpec, assign_panes};
 
 /// One finished window: its id and each group's picks (groups in no particular order).
 pub type WindowPicks = (i64, Vec<(u32, Vec<Pick>)>);
@@ -63,19 +63,8 @@ impl Engine {
 
     /// Adds admitted rows (`keep[i]` false: row i is not admitted).
     pub fn ingest(&mut self, chunk: PrefChunk, keep: Option<Vec<bool>>) -> Result<()> {
-        let n = chunk.ts.len();
-        let mut panes = vec![0i64; n];
-        let mut cursor = PaneCursor::new(self.spec);
-        for i in 0..n {
-            if keep.as_ref().is_some_and(|k| !k[i]) {
-                continue;
-            }
-            let (id, changed) = cursor.pane(chunk.ts[i]);
-            if changed {
-                self.max_pane = Some(self.max_pane.map_or(id, |m| m.max(id)));
-            }
-            panes[i] = id;
-        }
+        let (panes, max) = assign_panes(self.spec, &chunk.ts, keep.as_deref());
+        self.max_pane = self.max_pane.max(max);
         let keep = keep.as_deref();
         match &mut self.runner {
             Runner::Pane(f) => f.submit(chunk, panes, keep),

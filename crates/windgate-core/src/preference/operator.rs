@@ -19,7 +19,7 @@ use super::retained::Retained;
 use crate::aggregate::keys::KeyDict;
 use crate::aggregate::options::resolve_threads;
 use crate::arrow_io::{as_i64, check_same_type, column, exact_f64, int_column_as};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Lifecycle, Result};
 use crate::order::admission::{Rules, admit};
 use crate::order::kslack::KSlack;
 use crate::runtime::farm::FarmStats;
@@ -92,8 +92,7 @@ pub struct PreferenceOperator {
     seq: u64,
     retained: Retained,
     stats: PreferenceStats,
-    flushed: bool,
-    poisoned: Option<String>,
+    life: Lifecycle,
     /// Batch mode: pushes do not wait for the farm's windows (the flush collects them, in order).
     deferred: bool,
 }
@@ -127,8 +126,7 @@ impl PreferenceOperator {
                 strategy,
                 ..PreferenceStats::default()
             },
-            flushed: false,
-            poisoned: None,
+            life: Lifecycle::default(),
             deferred: false,
             opts,
         })
@@ -239,7 +237,7 @@ impl PreferenceOperator {
     /// End of stream: emits every window still open.
     pub fn flush(&mut self) -> Result<RecordBatch> {
         self.check_usable("flush")?;
-        self.flushed = true;
+        self.life.end();
         self.guard(|this| {
             let Some(b) = this.bound.as_ref() else {
                 return Ok(RecordBatch::new_empty(Arc::new(Schema::empty())));
@@ -253,32 +251,17 @@ impl PreferenceOperator {
 
     /// Marks the operator unusable (used by the bindings when a panic was caught).
     pub fn poison(&mut self, why: impl Into<String>) {
-        self.poisoned = Some(why.into());
+        self.life.poison(why);
     }
 
     fn check_usable(&self, what: &str) -> Result<()> {
-        if let Some(why) = &self.poisoned {
-            return Err(Error::new(
-                ErrorKind::Poisoned,
-                format!("{what}: the operator failed earlier ({why})"),
-            ));
-        }
-        if self.flushed {
-            return Err(Error::param(
-                what,
-                "the operator was flushed (end of stream); create a new one",
-            ));
-        }
-        Ok(())
+        self.life.check(what)
     }
 
     /// Runs a step that changes engine state; an error there leaves the operator unusable.
     fn guard<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         let r = f(self);
-        if let Err(e) = &r {
-            self.poisoned = Some(e.message().to_string());
-        }
-        r
+        self.life.record(r)
     }
 
     fn last_closed(&self) -> Option<i64> {
