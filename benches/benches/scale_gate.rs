@@ -1,10 +1,14 @@
-//! ScaleGate against the obvious alternative: a mutex around a binary heap that merges the same sources with
-//! the same readiness rule (an item leaves once every source has sent a later one). Two source threads, one
-//! reader, 1M items each (brief 002 §5.3 B2; DESIGN §8 asks >= 20 M rows/s through a 2-source merge).
+//! ScaleGate against the obvious alternatives: a mutex around a binary heap that merges the same sources with
+//! the same readiness rule (an item leaves once every source has sent a later one), and a general concurrent
+//! skip list (crossbeam-skiplist) whose reader checks readiness by scanning every source's latest key (the
+//! seed-000 paper's baseline, brief 000 §6.2 B1). `merge_2_sources`: two source threads, one reader, 1M items
+//! each (brief 002 §5.3 B2; DESIGN §8 asks >= 20 M rows/s through a 2-source merge). `merge_n_sources`: the
+//! T-Gate role of seed 000, 1-20 sources sharing 2M items (on 2 cores the source threads are multiplexed).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
@@ -16,11 +20,15 @@ const PER_SOURCE: u64 = 1_000_000;
 
 /// Keys `(ts, source, seq)` with interleaved timestamps; returns items read.
 fn scale_gate(sources: usize, readers: usize) -> u64 {
+    scale_gate_n(sources, readers, PER_SOURCE)
+}
+
+fn scale_gate_n(sources: usize, readers: usize, per_source: u64) -> u64 {
     let (srcs, rdrs) = ScaleGate::new::<(u64, usize, u64), u64>(sources, readers, 4);
     thread::scope(|s| {
         for (j, mut src) in srcs.into_iter().enumerate() {
             s.spawn(move || {
-                for i in 0..PER_SOURCE {
+                for i in 0..per_source {
                     src.add((i * sources as u64 + j as u64, j, i), i);
                 }
                 src.close();
@@ -121,5 +129,62 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// The general skip list: sources insert concurrently and publish their latest key; the reader removes the
+/// front entry once it is below every open source's latest (an O(N) scan per item).
+fn skip_list(sources: usize, per_source: u64) -> u64 {
+    let map = crossbeam_skiplist::SkipMap::<u64, u64>::new();
+    let latest: Vec<AtomicU64> = (0..sources).map(|_| AtomicU64::new(0)).collect();
+    let (map, latest) = (&map, &latest);
+    thread::scope(|s| {
+        for (j, mine) in latest.iter().enumerate() {
+            s.spawn(move || {
+                for i in 0..per_source {
+                    let k = i * sources as u64 + j as u64 + 1; // 0 means "nothing sent yet"
+                    map.insert(k, i);
+                    mine.store(k, Ordering::Release);
+                }
+                mine.store(u64::MAX, Ordering::Release); // closed
+            });
+        }
+        let reader = s.spawn(move || {
+            let mut n = 0u64;
+            loop {
+                let bound = latest
+                    .iter()
+                    .map(|l| l.load(Ordering::Acquire))
+                    .min()
+                    .unwrap();
+                match map.front() {
+                    Some(e) if *e.key() < bound || bound == u64::MAX => {
+                        black_box(e.value());
+                        e.remove();
+                        n += 1;
+                    }
+                    None if bound == u64::MAX => return n,
+                    _ => std::hint::spin_loop(),
+                }
+            }
+        });
+        reader.join().unwrap()
+    })
+}
+
+fn bench_n(c: &mut Criterion) {
+    const TOTAL: u64 = 2_000_000;
+    let mut g = c.benchmark_group("merge_n_sources");
+    g.sample_size(10).measurement_time(Duration::from_secs(6));
+    g.throughput(Throughput::Elements(TOTAL));
+    for n in [1usize, 2, 4, 8, 20] {
+        let per = TOTAL / n as u64;
+        g.bench_function(BenchmarkId::new("t_gate", n), |b| {
+            b.iter(|| assert_eq!(scale_gate_n(n, 1, per), per * n as u64))
+        });
+        g.bench_function(BenchmarkId::new("skip_list_scan", n), |b| {
+            b.iter(|| assert_eq!(skip_list(n, per), per * n as u64))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_n);
 criterion_main!(benches);
