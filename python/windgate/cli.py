@@ -1,9 +1,13 @@
-"""The ``windgate`` command line: generate data, aggregate Parquet files, run the PySpark demo.
+"""The ``windgate`` command line: generate data, aggregate Parquet files, run seed 000's multiway queries, run
+the PySpark demo.
 
 ::
 
     windgate generate smartgrid --rows 10000000 --disorder 5 --out data/smartgrid.parquet
     windgate generate bandjoin --rows 100000 --rate 100 --out data/bandjoin   # left.parquet, right.parquet
+    windgate generate soundcloud --rows 1000000 --sources 4 --out data/sc    # source-000.parquet ... 003
+    windgate generate smartgrid --households 27 --plugs-per-household 9 --rate 486 --sources 4 --out data/ec
+    windgate multiway --query K-OI --data data/sc --strategy tumlsc --out out/k-oi.parquet
     windgate aggregate --input data/smartgrid.parquet --out out/windows.parquet --time ts --size 60s \\
         --slide 10s --by plug_id --agg '*=count' --agg 'value=sum,max' --lateness 5s
     windgate demo --rows 2000000 --out out/demo            # what `make demo` runs
@@ -191,17 +195,25 @@ _GENERATE_DEFAULTS: dict[str, dict[str, Any]] = {
     "smartgrid": {"rows": 1_000_000, "rate": 1000.0, "start": "2013-09-01T00:00:00"},
     "bandjoin": {"rows": 100_000, "rate": 100.0, "start": "0"},
     "points": {"rows": 1_000_000, "rate": 1000.0, "start": "2013-09-01T00:00:00"},
+    "soundcloud": {"rows": 1_000_000, "rate": 1000.0, "start": "0"},
 }
+
+#: ``--sources N`` writes one file per source into the ``--out`` directory, named like this.
+SOURCE_FILE = "source-{:03d}.parquet"
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
     for key, value in _GENERATE_DEFAULTS[args.dataset].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
+    if args.sources is not None and args.dataset not in ("smartgrid", "soundcloud"):
+        raise CliError(f"--sources: only smartgrid and soundcloud split into sources, not {args.dataset}")
     if args.dataset == "bandjoin":
         return _generate_bandjoin(args)
     if args.dataset == "points":
         return _generate_points(args)
+    if args.dataset == "soundcloud":
+        return _generate_soundcloud(args)
     return _generate_smartgrid(args)
 
 
@@ -231,7 +243,7 @@ def _generate_points(args: argparse.Namespace) -> int:
 
 
 def _generate_smartgrid(args: argparse.Namespace) -> int:
-    from windgate.datasets import smartgrid
+    from windgate.datasets import smartgrid, smartgrid_sources
 
     plugs = args.households * args.plugs_per_household
     arrivals = "regular arrivals" if args.dispersion is None else f"arrival dispersion {args.dispersion:g}"
@@ -240,21 +252,93 @@ def _generate_smartgrid(args: argparse.Namespace) -> int:
         f"{args.plugs_per_household} plugs = {plugs:,} plugs, {args.rate:g} rows/s, {arrivals}, "
         f"disorder {args.disorder:g} s, seed {args.seed}"
     )
-    return _generate_to_file(
+    kwargs = dict(
+        households=args.households,
+        houses=args.houses,
+        plugs_per_household=args.plugs_per_household,
+        rate=args.rate,
+        start=args.start,
+        disorder=args.disorder,
+        seed=args.seed,
+        dispersion=args.dispersion,
+    )
+    if args.sources is not None:
+        headline += f"; {args.sources} sources (plug p on source p % {args.sources}), each sorted by ts"
+        return _generate_sources(
+            args, headline, lambda: smartgrid_sources(args.rows, sources=args.sources, **kwargs)
+        )
+    return _generate_to_file(args, headline, lambda: smartgrid(args.rows, **kwargs))
+
+
+def _generate_soundcloud(args: argparse.Namespace) -> int:
+    from windgate.datasets import soundcloud_sources
+
+    start = _int_or_duration(args.start)
+    if not isinstance(start, int):
+        raise CliError(f"--start {args.start!r}: soundcloud times are plain integers (ticks)")
+    sources = 1 if args.sources is None else args.sources
+    split = "round-robin by row" if args.split == "row" else "by user"
+    headline = (
+        f"Generating [bold]{args.rows:,}[/] SoundCloud-like comments: {args.songs:,} songs (Zipf "
+        f"{args.song_skew:g}), {args.rate:g} comments per tick, e-mails {args.p_mail:g}, IPs {args.p_ip:g}, "
+        f"seed {args.seed}; {sources} sources ({split}), each sorted by ts"
+    )
+    return _generate_sources(
         args,
         headline,
-        lambda: smartgrid(
+        lambda: soundcloud_sources(
             args.rows,
-            households=args.households,
-            houses=args.houses,
-            plugs_per_household=args.plugs_per_household,
+            sources=sources,
+            split=args.split,
+            songs=args.songs,
+            song_skew=args.song_skew,
             rate=args.rate,
-            start=args.start,
-            disorder=args.disorder,
+            p_mail=args.p_mail,
+            p_ip=args.p_ip,
+            start=start,
             seed=args.seed,
-            dispersion=args.dispersion,
         ),
     )
+
+
+def _generate_sources(args: argparse.Namespace, headline: str, make: Callable[[], list[Any]]) -> int:
+    """Prints ``headline``, builds the sources with ``make()``, writes source ``i`` to
+    ``--out/source-<i>.parquet`` (:data:`SOURCE_FILE`)."""
+    from rich.markup import escape
+
+    console = _console()
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise CliError(
+            f"--out {str(out)!r}: {args.dataset} with sources writes a directory (one file a source)"
+        )
+    if args.sources is not None and args.sources < 1:
+        raise CliError(f"--sources {args.sources}: expected a positive number of sources")
+    console.print(headline)
+    t0 = time.perf_counter()
+    with console.status("generating rows"):
+        tables = make()
+    gen_s = time.perf_counter() - t0
+    console.print(f"  generated in {gen_s:.2f} s ({_fmt_rate(args.rows, gen_s)})")
+    t1 = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("source-*.parquet"):  # a previous run with more sources must not leave extra files
+        stale.unlink()
+    for i, table in enumerate(tables):
+        _write_parquet(
+            table,
+            out / SOURCE_FILE.format(i),
+            console,
+            row_group_rows=args.row_group_rows,
+            compression=args.compression,
+            label=f"source {i}",
+        )
+    rows = ", ".join(f"{t.num_rows:,}" for t in tables[:8]) + (", ..." if len(tables) > 8 else "")
+    console.print(
+        f"Wrote [bold]{len(tables)}[/] sources to [bold]{escape(str(out))}[/] ({rows} rows) "
+        f"in {time.perf_counter() - t1:.2f} s"
+    )
+    return EXIT_OK
 
 
 def _generate_to_file(args: argparse.Namespace, headline: str, make: Callable[[], Any]) -> int:
@@ -422,6 +506,77 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ----------------------------------------------------------------------------------------------- multiway
+
+
+#: ``windgate.queries.QUERIES``'s names, spelled out so that the parser does not import the extension.
+QUERY_NAMES = ("k-OS", "k-OI", "K-OS", "K-OI", "w-OS", "w-OI", "W-OS", "W-OI", "f-OS", "f-OI", "F-OS", "F-OI")
+
+
+def _source_files(data: Path) -> list[Path]:
+    """The sources in ``--data``: a directory's ``source-<i>.parquet`` files in the order of ``i`` (as
+    ``generate --sources`` writes them), or one Parquet file (one source)."""
+    if data.is_file():
+        return [data]
+    if not data.is_dir():
+        raise CliError(f"--data {str(data)!r}: no such file or directory")
+    found = []
+    for path in data.glob("source-*.parquet"):
+        index = path.name[len("source-") : -len(".parquet")]
+        if index.isdigit():
+            found.append((int(index), path))
+    if not found:
+        raise CliError(
+            f"--data {str(data)!r}: no source-<i>.parquet files "
+            "(windgate generate smartgrid|soundcloud --sources N writes them)"
+        )
+    return [path for _, path in sorted(found)]
+
+
+def _cmd_multiway(args: argparse.Namespace) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from rich.markup import escape
+    from rich.table import Table
+
+    from windgate import queries
+
+    console = _console()
+    query = queries.QUERIES[args.query]
+    files = _source_files(Path(args.data))
+    try:
+        tables = [pq.read_table(f) for f in files]
+    except (OSError, pa.ArrowException) as exc:
+        raise CliError(
+            f"--data {args.data!r}: cannot read the sources as Parquet ({_one_line(exc)})"
+        ) from exc
+    rows_in = sum(t.num_rows for t in tables)
+    console.print(
+        f"Query [bold]{query.name}[/] ({escape(query.description)}: {escape(query.function)} by {query.by}, "
+        f"windows {query.size} sliding {query.slide}) over [bold]{len(tables)}[/] sources of "
+        f"{escape(str(args.data))} ({rows_in:,} rows), strategy {args.strategy}"
+    )
+    t0 = time.perf_counter()
+    with console.status("aggregating"):
+        out_table = queries.run_query(query, tables, strategy=args.strategy, threads=args.threads)
+    seconds = time.perf_counter() - t0
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(out_table, out, compression=args.compression)
+
+    report = Table(title=f"windgate multiway {query.name}", show_header=False, title_justify="left")
+    report.add_column("what")
+    report.add_column("value", justify="right")
+    report.add_row("sources", f"{len(tables)}")
+    report.add_row("rows in", f"{rows_in:,}")
+    report.add_row("rows out", f"{out_table.num_rows:,}")
+    report.add_row("seconds", f"{seconds:.3f}")
+    report.add_row("throughput", _fmt_rate(rows_in, seconds))
+    report.add_row("output", f"{out} ({_mib(out)})")
+    console.print(report)
+    return EXIT_OK
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import _cmd_demo as run
 
@@ -440,13 +595,38 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument(
         "dataset",
         choices=list(_GENERATE_DEFAULTS),
-        help="smartgrid: DEBS 2014 smart-plug readings (one file); "
+        help="smartgrid: DEBS 2014 smart-plug readings (one file, or a directory with --sources); "
         "bandjoin: seed 002's R and S streams (a directory: left.parquet, right.parquet); "
-        "points: seed 004's d-dimensional points for skyline/top-k (one file)",
+        "points: seed 004's d-dimensional points for skyline/top-k (one file); "
+        "soundcloud: seed 000's comments on songs (a directory: source-000.parquet, ...)",
     )
     g.add_argument(
-        "--rows", type=int, default=None, help="rows (default smartgrid 1,000,000; bandjoin 100,000 per side)"
+        "--rows",
+        type=int,
+        default=None,
+        help="rows (default smartgrid, points, soundcloud 1,000,000; bandjoin 100,000 per side)",
     )
+    g.add_argument(
+        "--sources",
+        type=int,
+        default=None,
+        help="smartgrid, soundcloud: split the rows into this many time-sorted sources, one file each "
+        "(--out/source-000.parquet, ...); soundcloud default 1",
+    )
+    g.add_argument("--songs", type=int, default=40_000, help="soundcloud: songs (keys; default 40,000)")
+    g.add_argument(
+        "--song-skew", type=float, default=1.0, help="soundcloud: Zipf exponent of songs (default 1.0)"
+    )
+    g.add_argument(
+        "--split",
+        choices=["row", "user"],
+        default="row",
+        help="soundcloud: sources round-robin by row (default) or by user (skewed rates)",
+    )
+    g.add_argument(
+        "--p-mail", type=float, default=0.02, help="soundcloud: share of comments with an e-mail (0.02)"
+    )
+    g.add_argument("--p-ip", type=float, default=0.01, help="soundcloud: share of comments with an IP (0.01)")
     g.add_argument("--households", type=int, default=40, help="smartgrid: households (default 40)")
     g.add_argument("--dims", type=int, default=2, help="points: dimensions (default 2)")
     g.add_argument(
@@ -467,13 +647,13 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="smartgrid: rows per second of event time (default 1000); "
-        "bandjoin: rows per time unit per side (default 100)",
+        "bandjoin: rows per time unit per side (default 100); soundcloud: comments per tick (default 1000)",
     )
     g.add_argument(
         "--start",
         default=None,
         help="first event time: smartgrid ISO, UTC (default 2013-09-01T00:00:00); "
-        "bandjoin an int (default 0)",
+        "bandjoin, soundcloud an int (default 0)",
     )
     g.add_argument(
         "--disorder",
@@ -492,7 +672,11 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--row-group-rows", type=int, default=1 << 20, help="Parquet row group size (default 1Mi)")
     g.add_argument("--compression", default="zstd", help="Parquet compression (default zstd)")
-    g.add_argument("--out", required=True, help="output: smartgrid a Parquet file, bandjoin a directory")
+    g.add_argument(
+        "--out",
+        required=True,
+        help="output: a Parquet file (smartgrid, points) or a directory (bandjoin, soundcloud, --sources)",
+    )
     g.set_defaults(func=_cmd_generate)
 
     a = sub.add_parser("aggregate", help="sliding-window aggregation of a Parquet file, streamed by batches")
@@ -536,6 +720,33 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--batch-rows", type=int, default=65_536, help="rows per pushed batch (default 65536)")
     a.add_argument("--compression", default="zstd", help="Parquet compression of the output (default zstd)")
     a.set_defaults(func=_cmd_aggregate)
+
+    m = sub.add_parser(
+        "multiway",
+        help="one of seed 000's twelve queries (k/K, w/W, f/F; -OS, -OI) over the sources of a directory",
+    )
+    m.add_argument(
+        "--query",
+        required=True,
+        choices=QUERY_NAMES,
+        help="k/K: 243 meters / 40,000 songs; w/W: 10 / 20 windows a row; f/F: e-mail / e-mail or IP; "
+        "OS: first(), OI: count() or avg(); see windgate.queries",
+    )
+    m.add_argument(
+        "--data",
+        required=True,
+        help="a directory of source-<i>.parquet files (windgate generate smartgrid|soundcloud --sources N), "
+        "or one Parquet file; smartgrid queries expect --households 27 --plugs-per-household 9 --rate 486",
+    )
+    m.add_argument(
+        "--strategy",
+        default="auto",
+        help="auto, pane, reference, or a multiway design: mq, mqlf, tumlsc, ... (default auto)",
+    )
+    m.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    m.add_argument("--out", required=True, help="output Parquet file")
+    m.add_argument("--compression", default="zstd", help="Parquet compression of the output (default zstd)")
+    m.set_defaults(func=_cmd_multiway)
 
     d = sub.add_parser("demo", help="generate data and compare windgate on Spark with Spark's window()")
     d.add_argument("--rows", type=int, default=2_000_000, help="rows to generate (default 2,000,000)")

@@ -5,7 +5,9 @@ of seed 000): every plug of every household reports, at regular intervals, two m
 timestamp: ``work`` (property 0, cumulative energy in kWh, never decreasing per plug) and ``load``
 (property 1, current power in W, positive, with a per-plug level drawn from a skewed distribution and a
 daily cycle). :func:`smartgrid_sources` splits the same rows into several time-sorted sources, as the
-data concentrators of seed 000 do. :func:`bandjoin` makes the two streams of seed 002's band-join benchmark
+data concentrators of seed 000 do. :func:`soundcloud` makes seed 000's other data set, comments on songs
+(40,000 songs, Zipf-skewed, some comments holding an e-mail address or an IP), and :func:`soundcloud_sources`
+splits it into time-sorted sources. :func:`bandjoin` makes the two streams of seed 002's band-join benchmark
 (ScaleJoin, from CellJoin): R = <ts, x, y, z> and S = <ts, a, b, c, d> with uniform join attributes.
 
 Only numpy and pyarrow are used (no windgate extension), so the module can generate data before the engine
@@ -34,11 +36,16 @@ __all__ = [
     "BANDJOIN_R_SCHEMA",
     "BANDJOIN_S_SCHEMA",
     "POINT_DISTRIBUTIONS",
+    "EMAIL_REGEX",
+    "IP_REGEX",
     "SMARTGRID_SCHEMA",
+    "SOUNDCLOUD_SCHEMA",
     "bandjoin",
     "points",
     "smartgrid",
     "smartgrid_sources",
+    "soundcloud",
+    "soundcloud_sources",
 ]
 
 #: Schema of :func:`smartgrid` tables.
@@ -73,6 +80,23 @@ BANDJOIN_S_SCHEMA = pa.schema(
         pa.field("d", pa.bool_(), nullable=False),
     ]
 )
+
+#: Schema of :func:`soundcloud` tables.
+SOUNDCLOUD_SCHEMA = pa.schema(
+    [
+        pa.field("ts", pa.int64(), nullable=False),
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("user", pa.int64(), nullable=False),
+        pa.field("song", pa.int32(), nullable=False),
+        pa.field("comment", pa.string(), nullable=False),
+    ]
+)
+
+#: Seed 000's e-mail pattern (the f queries; brief 000 §3.5). Plain syntax that RE2 (``pyarrow.compute``) and
+#: Java (Spark's ``rlike``) read alike.
+EMAIL_REGEX = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"
+#: Seed 000's IP pattern (the F queries: an e-mail or this): a dotted quad, octets not range-checked.
+IP_REGEX = r"\b(?:\d{1,3}\.){3}\d{1,3}\b"
 
 _MS_PER_DAY = 86_400_000
 
@@ -370,6 +394,213 @@ def smartgrid_sources(rows: int, *, sources: int, **kwargs) -> list[pa.Table]:
             part = pa.Table.from_batches(part.to_batches(max_chunksize=int(batch_rows)), schema=table.schema)
         out.append(part)
     return out
+
+
+# ----------------------------------------------------------------------------------------------- soundcloud
+
+#: Words of the synthetic comments: lower-case letters only, so no word matches EMAIL_REGEX or IP_REGEX.
+_WORD_TEXT = """
+love this track song beat drop bass vocals mix remix sound amazing awesome great nice cool fire sick
+dope chill vibe vibes wow omg yes so much more please upload again next part when where who what the
+a an and or but is it that my your our best ever never heard before playing repeat loop all day
+night summer winter follow me check out new album release live show tour guitar piano drums synth
+melody lyrics voice intro outro break build perfect favorite banger classic wait for till here there
+"""
+_WORDS = tuple(_WORD_TEXT.split())
+_MAIL_DOMAINS = ("gmail.com", "yahoo.com", "hotmail.com", "outlook.com", "mail.ru", "web.de", "proton.me")
+_POOL_SIZE = 1024  # distinct e-mail addresses and IPs the comments draw from
+_COMMENT_CHUNK = 1 << 16  # rows per generated string chunk (fixed: the rows do not depend on anything else)
+_MIN_WORDS, _MAX_WORDS = 4, 30  # tokens per comment: about 20 to 200 characters
+
+
+def _comment_pool() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The tokens comments are made of, each with a trailing space: the words, then ``_POOL_SIZE`` e-mail
+    addresses, then ``_POOL_SIZE`` dotted quads. Returns (bytes, start of each token, length of each
+    token with its space). A constant: drawn from a fixed seed."""
+    rng = np.random.default_rng(0x5C_0DE)
+    words = np.array(_WORDS)
+    mails = [
+        f"{a}.{b}{'' if n < 0 else n}@{_MAIL_DOMAINS[d]}"
+        for a, b, n, d in zip(
+            words[rng.integers(0, words.size, _POOL_SIZE)],
+            words[rng.integers(0, words.size, _POOL_SIZE)],
+            rng.integers(-50, 100, _POOL_SIZE),
+            rng.integers(0, len(_MAIL_DOMAINS), _POOL_SIZE),
+            strict=True,
+        )
+    ]
+    quads = np.concatenate(
+        [rng.integers(1, 224, (_POOL_SIZE, 1)), rng.integers(0, 256, (_POOL_SIZE, 3))], axis=1
+    )
+    ips = [".".join(map(str, q)) for q in quads.tolist()]
+    tokens = [f"{t} ".encode() for t in (*_WORDS, *mails, *ips)]
+    length = np.array([len(t) for t in tokens], dtype=np.int64)
+    start = np.cumsum(length) - length
+    return np.frombuffer(b"".join(tokens), dtype=np.uint8), start, length
+
+
+def _comments(rows: int, p_mail: float, p_ip: float, rng: np.random.Generator) -> pa.ChunkedArray:
+    """``rows`` comments of ``_MIN_WORDS`` to ``_MAX_WORDS`` words; with probability ``p_mail`` one word is
+    replaced by an e-mail address and (independently) with probability ``p_ip`` another by an IP. Built
+    from Arrow buffers, ``_COMMENT_CHUNK`` rows at a time (one gather of the token bytes per chunk)."""
+    buf, start, length = _comment_pool()
+    n_words = len(_WORDS)
+    chunks = []
+    for lo in range(0, max(rows, 1), _COMMENT_CHUNK):
+        m = min(rows - lo, _COMMENT_CHUNK)
+        nw = rng.integers(_MIN_WORDS, _MAX_WORDS + 1, size=m)
+        first = np.cumsum(nw) - nw  # index of each row's first token
+        tok = rng.integers(0, n_words, size=int(nw.sum()))
+        mail = np.flatnonzero(rng.random(m) < p_mail)
+        mail_pos = rng.integers(0, nw[mail])
+        tok[first[mail] + mail_pos] = n_words + rng.integers(0, _POOL_SIZE, mail.size)
+        ip = np.flatnonzero(rng.random(m) < p_ip)
+        ip_pos = rng.integers(0, nw[ip])
+        taken = np.full(m, -1)
+        taken[mail] = mail_pos
+        clash = taken[ip] == ip_pos  # the row's e-mail is there: use the next word
+        ip_pos[clash] = (ip_pos[clash] + 1) % nw[ip][clash]
+        tok[first[ip] + ip_pos] = n_words + _POOL_SIZE + rng.integers(0, _POOL_SIZE, ip.size)
+        copy = length[tok]
+        copy[first + nw - 1] -= 1  # no space after a row's last token
+        out_start = np.cumsum(copy) - copy
+        total = int(copy.sum())
+        gather = np.repeat(start[tok] - out_start, copy)
+        gather += np.arange(total)
+        offsets = np.append(out_start[first], total).astype(np.int32)
+        chunks.append(pa.StringArray.from_buffers(m, pa.py_buffer(offsets), pa.py_buffer(buf[gather])))
+    return pa.chunked_array(chunks, type=pa.string())
+
+
+def _zipf(n: int, s: float, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws from ``0..n-1`` with P(rank k) proportional to ``(k + 1) ** -s`` (s = 0: uniform),
+    the ranks then renamed by a random permutation so that popular ids are spread over the id range."""
+    if s == 0:
+        ranks = rng.integers(0, n, size=size)
+    else:
+        cdf = np.cumsum(np.arange(1, n + 1, dtype=np.float64) ** -s)
+        cdf /= cdf[-1]
+        ranks = np.minimum(np.searchsorted(cdf, rng.random(size), side="right"), n - 1)
+    return rng.permutation(n)[ranks]
+
+
+def _check_probability(name: str, value: object) -> float:
+    if isinstance(value, bool) or not (isinstance(value, int | float) and 0 <= value <= 1):
+        raise InvalidParameterError(f"{name}: expected a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _check_skew(name: str, value: object) -> float:
+    if isinstance(value, bool) or not (
+        isinstance(value, int | float) and math.isfinite(value) and value >= 0
+    ):
+        raise InvalidParameterError(f"{name}: expected a Zipf exponent >= 0, got {value!r}")
+    return float(value)
+
+
+def soundcloud(
+    rows: int,
+    *,
+    songs: int = 40_000,
+    users: int = 100_000,
+    song_skew: float = 1.0,
+    user_skew: float = 0.8,
+    rate: float = 1000.0,
+    p_mail: float = 0.02,
+    p_ip: float = 0.01,
+    start: int = 0,
+    seed: int = 0,
+) -> pa.Table:
+    """Comments on songs shaped like seed 000's SoundCloud data (brief 000 §3.5), as a :class:`pyarrow.Table`
+    in time order.
+
+    Columns (see :data:`SOUNDCLOUD_SCHEMA`):
+
+    ``ts`` (``int64``)
+        Event time in abstract ticks: Poisson arrivals at ``rate`` comments per tick, floored to whole ticks
+        (so about ``rate`` rows share each tick), starting at ``start``; never decreasing in row order.
+    ``id`` (``int64``)
+        The row's position, ``0..rows-1``: a global sequence number (the order of the single stream).
+    ``user`` (``int64``), ``song`` (``int32``)
+        Zipf-distributed: ``song`` over ``songs`` ids (exponent ``song_skew``, 1.0 by default: the top song
+        gets about 9% of the comments of 40,000, half the songs share under 10%), ``user`` over ``users``
+        ids (exponent ``user_skew``); popular ids are spread over the range by a random permutation.
+    ``comment`` (``string``)
+        4 to 30 lower-case words (about 20 to 200 characters). With probability ``p_mail`` one word is an
+        e-mail address (matches :data:`EMAIL_REGEX`) and, independently, with probability ``p_ip`` another
+        is a dotted quad (matches :data:`IP_REGEX`); the words themselves match neither.
+
+    Deterministic for a ``seed`` and the other arguments.
+
+    >>> from windgate.datasets import soundcloud, EMAIL_REGEX
+    >>> t = soundcloud(10_000, songs=500, seed=1)
+    >>> t.column_names, t.num_rows
+    (['ts', 'id', 'user', 'song', 'comment'], 10000)
+    >>> import pyarrow.compute as pc
+    >>> 150 < pc.sum(pc.match_substring_regex(t["comment"], EMAIL_REGEX).cast("int64")).as_py() < 250
+    True
+    """
+    rows = _check_rows(rows)
+    songs = _check_positive_int("songs", songs)
+    users = _check_positive_int("users", users)
+    song_skew = _check_skew("song_skew", song_skew)
+    user_skew = _check_skew("user_skew", user_skew)
+    rate = _check_rate(rate, "tick")
+    p_mail = _check_probability("p_mail", p_mail)
+    p_ip = _check_probability("p_ip", p_ip)
+    if isinstance(start, bool) or not isinstance(start, int | np.integer):
+        raise ColumnTypeError(f"start: expected an int (ticks), got {start!r}")
+    start = int(start)
+    if rows and not (abs(start) < 2**62 and 2 * rows / rate < 2**62):
+        raise InvalidParameterError(f"start: {start} puts the times outside int64")
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x50_C10D]))
+    gaps = rng.exponential(1.0 / rate, size=rows)
+    ts = np.floor(np.cumsum(gaps, out=gaps)).astype(np.int64)
+    ts += start
+    song = _zipf(songs, song_skew, rows, rng).astype(np.int32)
+    user = _zipf(users, user_skew, rows, rng).astype(np.int64)
+    comment = _comments(rows, p_mail, p_ip, rng)
+    return pa.Table.from_arrays(
+        [
+            pa.array(ts, pa.int64()),
+            pa.array(np.arange(rows, dtype=np.int64)),
+            pa.array(user),
+            pa.array(song),
+            comment,
+        ],
+        schema=SOUNDCLOUD_SCHEMA,
+    )
+
+
+def soundcloud_sources(rows: int, *, sources: int, split: str = "row", **kwargs) -> list[pa.Table]:
+    """The rows of :func:`soundcloud` (same keyword arguments) split into ``sources`` time-sorted tables.
+
+    ``split="row"`` (default): row ``i`` goes to source ``i % sources`` (round-robin: equal rates, every
+    song on every source, ties in ``ts`` across sources). ``split="user"``: a user's comments all go to
+    source ``user % sources`` (user ids are a random permutation of popularity ranks), so the sources' rates
+    differ with the Zipf-skewed users, as shards keyed by user would. Each source is a subsequence of the
+    single table, so it is sorted by ``ts``, and together the sources hold its ``rows`` rows (``id`` tells
+    where each row was).
+
+    >>> from windgate.datasets import soundcloud_sources
+    >>> parts = soundcloud_sources(10_000, sources=3, songs=500, seed=1)
+    >>> [p.num_rows for p in parts]
+    [3334, 3333, 3333]
+    >>> import numpy as np
+    >>> all(bool(np.all(np.diff(p["ts"].to_numpy()) >= 0)) for p in parts)
+    True
+    """
+    sources = _check_positive_int("sources", sources)
+    if split not in ("row", "user"):
+        raise InvalidParameterError(f"split: expected 'row' or 'user', got {split!r}")
+    table = soundcloud(rows, **kwargs)
+    if split == "row":
+        which = np.arange(table.num_rows) % sources
+    else:
+        which = table.column("user").to_numpy() % sources
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(sources + 1), side="left")
+    return [table.take(pa.array(order[bounds[i] : bounds[i + 1]])).combine_chunks() for i in range(sources)]
 
 
 _Z_ALPHABET = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)
