@@ -1,6 +1,8 @@
-//! Ordering machinery: watermarks and late rows ([`kslack`], [`admission`]) and the lock-free merge of sorted sources into a
-//! deterministic ready stream ([`scale_gate`]).
+//! Ordering machinery: watermarks and late rows ([`kslack`], [`admission`]), ordered emission of work finished
+//! out of order ([`reorder`]) and the lock-free merge of sorted sources into a deterministic ready stream
+//! ([`scale_gate`]).
 
 pub mod admission;
 pub mod kslack;
+pub mod reorder;
 pub mod scale_gate;
