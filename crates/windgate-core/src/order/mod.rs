@@ -1,8 +1,9 @@
 //! Ordering machinery: watermarks and late rows ([`kslack`], [`admission`]), ordered emission of work finished
-//! out of order ([`reorder`]) and the lock-free merge of sorted sources into a deterministic ready stream
+//! out of order ([`reorder`]), per-partition exclusive work queues ([`hybrid_queue`]) and the lock-free merge of sorted sources into a deterministic ready stream
 //! ([`scale_gate`]).
 
 pub mod admission;
+pub mod hybrid_queue;
 pub mod kslack;
 pub mod reorder;
 pub mod scale_gate;
