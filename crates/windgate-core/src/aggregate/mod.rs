@@ -15,6 +15,7 @@ pub mod pane_engine;
 pub mod reference;
 pub mod slots;
 pub mod state;
+pub mod w_hive;
 
 pub use function::{AggFunc, AggSpec};
 pub use operator::{Stats, WindowAggregator, window_aggregate};
