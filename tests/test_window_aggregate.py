@@ -232,7 +232,7 @@ def test_several_sources_merge_by_readiness():
     assert agg.close_source(0).to_pydict()["window_start"] == [20, 30]
 
 
-@pytest.mark.parametrize("strategy", ["pane", "mq", "mqlf", "tumlsc"])
+@pytest.mark.parametrize("strategy", ["pane", "mq", "mqlf", "tumlsc", "tumlmc", "wiml"])
 def test_multiway_designs_stream_like_the_pane_engine(strategy):
     agg = windgate.WindowAggregator(time="ts", size=10, aggs={"*": "count"}, sources=2, strategy=strategy)
     assert agg.push(pa.table({"ts": [1, 5, 25]}), source=0).num_rows == 0  # source 1 holds windows back
@@ -243,7 +243,7 @@ def test_multiway_designs_stream_like_the_pane_engine(strategy):
     assert agg.stats["strategy"] == strategy
 
 
-@pytest.mark.parametrize("strategy", ["mq", "mqlf", "tumlsc"])
+@pytest.mark.parametrize("strategy", ["mq", "mqlf", "tumlsc", "tumlmc", "wiml"])
 def test_multiway_designs_equal_the_reference_on_many_sources(strategy):
     rng = np.random.default_rng(7)
     sources = []

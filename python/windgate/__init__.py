@@ -111,9 +111,11 @@ def window_aggregate(
             (single-threaded panes), ``"farm"`` (seed 004's parallel pane farm), ``"rrcpa"`` (seed 003's
             pane-based approach), ``"hsa"`` and ``"rra"`` (seed 003's line baselines), seed 000's multiway
             designs for several time-sorted sources (``"mq"``: locked queues merged by the output thread,
-            ``"mqlf"``: the same with lock-free queues, ``"tumlsc"``: a T-Gate merging the sources; an input
-            thread per source; ``lateness`` must be ``None``) or ``"reference"`` (the plain oracle). Every
-            strategy returns the same rows in the same order.
+            ``"mqlf"``: the same with lock-free queues, ``"tumlsc"``: a T-Gate merging the sources,
+            ``"tumlmc"``: a T-Gate read by ``threads`` key-partitioned updaters over a W-Hive, ``"wiml"``: the
+            input threads update the W-Hive directly; an input thread per source; ``lateness`` must be
+            ``None``) or ``"reference"`` (the plain oracle). Every strategy returns the same rows in the same
+            order.
         farm: the pane farm's knobs, which change who computes what but never the result:
             ``scheduler`` (``"as_pid"`` default, ``"as"``, ``"pb_rr"``, ``"tb_rr"``), ``window_scheduler``
             (``"win_fb"`` default or ``"win_rr"``), ``split_threshold`` (rows per pane partition; default

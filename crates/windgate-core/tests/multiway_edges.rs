@@ -1,6 +1,6 @@
 //! Brief 000 §5.4's edge cases, one named test each, run on every multiway design (and the pane and reference
-//! engines, which must agree). Cases 15 and 17 (TuMLMC's updaters) and 19 (credits) wait for those features;
-//! 23 (`order_by`) is not offered.
+//! engines, which must agree). Case 19 (credits) waits for that feature; 23 (`order_by`) is not offered; 17 is
+//! scaled down (10^5 keys).
 
 use std::sync::Arc;
 
@@ -12,12 +12,14 @@ use windgate_core::aggregate::{
     Span, Strategy as Engine, WindowAggregateOptions, WindowAggregator, window_aggregate,
 };
 
-const ENGINES: [Engine; 5] = [
+const ENGINES: [Engine; 7] = [
     Engine::Reference,
     Engine::Pane,
     Engine::Mq,
     Engine::MqLf,
     Engine::TuMlSc,
+    Engine::TuMlMc,
+    Engine::WiMl,
 ];
 
 fn names(v: &[&str]) -> Vec<String> {
@@ -253,6 +255,32 @@ fn e14_slide_above_size_is_rejected() {
 }
 
 #[test]
+fn e15_tumlmc_without_groups_or_with_more_updaters_than_keys() {
+    for threads in [1, 4] {
+        let run = |e: Engine, by: bool| {
+            let mut o = opts(e, 3, 10, 5);
+            o.threads = Some(threads);
+            if !by {
+                o.by.clear();
+            }
+            let inputs = [at(&[1, 7, 30]), at(&[2, 11]), at(&[40])]
+                .into_iter()
+                .map(|b| (b.schema(), vec![Ok(b)]))
+                .collect();
+            let (schema, outs) = window_aggregate(inputs, o, || Ok(())).unwrap();
+            concat_batches(&schema, &outs).unwrap()
+        };
+        for by in [false, true] {
+            assert_eq!(
+                run(Engine::TuMlMc, by),
+                run(Engine::Reference, by),
+                "{threads} {by}"
+            );
+        }
+    }
+}
+
+#[test]
 fn e16_null_keys_are_a_group_sorted_first() {
     let out = agree(|e| {
         whole(
@@ -271,6 +299,24 @@ fn e16_null_keys_are_a_group_sorted_first() {
 }
 
 #[test]
+fn e17_many_keys_seen_once_and_one_hot_key() {
+    let n = if cfg!(debug_assertions) {
+        5_000
+    } else {
+        100_000
+    };
+    let ts: Vec<i64> = (0..n as i64).map(|i| i / 50).collect();
+    let k: Vec<Option<i32>> = (0..n as i32)
+        .map(|i| Some(if i % 10 == 0 { i } else { 0 }))
+        .collect();
+    let v: Vec<Option<f64>> = (0..n).map(|i| Some(i as f64)).collect();
+    let half = n / 2;
+    let a = rows(&ts[..half], &k[..half], &v[..half]);
+    let b = rows(&ts[half..], &k[half..], &v[half..]);
+    agree(|e| whole(e, 20, 10, &[a.clone(), b.clone()]));
+}
+
+#[test]
 fn e18_time_gaps_make_no_empty_windows() {
     let out = agree(|e| whole(e, 10, 5, &[at(&[1, 1_000_000]), at(&[2, 2_000_000])]));
     assert_eq!(out.num_rows(), 6);
@@ -279,7 +325,13 @@ fn e18_time_gaps_make_no_empty_windows() {
 
 #[test]
 fn e20_disorder_inside_a_source_is_a_named_error() {
-    for e in [Engine::Mq, Engine::MqLf, Engine::TuMlSc] {
+    for e in [
+        Engine::Mq,
+        Engine::MqLf,
+        Engine::TuMlSc,
+        Engine::TuMlMc,
+        Engine::WiMl,
+    ] {
         let mut agg = WindowAggregator::new(opts(e, 2, 10, 10)).unwrap();
         agg.push(&at(&[5]), 1).unwrap();
         let err = agg.push(&at(&[4]), 1).unwrap_err();
@@ -356,7 +408,13 @@ fn e24_unknown_source_and_schema_mismatch_are_named_errors() {
 
 #[test]
 fn e25_drop_while_workers_wait() {
-    for e in [Engine::Mq, Engine::MqLf, Engine::TuMlSc] {
+    for e in [
+        Engine::Mq,
+        Engine::MqLf,
+        Engine::TuMlSc,
+        Engine::TuMlMc,
+        Engine::WiMl,
+    ] {
         let mut agg = WindowAggregator::new(opts(e, 3, 10, 10)).unwrap();
         agg.push(&at(&[1, 2, 3]), 0).unwrap();
         agg.push(&at(&[5]), 2).unwrap();

@@ -1,5 +1,6 @@
-//! Window aggregation on the parallel engines: the pane farm (`"farm"`), RRCPA (`"rrcpa"`) and the line
-//! baselines (`"hsa"`, `"rra"`). For the first two, G lifts rows into per-(key, pane partition) partial states
+//! Window aggregation on the parallel engines: the pane farm (`"farm"`), RRCPA (`"rrcpa"`), the line
+//! baselines (`"hsa"`, `"rra"`), the ring baselines (`"hoa"`, `"rrca"`) and seed 000's multiway designs. For
+//! the first two, G lifts rows into per-(key, pane partition) partial states
 //! and H combines partitions into per-(key, window) states.
 //!
 //! Partial states combine exactly (integer counts and sums, exact float sums, extremes and picks by the total
@@ -23,6 +24,7 @@ use crate::time::{WindowSpec, assign_panes};
 
 use super::line::{LineEngine, LineKind};
 use super::multiway::{Design, MultiwayEngine};
+use super::ring::{RingEngine, RingKind};
 
 /// Rows admitted by the operator, owned so that they can cross to the workers.
 pub struct Admitted {
@@ -205,12 +207,13 @@ impl FarmQuery for AggQuery {
     }
 }
 
-/// The parallel engines over the same query: the pane farm or RRCPA.
+/// The parallel engines over the same query.
 #[allow(clippy::large_enum_variant)] // one per operator, already behind the operator's Box
 enum Runner {
     Farm(Farm<AggQuery>),
     Rrcpa(Rrcpa<AggQuery>),
     Line(LineEngine),
+    Ring(RingEngine),
     Multiway(MultiwayEngine),
 }
 
@@ -220,6 +223,7 @@ pub enum Parallel {
     Farm,
     Rrcpa,
     Line(LineKind),
+    Ring(RingKind),
     /// Seed 000's designs over `sources` sources.
     Multiway(Design, usize),
 }
@@ -233,7 +237,7 @@ pub struct FarmEngine {
 }
 
 impl FarmEngine {
-    /// RRCPA and the line approaches run on `cfg.plq_workers` PUs.
+    /// RRCPA, the line and the ring approaches run on `cfg.plq_workers` PUs.
     pub fn new(
         spec: WindowSpec,
         metas: &[Arc<AggMeta>],
@@ -248,6 +252,7 @@ impl FarmEngine {
             Parallel::Farm => Runner::Farm(Farm::new(query, spec, cfg)),
             Parallel::Rrcpa => Runner::Rrcpa(Rrcpa::new(query, spec, pus, queue)),
             Parallel::Line(kind) => Runner::Line(LineEngine::new(kind, spec, metas, pus, queue)),
+            Parallel::Ring(kind) => Runner::Ring(RingEngine::new(kind, spec, metas, pus, queue)),
             Parallel::Multiway(design, sources) => {
                 Runner::Multiway(MultiwayEngine::new(design, spec, metas, sources))
             }
@@ -261,7 +266,10 @@ impl FarmEngine {
     }
 
     pub fn ingest(&mut self, rows: Admitted) -> Result<()> {
-        if matches!(self.runner, Runner::Line(_) | Runner::Multiway(_)) {
+        if matches!(
+            self.runner,
+            Runner::Line(_) | Runner::Ring(_) | Runner::Multiway(_)
+        ) {
             // No panes: each PU finds a row's windows itself. Track the last window for the flush.
             let keep = rows.keep.as_deref();
             let hi = (0..rows.ts.len())
@@ -274,6 +282,7 @@ impl FarmEngine {
             }
             return match &mut self.runner {
                 Runner::Line(l) => l.submit(rows),
+                Runner::Ring(r) => r.submit(rows),
                 Runner::Multiway(m) => m.submit(rows),
                 _ => unreachable!("matched above"),
             };
@@ -284,7 +293,9 @@ impl FarmEngine {
         match &mut self.runner {
             Runner::Farm(f) => f.submit(rows, panes, keep.as_deref()),
             Runner::Rrcpa(r) => r.submit(rows, panes, keep.as_deref()),
-            Runner::Line(_) | Runner::Multiway(_) => unreachable!("submitted above"),
+            Runner::Line(_) | Runner::Ring(_) | Runner::Multiway(_) => {
+                unreachable!("submitted above")
+            }
         }
     }
 
@@ -306,6 +317,7 @@ impl FarmEngine {
             Runner::Farm(f) => f.punctuate(frontier),
             Runner::Rrcpa(r) => r.punctuate(frontier),
             Runner::Line(l) => l.punctuate(last),
+            Runner::Ring(r) => r.punctuate(last),
             // Readiness comes from the sources themselves.
             Runner::Multiway(_) => Ok(()),
         }
@@ -325,6 +337,7 @@ impl FarmEngine {
             Runner::Farm(f) => f.collect(last, wait)?,
             Runner::Rrcpa(r) => r.collect(last, wait)?,
             Runner::Line(l) => l.collect(last, wait)?,
+            Runner::Ring(r) => r.collect(last, wait)?,
             Runner::Multiway(m) => m.collect(last, wait)?,
         };
         for (j, w) in done {
@@ -372,6 +385,10 @@ impl FarmEngine {
                 plq_busy_ns: l.busy_ns(),
                 ..FarmStats::default()
             },
+            Runner::Ring(r) => FarmStats {
+                plq_busy_ns: r.busy_ns(),
+                ..FarmStats::default()
+            },
             Runner::Multiway(m) => FarmStats {
                 plq_busy_ns: m.busy_ns(),
                 ..FarmStats::default()
@@ -384,6 +401,7 @@ impl FarmEngine {
             Runner::Farm(f) => f.workers(),
             Runner::Rrcpa(r) => r.workers(),
             Runner::Line(l) => l.workers(),
+            Runner::Ring(r) => r.workers(),
             Runner::Multiway(m) => m.workers(),
         }
     }

@@ -1,18 +1,26 @@
 //! The thesis' line approaches (brief 003 §2.1-§2.2), as benchmark baselines: HSA (`strategy="hsa"`) and RRA
-//! (`strategy="rra"`).
+//! (`strategy="rra"`), and the per-PU machinery the ring approaches of [`super::ring`] share with them (a PU's
+//! window store, the lift of a chunk into the windows a PU owns, result sets).
 //!
 //! Every row visits every PU, left to right, forwarded before it is processed. Each PU updates the windows it
-//! owns: RRA owns window `k` on PU `k mod P` (a few arithmetic operations per row), HSA owns `(k, key)` on PU
-//! `hash(k, key) mod P` (a hash per row and window, the cost the thesis shows limits HSA). There are no panes:
-//! each row updates each of its windows, `WS/WA` updates per row in all. At a punctuation, the rightmost PU
-//! starts a result set that travels right to left; each PU adds its windows ending by the set's limit and PU 0
-//! hands them to the collector in window order. A PU is one thread that handles one message at a time, so when
-//! a result set reaches it, it has processed every row it forwarded before (the thesis' observations 1-3).
+//! owns: RRA owns window `k` on PU `k mod P` (a few arithmetic operations per row: the first owned window of a
+//! row, then every P-th, the general form of the thesis' Pseudocode 3, brief 003 §2.2 [R]), HSA owns `(k, key)`
+//! on PU `hash(k, key) mod P` (a hash per row and window, the cost the thesis shows limits HSA). There are no
+//! panes: each row updates each of its windows, `WS/WA` updates per row in all. At a punctuation, the rightmost
+//! PU starts a result set that travels right to left; each PU adds its windows ending by the set's limit and
+//! PU 0 hands them to the collector in window order. A PU is one thread that handles one message at a time, so
+//! when a result set reaches it, it has processed every row it forwarded before (the thesis' observations 1-3).
 //!
-//! Batched: rows travel in chunks and a PU lifts a chunk with one kernel pass per window offset, the columnar
-//! form of "for each window the tuple contributes to".
+//! Batched: rows travel in chunks and a PU lifts a chunk with one kernel pass per owned window of a row, the
+//! columnar form of "for each window the tuple contributes to".
+//!
+//! Rows reach PU 0 through a bounded channel and each PU blocks on its right neighbour's bounded input, so rows
+//! in flight are bounded. Result sets travel on unbounded channels: a line has no cycle, so a PU's send never
+//! waits on a PU that waits on it, and a result set holds only windows that left the PUs' stores (each window
+//! lives in one place), one set per punctuation.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -21,7 +29,7 @@ use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 
 use super::farm_engine::{Admitted, AggWindow};
 use super::slots::{KeySlots, SlotStore};
-use super::state::{AggMeta, RowOrder, SKIP};
+use super::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::Result;
 use crate::runtime::farm::{Collector, OutMsg, panic_message, spawn};
 use crate::runtime::monitor::WorkerCounters;
@@ -39,10 +47,60 @@ enum Input {
     Punct(i64),
 }
 
+impl LineKind {
+    fn owner(self) -> Owner {
+        match self {
+            LineKind::Hsa => Owner::Hash,
+            LineKind::Rra => Owner::RoundRobin,
+        }
+    }
+}
+
+/// Which PU owns a window's state for a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Owner {
+    /// `hash(window, key) mod P` (HSA, HOA).
+    Hash,
+    /// `window mod P` (RRA, RRCA).
+    RoundRobin,
+}
+
+/// `hash(window, key) mod pus`: the owner of `(window, key)` in HSA and HOA.
+#[inline]
+pub(super) fn hash_owner(window: i64, key: u32, pus: usize) -> usize {
+    let h = (window as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (key as u64);
+    let h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    ((h >> 32) % pus as u64) as usize
+}
+
+/// The most windows a row is in: `ceil(WS / WA)`.
+pub(super) fn windows_per_row(spec: &WindowSpec) -> usize {
+    ((spec.size() + spec.slide() - 1) / spec.slide()) as usize
+}
+
 /// Windows collected on the way to PU 0, by id.
-struct ResultSet {
-    limit: i64,
-    windows: BTreeMap<i64, AggWindow>,
+pub(super) struct ResultSet {
+    pub limit: i64,
+    pub windows: BTreeMap<i64, AggWindow>,
+}
+
+impl ResultSet {
+    pub fn new(limit: i64) -> Self {
+        Self {
+            limit,
+            windows: BTreeMap::new(),
+        }
+    }
+
+    /// PU 0's last step: the windows to the collector in id order, then the progress mark.
+    pub fn output(self, out: &Sender<OutMsg<AggWindow>>) -> bool {
+        for (k, win) in self.windows {
+            if out.send(OutMsg::Window(k, win)).is_err() {
+                return false;
+            }
+        }
+        out.send(OutMsg::Progress(self.limit)).is_ok()
+    }
 }
 
 pub struct LineEngine {
@@ -157,9 +215,128 @@ struct Pu {
 }
 
 /// A PU's live windows: one shared store, a key map per window.
-struct Windows {
+pub(super) struct PuWindows {
     store: SlotStore,
     by_id: BTreeMap<i64, KeySlots>,
+    metas: Vec<Arc<AggMeta>>,
+    /// Scratch: a slot per row of the chunk being lifted, and its rows' window ranges.
+    slots: Vec<u32>,
+    bounds: Vec<(i64, i64)>,
+}
+
+impl PuWindows {
+    pub fn new(metas: &[Arc<AggMeta>]) -> Self {
+        Self {
+            store: SlotStore::new(metas),
+            by_id: BTreeMap::new(),
+            metas: metas.to_vec(),
+            slots: Vec::new(),
+            bounds: Vec::new(),
+        }
+    }
+
+    /// Lifts the admitted rows of `rows[range]` in `passes` kernel passes: in pass `j`, row `i` updates window
+    /// `window_of(i, j, lo, hi)` (`None`: none in this pass), where `lo..=hi` are row i's windows. Returns the
+    /// number of updates.
+    pub fn lift(
+        &mut self,
+        spec: &WindowSpec,
+        rows: &Admitted,
+        range: Range<usize>,
+        passes: usize,
+        window_of: impl Fn(usize, usize, i64, i64) -> Option<i64>,
+    ) -> u64 {
+        let (lo, n) = (range.start, range.len());
+        let keep = rows.keep.as_deref();
+        self.bounds.clear();
+        self.bounds.extend(
+            rows.ts[range.clone()]
+                .iter()
+                .map(|&t| spec.windows_of_ts(t)),
+        );
+        self.slots.clear();
+        self.slots.resize(n, SKIP);
+        let inputs: Vec<InputValues> = if lo == 0 && n == rows.ts.len() {
+            rows.inputs.clone()
+        } else {
+            rows.inputs.iter().map(|v| v.slice(lo, n)).collect()
+        };
+        let order = RowOrder {
+            ts: &rows.ts[range.clone()],
+            source: rows.source,
+            seq0: rows.seq0 + lo as u64,
+        };
+        let mut lifted = 0u64;
+        for j in 0..passes {
+            let mut any = false;
+            for r in 0..n {
+                self.slots[r] = SKIP;
+                let i = lo + r;
+                if keep.is_some_and(|k| !k[i]) {
+                    continue;
+                }
+                let (a, b) = self.bounds[r];
+                let Some(k) = window_of(i, j, a, b) else {
+                    continue;
+                };
+                let ks = self.by_id.entry(k).or_default();
+                self.slots[r] = ks.slot(rows.keys[i], &mut self.store);
+                any = true;
+                lifted += 1;
+            }
+            if any {
+                self.store.update(&self.slots, &inputs, order);
+            }
+        }
+        lifted
+    }
+
+    /// Lifts `rows[range]` into the windows PU `me` of `pus` owns under `owner`, finding them itself (HSA: a
+    /// hash per row and window; RRA, RRCA: the first owned window of a row, then every P-th). Returns the
+    /// number of updates.
+    pub fn lift_owned(
+        &mut self,
+        spec: &WindowSpec,
+        owner: Owner,
+        me: usize,
+        pus: usize,
+        rows: &Admitted,
+        range: Range<usize>,
+    ) -> u64 {
+        let per_row = windows_per_row(spec);
+        match owner {
+            Owner::Hash => self.lift(spec, rows, range, per_row, |i, d, a, b| {
+                let k = a + d as i64;
+                (k <= b && hash_owner(k, rows.keys[i], pus) == me).then_some(k)
+            }),
+            Owner::RoundRobin => {
+                let p = pus as i64;
+                let me = me as i64;
+                self.lift(spec, rows, range, per_row.div_ceil(pus), |_, j, a, b| {
+                    let k = a + (me - a).rem_euclid(p) + j as i64 * p;
+                    (k <= b).then_some(k)
+                })
+            }
+        }
+    }
+
+    /// Moves every window ending by the set's limit into the set (merged with the other PUs' states of it).
+    pub fn expire_into(&mut self, rs: &mut ResultSet) {
+        while let Some(entry) = self.by_id.first_entry() {
+            if *entry.key() > rs.limit {
+                break;
+            }
+            let (k, keys) = entry.remove_entry();
+            let win = rs
+                .windows
+                .entry(k)
+                .or_insert_with(|| AggWindow::new(&self.metas));
+            win.merge_slots(&self.store, &keys.entries);
+            for &(_, slot) in &keys.entries {
+                self.store.release(slot);
+            }
+        }
+    }
 }
 
 impl Pu {
@@ -177,10 +354,7 @@ impl Pu {
 
     /// `forward` is the right neighbour's input; it is dropped when this PU's input ends, so the end travels.
     fn serve(&self, mut forward: Option<Sender<Input>>) {
-        let mut w = Windows {
-            store: SlotStore::new(&self.metas),
-            by_id: BTreeMap::new(),
-        };
+        let mut w = PuWindows::new(&self.metas);
         let never = crossbeam_channel::never();
         let right = self.from_right.as_ref().unwrap_or(&never);
         loop {
@@ -201,8 +375,7 @@ impl Pu {
                             Input::Rows(rows) => self.lift(&mut w, &rows),
                             // The rightmost PU starts the result set.
                             Input::Punct(limit) if forward.is_none() => {
-                                let rs = ResultSet { limit, windows: BTreeMap::new() };
-                                if !self.pass(rs, &mut w) {
+                                if !self.pass(ResultSet::new(limit), &mut w) {
                                     return;
                                 }
                             }
@@ -233,83 +406,22 @@ impl Pu {
         }
     }
 
-    fn owns(&self, window: i64, key: u32) -> bool {
-        let p = self.pus as u64;
-        match self.kind {
-            LineKind::Rra => window.rem_euclid(p as i64) as usize == self.me,
-            LineKind::Hsa => {
-                let h = (window as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (key as u64);
-                let h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                ((h >> 32) % p) as usize == self.me
-            }
-        }
-    }
-
-    /// Updates every window this PU owns, one kernel pass per window offset.
-    fn lift(&self, w: &mut Windows, rows: &Admitted) {
+    /// Updates every window this PU owns.
+    fn lift(&self, w: &mut PuWindows, rows: &Admitted) {
         let t0 = Instant::now();
-        let n = rows.ts.len();
-        let keep = rows.keep.as_deref();
-        let per_row = (self.spec.size() + self.spec.slide() - 1) / self.spec.slide();
-        let mut slots = vec![SKIP; n];
-        let mut lifted = 0u64;
-        for d in 0..per_row {
-            let mut any = false;
-            for i in 0..n {
-                slots[i] = SKIP;
-                if keep.is_some_and(|k| !k[i]) {
-                    continue;
-                }
-                let (lo, hi) = self.spec.windows_of_ts(rows.ts[i]);
-                let k = lo + d;
-                if k > hi || !self.owns(k, rows.keys[i]) {
-                    continue;
-                }
-                let ks = w.by_id.entry(k).or_default();
-                slots[i] = ks.slot(rows.keys[i], &mut w.store);
-                any = true;
-                lifted += 1;
-            }
-            if any {
-                let order = RowOrder {
-                    ts: &rows.ts,
-                    source: rows.source,
-                    seq0: rows.seq0,
-                };
-                w.store.update(&slots, &rows.inputs, order);
-            }
-        }
+        let owner = self.kind.owner();
+        let lifted = w.lift_owned(&self.spec, owner, self.me, self.pus, rows, 0..rows.ts.len());
         self.counters.add(t0.elapsed(), lifted);
     }
 
     /// Adds this PU's windows ending by the set's limit and passes the set left (PU 0: to the collector).
-    fn pass(&self, mut rs: ResultSet, w: &mut Windows) -> bool {
+    fn pass(&self, mut rs: ResultSet, w: &mut PuWindows) -> bool {
         let t0 = Instant::now();
-        while let Some(entry) = w.by_id.first_entry() {
-            if *entry.key() > rs.limit {
-                break;
-            }
-            let (k, keys) = entry.remove_entry();
-            let win = rs
-                .windows
-                .entry(k)
-                .or_insert_with(|| AggWindow::new(&self.metas));
-            win.merge_slots(&w.store, &keys.entries);
-            for &(_, slot) in &keys.entries {
-                w.store.release(slot);
-            }
-        }
+        w.expire_into(&mut rs);
         self.counters.add(t0.elapsed(), 0);
         match &self.to_left {
             Some(tx) => tx.send(rs).is_ok(),
-            None => {
-                for (k, win) in rs.windows {
-                    if self.out.send(OutMsg::Window(k, win)).is_err() {
-                        return false;
-                    }
-                }
-                self.out.send(OutMsg::Progress(rs.limit)).is_ok()
-            }
+            None => rs.output(&self.out),
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod operator;
 pub mod options;
 pub mod pane_engine;
 pub mod reference;
+pub mod ring;
 pub mod slots;
 pub mod state;
 pub mod w_hive;

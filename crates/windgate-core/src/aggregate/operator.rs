@@ -3,10 +3,10 @@
 //!
 //! The operator owns the parts every engine shares (schema checks, time and key columns, one K-slack per
 //! source, the watermark over sources, output assembly) and hands admitted rows to an engine: the pane engine
-//! (`"pane"`, which `"auto"` picks today), the parallel engines (`"farm"`, `"rrcpa"`, `"hsa"`, `"rra"`) or the
-//! reference engine (`"reference"`). The watermark is the minimum over open
-//! sources of each source's watermark (DESIGN §3), so a stalled source holds windows back and a closed one
-//! stops doing so. Late-row decisions are per source and depend only on that source's row sequence: the same
+//! (`"pane"`, which `"auto"` picks today), the parallel engines (`"farm"`, `"rrcpa"`, `"hsa"`, `"rra"`,
+//! `"hoa"`, `"rrca"`, `"mq"`, `"mqlf"`, `"tumlsc"`) or the reference engine (`"reference"`). The watermark is
+//! the minimum over open sources of each source's watermark (DESIGN §3), so a stalled source holds windows
+//! back and a closed one stops doing so. Late-row decisions are per source and depend only on that source's row sequence: the same
 //! input gives the same admitted rows whatever the batch split or interleaving of sources.
 
 use std::sync::Arc;
@@ -24,6 +24,7 @@ use super::multiway::Design;
 use super::options::{Strategy, WindowAggregateOptions, resolve_threads};
 use super::pane_engine::PaneEngine;
 use super::reference::ReferenceEngine;
+use super::ring::RingKind;
 use super::slots::SlotStore;
 use super::state::{AggMeta, InputValues};
 use crate::arrow_io::{as_i64, check_same_type, column, input_values, int_column_as};
@@ -130,8 +131,11 @@ impl WindowAggregator {
             s => s,
         };
         let stats = Stats {
-            // The multiway designs run one input thread per source and the output thread.
-            threads: if strategy.is_multiway() {
+            // The multiway designs run one input thread per source and the output thread (TuMLMC: and
+            // `threads` updaters).
+            threads: if strategy == Strategy::TuMlMc {
+                (opts.sources + threads) as u64 + 1
+            } else if strategy.is_multiway() {
                 opts.sources as u64 + 1
             } else if strategy.is_parallel() {
                 threads as u64
@@ -240,16 +244,23 @@ impl WindowAggregator {
         let store = || SlotStore::new(&metas);
         let engine = match self.stats.strategy {
             "reference" => Engine::Reference(ReferenceEngine::new(spec, store())),
-            name @ ("farm" | "rrcpa" | "hsa" | "rra" | "mq" | "mqlf" | "tumlsc") => {
+            name @ ("farm" | "rrcpa" | "hsa" | "rra" | "hoa" | "rrca" | "mq" | "mqlf"
+            | "tumlsc") => {
                 let sources = self.sources.len();
                 let parallel = match name {
                     "farm" => Parallel::Farm,
                     "rrcpa" => Parallel::Rrcpa,
                     "hsa" => Parallel::Line(LineKind::Hsa),
                     "rra" => Parallel::Line(LineKind::Rra),
+                    "hoa" => Parallel::Ring(RingKind::Hoa),
+                    "rrca" => Parallel::Ring(RingKind::Rrca),
                     "mq" => Parallel::Multiway(Design::Mq, sources),
                     "mqlf" => Parallel::Multiway(Design::MqLf, sources),
-                    _ => Parallel::Multiway(Design::TuMlSc, sources),
+                    "tumlsc" => Parallel::Multiway(Design::TuMlSc, sources),
+                    "tumlmc" => {
+                        Parallel::Multiway(Design::TuMlMc(resolve_threads(o.threads)), sources)
+                    }
+                    _ => Parallel::Multiway(Design::WiMl, sources),
                 };
                 let cfg = o.farm.config(self.stats.threads as usize);
                 Engine::Farm(Box::new(FarmEngine::new(spec, &metas, &cfg, parallel)))

@@ -75,13 +75,20 @@ pub enum Strategy {
     Hsa,
     /// Baselines of seed 003: the round-robin approach (window k on PU k mod P, on a line of PUs).
     Rra,
+    /// Baselines of seed 003: the hash-once approach (HSA's ownership on a ring of PUs fed by the input, the
+    /// hash computed once by the ingress PU).
+    Hoa,
+    /// Baselines of seed 003: the round-robin-cyclic approach (RRA's ownership on HOA's ring).
+    Rrca,
     Mq,
     MqLf,
     TuMlSc,
+    TuMlMc,
+    WiMl,
 }
 
 impl Strategy {
-    pub const NAMES: [&str; 10] = [
+    pub const NAMES: [&str; 14] = [
         "auto",
         "reference",
         "pane",
@@ -89,9 +96,13 @@ impl Strategy {
         "rrcpa",
         "hsa",
         "rra",
+        "hoa",
+        "rrca",
         "mq",
         "mqlf",
         "tumlsc",
+        "tumlmc",
+        "wiml",
     ];
 
     pub fn name(self) -> &'static str {
@@ -107,9 +118,13 @@ impl Strategy {
             "rrcpa" => Ok(Strategy::Rrcpa),
             "hsa" => Ok(Strategy::Hsa),
             "rra" => Ok(Strategy::Rra),
+            "hoa" => Ok(Strategy::Hoa),
+            "rrca" => Ok(Strategy::Rrca),
             "mq" => Ok(Strategy::Mq),
             "mqlf" => Ok(Strategy::MqLf),
             "tumlsc" => Ok(Strategy::TuMlSc),
+            "tumlmc" => Ok(Strategy::TuMlMc),
+            "wiml" => Ok(Strategy::WiMl),
             other => Err(Error::param(
                 "strategy",
                 format!(
@@ -367,16 +382,24 @@ pub fn resolve_threads(threads: Option<usize>) -> usize {
 }
 
 impl Strategy {
-    /// Runs on worker threads (the farm, RRCPA and the line baselines).
+    /// Runs on worker threads (the farm, RRCPA, the line and the ring baselines).
     pub fn is_parallel(self) -> bool {
         matches!(
             self,
-            Strategy::Farm | Strategy::Rrcpa | Strategy::Hsa | Strategy::Rra
+            Strategy::Farm
+                | Strategy::Rrcpa
+                | Strategy::Hsa
+                | Strategy::Rra
+                | Strategy::Hoa
+                | Strategy::Rrca
         ) || self.is_multiway()
     }
 
     /// Seed 000's designs: an input thread per source merging time-sorted sources (brief 000 §2).
     pub fn is_multiway(self) -> bool {
-        matches!(self, Strategy::Mq | Strategy::MqLf | Strategy::TuMlSc)
+        matches!(
+            self,
+            Strategy::Mq | Strategy::MqLf | Strategy::TuMlSc | Strategy::TuMlMc | Strategy::WiMl
+        )
     }
 }

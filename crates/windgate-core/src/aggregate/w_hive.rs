@@ -683,6 +683,13 @@ impl<P: Default + Send> Output<P> {
         Next::Winset(window, parts)
     }
 
+    /// `W = min_u progress[u]` as of the last scan. After [`Next::Pending`] every winset ending by `W` has been
+    /// returned, and none can appear later: a window is created only by an updater whose progress is below its
+    /// end, and every progress is at least `W` and never decreases. The caller's frontier.
+    pub fn watermark(&self) -> i64 {
+        self.watermark
+    }
+
     /// Winsets created and not yet taken (exact when quiescent): bounded by the updaters' progress spread
     /// plus the winsets released but not taken (module docs, memory bound).
     pub fn live_winsets(&self) -> usize {

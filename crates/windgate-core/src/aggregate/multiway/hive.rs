@@ -1,0 +1,197 @@
+//! The W-Hive designs (brief 000 §2.5-§2.6): window state lives in the W-Hive ([`crate::aggregate::w_hive`]),
+//! one partial per updater, and the output thread O takes each winset once no updater can touch it.
+//!
+//! * TuMLMC: the sources feed a T-Gate; `U` updater threads each read every ready row in the total order and
+//!   update only the keys hashed to them, so each (window, key) sees its rows in the total order, on one
+//!   thread. Each updater advances its progress on every row it reads, and to the gate's pending key when it
+//!   waits (A7), so rare keys or more updaters than keys never stall the output.
+//! * WiML: each source's input thread updates the W-Hive directly with its own (sorted) rows; no merge at
+//!   all. Its partials are per source, so "order-sensitive" functions work too: first/last pick by the
+//!   total order `(ts, source, seq)`, which combines exactly across partials.
+//!
+//! Either way O merges a winset's partials (exact combines) and emits it, and reports the W-Hive's watermark
+//! as progress so the caller's collector can release the windows in order.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crossbeam_channel::Sender;
+use crossbeam_utils::Backoff;
+
+use super::{IDLE_PARK, RowRef};
+use crate::aggregate::farm_engine::{Admitted, AggWindow};
+use crate::aggregate::slots::{KeySlots, SlotStore};
+use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
+use crate::aggregate::w_hive::{self, Updater};
+use crate::order::scale_gate::{Next, Reader};
+use crate::runtime::farm::{OutMsg, panic_message};
+use crate::runtime::monitor::WorkerCounters;
+use crate::time::WindowSpec;
+
+/// One updater's partial of one window: its keys and their states (`None` until the updater touches it).
+#[derive(Default)]
+pub(super) struct Part(Option<(KeySlots, SlotStore)>);
+
+/// Adds row `i` of `chunk` to every window of its time, through `updater`.
+pub(super) fn update_row(
+    updater: &mut Updater<Part>,
+    metas: &[Arc<AggMeta>],
+    chunk: &Admitted,
+    i: usize,
+) {
+    let inputs: Vec<InputValues> = chunk.inputs.iter().map(|v| v.slice(i, 1)).collect();
+    let order = RowOrder {
+        ts: &chunk.ts[i..i + 1],
+        source: chunk.source,
+        seq0: chunk.seq0 + i as u64,
+    };
+    let key = chunk.keys[i];
+    updater.update(chunk.ts[i], |_, part| {
+        let (keys, store) = part
+            .0
+            .get_or_insert_with(|| (KeySlots::default(), SlotStore::new(metas)));
+        let slot = keys.slot(key, store);
+        store.update(&[slot], &inputs, order);
+    });
+}
+
+/// A TuMLMC updater: reads every ready row of the T-Gate, updates the keys hashed to it.
+pub(super) struct HiveUpdater {
+    pub(super) me: usize,
+    pub(super) of: usize,
+    pub(super) metas: Vec<Arc<AggMeta>>,
+    pub(super) reader: Reader<super::OrderKey, RowRef>,
+    pub(super) updater: Updater<Part>,
+    pub(super) out: Sender<OutMsg<AggWindow>>,
+    pub(super) counters: Arc<WorkerCounters>,
+}
+
+impl HiveUpdater {
+    pub(super) fn run(mut self) {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve()));
+        if let Err(panic) = result {
+            let _ = self.out.send(OutMsg::Failed(format!(
+                "multiway updater {} panicked: {}",
+                self.me,
+                panic_message(&panic)
+            )));
+        }
+        // Dropping the updater closes it (progress = MAX), so the output is never held back by a dead one.
+    }
+
+    fn serve(&mut self) {
+        let backoff = Backoff::new();
+        loop {
+            let t0 = Instant::now();
+            let mut rows = 0u64;
+            loop {
+                match self.reader.next_ready() {
+                    Next::Item(k, r) => {
+                        let i = r.row as usize;
+                        if mine(r.chunk.keys[i], self.of) == self.me {
+                            update_row(&mut self.updater, &self.metas, &r.chunk, i);
+                            rows += 1;
+                        } else {
+                            self.updater.advance(k.ts); // A7: progress on every row read
+                        }
+                    }
+                    Next::Pending => break,
+                    Next::End => return,
+                }
+            }
+            // Every row still to come has a key at least the gate's pending key.
+            if let Some(k) = self.reader.pending_key() {
+                self.updater.advance(k.ts);
+            }
+            self.counters.add(t0.elapsed(), rows);
+            if rows > 0 {
+                backoff.reset();
+            } else if backoff.is_completed() {
+                std::thread::park_timeout(IDLE_PARK);
+            } else {
+                backoff.snooze();
+            }
+        }
+    }
+}
+
+/// Which updater owns key `key` of `of` (a multiplicative hash: adjacent ids spread).
+fn mine(key: u32, of: usize) -> usize {
+    ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % of
+}
+
+/// O of the W-Hive designs.
+pub(super) struct HiveOutput {
+    pub(super) spec: WindowSpec,
+    pub(super) metas: Vec<Arc<AggMeta>>,
+    pub(super) output: w_hive::Output<Part>,
+    pub(super) out: Sender<OutMsg<AggWindow>>,
+    pub(super) counters: Arc<WorkerCounters>,
+}
+
+impl HiveOutput {
+    pub(super) fn run(mut self) {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve()));
+        if let Err(panic) = result {
+            let _ = self.out.send(OutMsg::Failed(format!(
+                "multiway output thread panicked: {}",
+                panic_message(&panic)
+            )));
+        }
+    }
+
+    fn serve(&mut self) {
+        let mut progress = i64::MIN;
+        let backoff = Backoff::new();
+        loop {
+            let t0 = Instant::now();
+            let mut windows = 0u64;
+            let end = loop {
+                match self.output.next_ready() {
+                    w_hive::Next::Winset(j, parts) => {
+                        let mut win = AggWindow::new(&self.metas);
+                        for Part(p) in &parts {
+                            if let Some((keys, store)) = p {
+                                win.merge_slots(store, &keys.entries);
+                            }
+                        }
+                        if self.out.send(OutMsg::Window(j, win)).is_err() {
+                            return;
+                        }
+                        windows += 1;
+                    }
+                    w_hive::Next::Pending => break false,
+                    w_hive::Next::End => break true,
+                }
+            };
+            if self.output.poisoned() {
+                let _ = self
+                    .out
+                    .send(OutMsg::Failed("a multiway updater failed".into()));
+                return;
+            }
+            let last = if end {
+                i64::MAX
+            } else {
+                self.spec.last_closed_window(self.output.watermark())
+            };
+            if last > progress {
+                if self.out.send(OutMsg::Progress(last)).is_err() {
+                    return;
+                }
+                progress = last;
+            }
+            self.counters.add(t0.elapsed(), windows);
+            if end {
+                return;
+            }
+            if windows > 0 {
+                backoff.reset();
+            } else if backoff.is_completed() {
+                std::thread::park_timeout(IDLE_PARK);
+            } else {
+                backoff.snooze();
+            }
+        }
+    }
+}
