@@ -39,10 +39,10 @@ test: setup test-rust test-loom test-python
 test-rust:
 	cargo test --workspace --release
 
-# loom models of the lock-free gate: the core rebuilt with --cfg loom in its own target dir (so the normal build
+# loom models of the lock-free structures (ScaleGate, reorder buffer, W-Hive): the core rebuilt with --cfg loom in its own target dir (so the normal build
 # cache survives), every interleaving up to loom's preemption bound.
 test-loom:
-	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p windgate-core --release --test loom_scale_gate --test loom_w_hive
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p windgate-core --release --test loom_scale_gate --test loom_reorder --test loom_w_hive
 
 # pytest exits 5 when it collects nothing: that must fail here, since a run without tests proves nothing.
 test-python:
