@@ -58,6 +58,7 @@ bench-peers:
 	$(PY) benches/peers/farm_schedulers.py --out bench-results
 	$(PY) benches/peers/thesis_approaches.py --out bench-results
 	$(PY) benches/peers/band_join.py --out bench-results
+	$(PY) benches/peers/preference.py --out bench-results
 	$(PY) benches/peers/multiway.py --out bench-results
 
 lint: $(VENV)/.created
