@@ -23,7 +23,7 @@ use std::time::Instant;
 use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 
 use super::farm::{
-    Collector, FarmQuery, NOT_ROUTED, OutMsg, Routed, last_complete, panic_message, spawn,
+    Collector, FarmQuery, NOT_ROUTED, OutMsg, Routed, last_complete, report_panic, spawn,
 };
 use super::monitor::WorkerCounters;
 use crate::error::Result;
@@ -234,14 +234,11 @@ struct Pu<Q: FarmQuery> {
 
 impl<Q: FarmQuery> Pu<Q> {
     fn run(self) {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve()));
-        if let Err(panic) = result {
-            let _ = self.out.send(OutMsg::Failed(format!(
-                "RRCPA PU {} panicked: {}",
-                self.me,
-                panic_message(&panic)
-            )));
-        }
+        report_panic(
+            &self.out,
+            || format!("RRCPA PU {}", self.me),
+            || self.serve(),
+        );
     }
 
     fn serve(&self) {

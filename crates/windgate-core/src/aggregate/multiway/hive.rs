@@ -24,7 +24,7 @@ use crate::aggregate::slots::{KeySlots, SlotStore};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
 use crate::aggregate::w_hive::{self, Updater};
 use crate::order::scale_gate::{Next, Reader};
-use crate::runtime::farm::{OutMsg, panic_message};
+use crate::runtime::farm::{OutMsg, idle_step, report_panic};
 use crate::runtime::monitor::WorkerCounters;
 use crate::time::WindowSpec;
 
@@ -68,14 +68,8 @@ pub(super) struct HiveUpdater {
 
 impl HiveUpdater {
     pub(super) fn run(mut self) {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve()));
-        if let Err(panic) = result {
-            let _ = self.out.send(OutMsg::Failed(format!(
-                "multiway updater {} panicked: {}",
-                self.me,
-                panic_message(&panic)
-            )));
-        }
+        let (out, me) = (self.out.clone(), self.me);
+        report_panic(&out, || format!("multiway updater {me}"), || self.serve());
         // Dropping the updater closes it (progress = MAX), so the output is never held back by a dead one.
     }
 
@@ -104,13 +98,7 @@ impl HiveUpdater {
                 self.updater.advance(k.ts);
             }
             self.counters.add(t0.elapsed(), rows);
-            if rows > 0 {
-                backoff.reset();
-            } else if backoff.is_completed() {
-                std::thread::park_timeout(IDLE_PARK);
-            } else {
-                backoff.snooze();
-            }
+            idle_step(&backoff, rows > 0, IDLE_PARK);
         }
     }
 }
@@ -131,13 +119,8 @@ pub(super) struct HiveOutput {
 
 impl HiveOutput {
     pub(super) fn run(mut self) {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve()));
-        if let Err(panic) = result {
-            let _ = self.out.send(OutMsg::Failed(format!(
-                "multiway output thread panicked: {}",
-                panic_message(&panic)
-            )));
-        }
+        let out = self.out.clone();
+        report_panic(&out, || "multiway output thread".into(), || self.serve());
     }
 
     fn serve(&mut self) {
@@ -185,13 +168,7 @@ impl HiveOutput {
             if end {
                 return;
             }
-            if windows > 0 {
-                backoff.reset();
-            } else if backoff.is_completed() {
-                std::thread::park_timeout(IDLE_PARK);
-            } else {
-                backoff.snooze();
-            }
+            idle_step(&backoff, windows > 0, IDLE_PARK);
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::aggregate::farm_engine::{Admitted, AggWindow};
 use crate::aggregate::slots::{KeySlots, SlotStore};
 use crate::aggregate::state::{AggMeta, OrderKey, RowOrder, SKIP};
 use crate::order::scale_gate::{Next, Reader};
-use crate::runtime::farm::{OutMsg, panic_message};
+use crate::runtime::farm::{OutMsg, idle_step, report_panic};
 use crate::runtime::monitor::WorkerCounters;
 use crate::time::WindowSpec;
 
@@ -161,13 +161,8 @@ pub(super) struct Output {
 
 impl Output {
     pub(super) fn run(mut self) {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve()));
-        if let Err(panic) = result {
-            let _ = self.out.send(OutMsg::Failed(format!(
-                "multiway output thread panicked: {}",
-                panic_message(&panic)
-            )));
-        }
+        let out = self.out.clone();
+        report_panic(&out, || "multiway output thread".into(), || self.serve());
     }
 
     fn serve(&mut self) {
@@ -208,13 +203,7 @@ impl Output {
             if matches!(step, Step::End) {
                 return;
             }
-            if rows > 0 {
-                backoff.reset();
-            } else if backoff.is_completed() {
-                std::thread::park_timeout(IDLE_PARK);
-            } else {
-                backoff.snooze();
-            }
+            idle_step(&backoff, rows > 0, IDLE_PARK);
         }
     }
 }

@@ -43,7 +43,7 @@ use super::state::{AggMeta, OrderKey};
 use super::w_hive::{Updater, WHive};
 use crate::error::Result;
 use crate::order::scale_gate::{ScaleGate, Source};
-use crate::runtime::farm::{Collector, OutMsg, panic_message, spawn};
+use crate::runtime::farm::{Collector, OutMsg, report_panic, spawn};
 use crate::runtime::monitor::WorkerCounters;
 use crate::time::WindowSpec;
 use hive::{HiveOutput, HiveUpdater, Part, update_row};
@@ -343,13 +343,12 @@ struct InputThread {
 
 impl InputThread {
     fn run(mut self, j: usize) {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve()));
-        if let Err(panic) = result {
-            let _ = self.out.send(OutMsg::Failed(format!(
-                "multiway input thread {j} panicked: {}",
-                panic_message(&panic)
-            )));
-        }
+        let out = self.out.clone();
+        report_panic(
+            &out,
+            || format!("multiway input thread {j}"),
+            || self.serve(),
+        );
         // Whatever happened, the source ends (a dropped gate source or W-Hive updater closes itself).
         match &mut self.feed {
             Feed::Queue(q, j) => q[*j].closed.store(true, Ordering::Release),

@@ -190,6 +190,34 @@ pub(crate) enum OutMsg<W> {
     Failed(String),
 }
 
+/// Runs a worker thread's body; a panic becomes an [`OutMsg::Failed`] naming `who`, which the caller's
+/// collector turns into an operator error instead of a hang (DESIGN §7).
+pub(crate) fn report_panic<W>(
+    out: &Sender<OutMsg<W>>,
+    who: impl FnOnce() -> String,
+    body: impl FnOnce(),
+) {
+    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        let _ = out.send(OutMsg::Failed(format!(
+            "{} panicked: {}",
+            who(),
+            panic_message(&panic)
+        )));
+    }
+}
+
+/// A polling thread's step when it found nothing to do: spin, then yield, then park for at most `max` (the
+/// producers unpark it when they add work). `busy` resets the backoff.
+pub(crate) fn idle_step(backoff: &crossbeam_utils::Backoff, busy: bool, max: Duration) {
+    if busy {
+        backoff.reset();
+    } else if backoff.is_completed() {
+        std::thread::park_timeout(max);
+    } else {
+        backoff.snooze();
+    }
+}
+
 pub(crate) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<&str>()
         .map(|s| s.to_string())

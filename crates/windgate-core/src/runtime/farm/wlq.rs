@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::{FarmQuery, OutMsg, WindowSchedulerKind, WlqIn, panic_message};
+use super::{FarmQuery, OutMsg, WindowSchedulerKind, WlqIn, panic_message, report_panic};
 use crate::runtime::monitor::WorkerCounters;
 use crate::time::WindowSpec;
 
@@ -59,13 +59,7 @@ struct State<Q: FarmQuery> {
 
 impl<Q: FarmQuery> Emitter<Q> {
     pub fn run(self) {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve()));
-        if let Err(panic) = result {
-            let _ = self.out.send(OutMsg::Failed(format!(
-                "WLQ emitter panicked: {}",
-                panic_message(&panic)
-            )));
-        }
+        report_panic(&self.out, || "WLQ emitter".into(), || self.serve());
     }
 
     fn serve(&self) {
