@@ -31,7 +31,7 @@ use super::farm_engine::{Admitted, AggWindow};
 use super::slots::{KeySlots, SlotStore};
 use super::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::Result;
-use crate::runtime::farm::{Collector, OutMsg, panic_message, spawn};
+use crate::runtime::farm::{Collector, OutMsg, report_panic, spawn};
 use crate::runtime::monitor::WorkerCounters;
 use crate::time::WindowSpec;
 
@@ -342,14 +342,11 @@ impl PuWindows {
 impl Pu {
     fn run(mut self) {
         let forward = self.forward.take();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve(forward)));
-        if let Err(panic) = result {
-            let _ = self.out.send(OutMsg::Failed(format!(
-                "line PU {} panicked: {}",
-                self.me,
-                panic_message(&panic)
-            )));
-        }
+        report_panic(
+            &self.out,
+            || format!("line PU {}", self.me),
+            || self.serve(forward),
+        );
     }
 
     /// `forward` is the right neighbour's input; it is dropped when this PU's input ends, so the end travels.

@@ -51,7 +51,7 @@ use super::farm_engine::{Admitted, AggWindow};
 use super::line::{Owner, PuWindows, ResultSet, hash_owner, windows_per_row};
 use super::state::AggMeta;
 use crate::error::Result;
-use crate::runtime::farm::{Collector, OutMsg, panic_message, spawn};
+use crate::runtime::farm::{Collector, OutMsg, report_panic, spawn};
 use crate::runtime::monitor::WorkerCounters;
 use crate::time::WindowSpec;
 
@@ -82,7 +82,8 @@ struct Own {
 }
 
 /// Rows on the ring, with HOA's routes: `routes[p]` holds `row << 32 | d` (row offset in `lo..hi`, window
-/// `lo_window(row) + d`) for the pairs PU `p` owns, row by row. Empty for RRCA.
+/// `lo_window(row) + d`) for the pairs PU `p` owns, row by row. Empty for RRCA. `d < WS/WA` fits 32 bits: a
+/// row in 2^32 windows would take hours per row on these approaches anyway.
 struct Chunk {
     rows: Arc<Admitted>,
     lo: usize,
@@ -290,14 +291,11 @@ const NO_WINDOW: u32 = u32::MAX;
 
 impl Pu {
     fn run(self, metas: &[Arc<AggMeta>]) {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve(metas)));
-        if let Err(panic) = result {
-            let _ = self.out.send(OutMsg::Failed(format!(
-                "ring PU {} panicked: {}",
-                self.me,
-                panic_message(&panic)
-            )));
-        }
+        report_panic(
+            &self.out,
+            || format!("ring PU {}", self.me),
+            || self.serve(metas),
+        );
     }
 
     /// The thesis' Pseudocode 4 (HOA) / 5 (RRCA). Returns when a queue closes (the engine is dropped, or a
@@ -318,6 +316,13 @@ impl Pu {
         // The input deals message s to PU s mod P: this PU's next own message.
         let mut next_own = self.me as u64;
         loop {
+            loop {
+                match right.try_recv() {
+                    Ok(g) => st.pending.push_back(g),
+                    Err(TryRecvError::Disconnected) => return,
+                    Err(TryRecvError::Empty) => break,
+                }
+            }
             // Result sets whose punctuation this PU has passed.
             while st.pending.front().is_some_and(|g| g.gate <= st.safe) {
                 let g = st.pending.pop_front().expect("front");
@@ -337,13 +342,6 @@ impl Pu {
                     Ok(t) => from_prev = Some(t),
                     Err(TryRecvError::Disconnected) => return,
                     Err(TryRecvError::Empty) => {}
-                }
-            }
-            loop {
-                match right.try_recv() {
-                    Ok(g) => st.pending.push_back(g),
-                    Err(TryRecvError::Disconnected) => return,
-                    Err(TryRecvError::Empty) => break,
                 }
             }
             // The forwarding rules: the older head; an empty data-stream queue counts as its next message.
@@ -509,6 +507,66 @@ impl Pu {
         match &self.to_left {
             Some(tx) => tx.send(g).is_ok(),
             None => g.rs.output(&self.out),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_buffer::ScalarBuffer;
+    use arrow_schema::DataType;
+
+    use super::*;
+    use crate::aggregate::function::{AggSpec, ValueClass};
+    use crate::aggregate::state::InputValues;
+
+    fn count() -> Vec<Arc<AggMeta>> {
+        let spec = AggSpec::parse_all(&[("*".into(), vec!["count".into()])]).unwrap();
+        vec![Arc::new(AggMeta {
+            spec: spec[0].clone(),
+            input_type: DataType::Int64,
+            class: ValueClass::Int,
+        })]
+    }
+
+    fn rows(ts: Vec<i64>, seq0: u64) -> Admitted {
+        let n = ts.len();
+        Admitted {
+            ts: ScalarBuffer::from(ts),
+            keys: (0..n as u32).map(|i| i % 3).collect(),
+            keep: None,
+            inputs: vec![InputValues::Star],
+            source: 0,
+            seq0,
+        }
+    }
+
+    /// Brief 003 §7.2 item 12: one credit per PU (a single message in flight per PU) must not deadlock the
+    /// ring, with HOA's chunks cut into many small messages; every window comes out once, in order.
+    #[test]
+    fn one_credit_per_pu_keeps_the_ring_live() {
+        for kind in [RingKind::Hoa, RingKind::Rrca] {
+            for pus in [1, 2, 3, 5] {
+                // 300 windows per row: HOA cuts a chunk into messages of ROUTE_BUDGET / 300 rows.
+                let spec = WindowSpec::new(300, Some(1), 0).unwrap();
+                let mut e = RingEngine::new(kind, spec, &count(), pus, 1);
+                let mut got = vec![];
+                let mut seq = 0;
+                for b in 0..40i64 {
+                    let ts: Vec<i64> = (0..500).map(|i| b * 50 + i / 10).collect();
+                    e.submit(rows(ts, seq)).unwrap();
+                    seq += 500;
+                    let last = spec.last_closed_window(b * 50);
+                    e.punctuate(last).unwrap();
+                    got.extend(e.collect(last, true).unwrap().into_iter().map(|(k, _)| k));
+                }
+                let last = spec.windows_of_ts(39 * 50 + 49).1;
+                e.punctuate(last).unwrap();
+                got.extend(e.collect(last, true).unwrap().into_iter().map(|(k, _)| k));
+                let want: Vec<i64> = (spec.windows_of_ts(0).0..=last).collect();
+                assert_eq!(got, want, "{kind:?} pus={pus}");
+                assert_eq!(e.busy_ns().len(), pus);
+            }
         }
     }
 }
