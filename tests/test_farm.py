@@ -12,6 +12,8 @@ from test_window_aggregate import AGGS, batches_of, table, window_case
 import windgate
 
 SCHEDULERS = ["as_pid", "as", "pb_rr", "tb_rr"]
+#: Seed 003's approaches: RRCPA, the line baselines (HSA, RRA) and the ring baselines (HOA, RRCA).
+BASELINES = ("rrcpa", "hsa", "rra", "hoa", "rrca")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -35,14 +37,14 @@ def test_farm_equals_reference_for_any_threads_scheduler_and_split(case, threads
     }
     got = windgate.window_aggregate(t, strategy="farm", threads=threads, farm=farm, **kw)
     assert got.equals(reference)
-    for baseline in ("rrcpa", "hsa", "rra"):
+    for baseline in BASELINES:
         got = windgate.window_aggregate(t, strategy=baseline, threads=threads, **kw)
         assert got.equals(reference), baseline
 
     # Streaming, push by push: every parallel strategy returns what the pane engine returns at each push.
     pane = windgate.WindowAggregator(strategy="pane", **kw)
     aggs = [windgate.WindowAggregator(strategy="farm", threads=threads, farm=farm, **kw)]
-    aggs += [windgate.WindowAggregator(strategy=s, threads=threads, **kw) for s in ("rrcpa", "hsa", "rra")]
+    aggs += [windgate.WindowAggregator(strategy=s, threads=threads, **kw) for s in BASELINES]
     for b in batches_of(t, cuts):
         want = pane.push(b)
         for agg in aggs:
@@ -68,6 +70,23 @@ def test_streaming_push_returns_what_the_pane_engine_returns():
     assert s["panes_split"] > 0 and s["split_factor"] > 1
     assert len(s["plq_busy_s"]) == 2 and len(s["wlq_busy_s"]) >= 1
     assert s["punctuations"] > 0 and s["late_rows"] == 0
+
+
+@pytest.mark.parametrize("strategy", ["hoa", "rrca"])
+def test_ring_baselines_stream_and_report_per_pu_busy_time(strategy):
+    # Seed 003's ring approaches: push by push like the pane engine, one busy time per PU in stats.
+    t = pa.table(
+        {"ts": list(range(0, 3000)), "k": [i % 7 for i in range(3000)], "v": [i * 0.5 for i in range(3000)]}
+    )
+    kw = dict(time="ts", size=100, slide=20, by="k", aggs={"*": "count", "v": ["sum", "last"]}, lateness=5)
+    pane = windgate.WindowAggregator(strategy="pane", **kw)
+    ring = windgate.WindowAggregator(strategy=strategy, threads=3, **kw)
+    for b in t.to_batches(max_chunksize=250):
+        assert ring.push(b).equals(pane.push(b))
+    assert ring.flush().equals(pane.flush())
+    s = ring.stats
+    assert s["strategy"] == strategy and s["threads"] == 3
+    assert len(s["plq_busy_s"]) == 3 and all(b > 0 for b in s["plq_busy_s"])
 
 
 def test_auto_picks_the_measured_fastest_engine():

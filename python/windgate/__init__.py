@@ -109,7 +109,8 @@ def window_aggregate(
         threads: worker threads (``None``: all cores).
         strategy: ``"auto"`` (the fastest engine measured on 2 cores: today ``"pane"``), ``"pane"``
             (single-threaded panes), ``"farm"`` (seed 004's parallel pane farm), ``"rrcpa"`` (seed 003's
-            pane-based approach), ``"hsa"`` and ``"rra"`` (seed 003's line baselines), seed 000's multiway
+            pane-based approach), ``"hsa"`` and ``"rra"`` (seed 003's line baselines), ``"hoa"`` and
+            ``"rrca"`` (seed 003's ring baselines: hash-once and round-robin-cyclic), seed 000's multiway
             designs for several time-sorted sources (``"mq"``: locked queues merged by the output thread,
             ``"mqlf"``: the same with lock-free queues, ``"tumlsc"``: a T-Gate merging the sources,
             ``"tumlmc"``: a T-Gate read by ``threads`` key-partitioned updaters over a W-Hive, ``"wiml"``: the

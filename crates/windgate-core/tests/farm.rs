@@ -1,6 +1,7 @@
-//! Determinism of the pane farm, RRCPA and the line baselines HSA and RRA (DESIGN §4): for any thread count, PLQ scheduler, window scheduler, forced or
-//! adaptive pane splitting, batch split, bursty arrival and disorder within the lateness bound, the farm
-//! returns the reference engine's rows in the same order, bit for bit.
+//! Determinism of the pane farm, RRCPA, the line baselines HSA and RRA and the ring baselines HOA and RRCA
+//! (DESIGN §4): for any thread count, PLQ scheduler, window scheduler, forced or adaptive pane splitting, batch
+//! split, bursty arrival and disorder within the lateness bound, each returns the reference engine's rows in
+//! the same order, bit for bit.
 
 mod common;
 
@@ -94,6 +95,17 @@ fn check_all_configs(c: &Case, seed: u64) -> Result<(), TestCaseError> {
             o.threads = Some(threads);
         });
         prop_assert_eq!(&got, &reference, "{:?} threads={}", line, threads);
+        // Over the cases (random seeds) each ring approach meets every thread count.
+        let ring = if (k / 2) % 2 == 0 {
+            Engine::Hoa
+        } else {
+            Engine::Rrca
+        };
+        let got = run_with(c, true, |o| {
+            o.strategy = ring;
+            o.threads = Some(threads);
+        });
+        prop_assert_eq!(&got, &reference, "{:?} threads={}", ring, threads);
     }
     Ok(())
 }
@@ -109,6 +121,21 @@ proptest! {
     #[test]
     fn farm_equals_reference_under_bursts(c in case(), seed in any::<u64>(), centre in -40i64..40) {
         check_all_configs(&bursty(c, centre), seed)?;
+    }
+
+    /// Both ring approaches at every thread count on the same case (the rotation above spreads them).
+    #[test]
+    fn ring_baselines_equal_reference(c in case()) {
+        let reference = run(&c, Engine::Reference, false);
+        for ring in [Engine::Hoa, Engine::Rrca] {
+            for threads in THREADS {
+                let got = run_with(&c, true, |o| {
+                    o.strategy = ring;
+                    o.threads = Some(threads);
+                });
+                prop_assert_eq!(&got, &reference, "{:?} threads={}", ring, threads);
+            }
+        }
     }
 
     #[test]
@@ -202,7 +229,7 @@ fn forced_splitting_spreads_panes_over_workers() {
 }
 
 #[test]
-fn line_baselines_on_a_small_stream() {
+fn line_and_ring_baselines_on_a_small_stream() {
     let c = Case {
         size: 10,
         slide: 5,
@@ -219,8 +246,8 @@ fn line_baselines_on_a_small_stream() {
         cuts: vec![50, 120],
     };
     let reference = run(&c, Engine::Reference, false);
-    for strategy in [Engine::Rra, Engine::Hsa] {
-        for threads in [1, 2, 3] {
+    for strategy in [Engine::Rra, Engine::Hsa, Engine::Hoa, Engine::Rrca] {
+        for threads in THREADS {
             let got = run_with(&c, true, |o| {
                 o.strategy = strategy;
                 o.threads = Some(threads);
