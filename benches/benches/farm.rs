@@ -1,5 +1,6 @@
 //! Throughput of the pane farm against thread count, per PLQ and WLQ scheduler (seed 004's Fig. 8 axes), next
-//! to the single-threaded pane engine: 1k keys, size 60 s, slide 10 s, count + sum + max, in order.
+//! to the single-threaded pane engine, RRCPA and seed 003's line and ring baselines: 1k keys, size 60 s, slide
+//! 10 s, count + sum + max, in order.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -106,6 +107,20 @@ fn bench_threads(c: &mut Criterion) {
         &options(Strategy::Rrcpa, 2, default.clone()),
         |b, o| b.iter(|| black_box(run_stream(&batches, o))),
     );
+    // Seed 003's baselines without panes (6 window updates per row here): the line approaches HSA and RRA
+    // and the ring approaches HOA and RRCA.
+    for (name, strategy) in [
+        ("hsa", Strategy::Hsa),
+        ("rra", Strategy::Rra),
+        ("hoa", Strategy::Hoa),
+        ("rrca", Strategy::Rrca),
+    ] {
+        g.bench_with_input(
+            BenchmarkId::new(name, 2),
+            &options(strategy, 2, default.clone()),
+            |b, o| b.iter(|| black_box(run_stream(&batches, o))),
+        );
+    }
     g.finish();
 }
 
