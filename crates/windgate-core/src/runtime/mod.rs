@@ -5,6 +5,7 @@ pub mod farm;
 pub mod monitor;
 pub mod pane_scheduler;
 pub mod pid;
+pub mod pipeline;
 pub mod rrcpa;
 
 pub use farm::{Farm, FarmConfig, FarmQuery, FarmStats, Routed, WindowSchedulerKind};

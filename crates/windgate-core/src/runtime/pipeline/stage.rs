@@ -1,0 +1,1 @@
+//! Per-operator runtime (in progress).
