@@ -3,25 +3,30 @@
 //!
 //! Every operator is *unary*: one input item becomes zero or more output items (selectivity 0, 1 or more),
 //! and every operator of a chain takes and produces the same item type `T` (rows, or whole Arrow batches:
-//! see `columnar`). Whatever the kind, a pipeline's output equals a sequential run over the inputs in
+//! see `columnar`). `process` returns an error for bad data (a windgate error naming the column and row); the
+//! run stops with it. Whatever the kind, a pipeline's output equals a sequential run over the inputs in
 //! arrival order ([`super::Sequential`]); the kind only says which parallelism keeps that true.
 
 use std::any::Any;
+
+use crate::error::Result;
 use std::hash::{BuildHasher, Hash, Hasher};
 
 /// A pure function of one input: any number of workers, inputs in any order; the reorder buffer restores
 /// the output order.
 pub trait Stateless<T>: Send + Sync {
     fn name(&self) -> &str;
-    fn process(&self, input: T, out: &mut Vec<T>);
+    fn process(&self, input: T, out: &mut Vec<T>) -> Result<()>;
 }
 
 /// One state over the whole stream, fed in arrival order: one worker at a time.
 pub trait Stateful<T>: Send {
     fn name(&self) -> &str;
-    fn process(&mut self, input: T, out: &mut Vec<T>);
+    fn process(&mut self, input: T, out: &mut Vec<T>) -> Result<()>;
     /// End of stream: whatever the operator still holds (open windows, running results).
-    fn finish(&mut self, _out: &mut Vec<T>) {}
+    fn finish(&mut self, _out: &mut Vec<T>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Disjoint state per partition: items of one partition are processed one at a time in arrival order,
@@ -40,15 +45,18 @@ pub trait Partitioned<T>: Send + Sync {
     fn new_state(&self, partition: usize) -> Self::State;
     /// Pushes `(partition, part)` for each part of `input`, in the order they must be processed and
     /// combined. Zero parts is allowed (the input produces nothing).
-    fn route(&self, input: T, parts: &mut Vec<(usize, T)>);
-    fn process(&self, state: &mut Self::State, input: T, out: &mut Vec<T>);
+    fn route(&self, input: T, parts: &mut Vec<(usize, T)>) -> Result<()>;
+    fn process(&self, state: &mut Self::State, input: T, out: &mut Vec<T>) -> Result<()>;
     /// The unit of one input from its parts' outputs, in route order. Default: concatenation.
-    fn combine(&self, parts: Vec<Vec<T>>, out: &mut Vec<T>) {
+    fn combine(&self, parts: Vec<Vec<T>>, out: &mut Vec<T>) -> Result<()> {
         parts.into_iter().for_each(|p| out.extend(p));
+        Ok(())
     }
     /// End of stream for one partition; the partitions' outputs (in partition order) then go through
     /// [`Partitioned::combine`] as one unit.
-    fn finish(&self, _state: &mut Self::State, _out: &mut Vec<T>) {}
+    fn finish(&self, _state: &mut Self::State, _out: &mut Vec<T>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Maps a key to one of `p` partitions (brief 001 §4.5: hash mod p, or ranges for skewed key spaces).
@@ -148,12 +156,14 @@ where
     fn new_state(&self, partition: usize) -> S {
         (self.init)(partition)
     }
-    fn route(&self, input: T, parts: &mut Vec<(usize, T)>) {
+    fn route(&self, input: T, parts: &mut Vec<(usize, T)>) -> Result<()> {
         let p = self.partitioner.partition((self.key)(&input));
         parts.push((p, input));
+        Ok(())
     }
-    fn process(&self, state: &mut S, input: T, out: &mut Vec<T>) {
-        (self.step)(state, input, out)
+    fn process(&self, state: &mut S, input: T, out: &mut Vec<T>) -> Result<()> {
+        (self.step)(state, input, out);
+        Ok(())
     }
 }
 
@@ -176,8 +186,9 @@ impl<T, F: Fn(T, &mut Vec<T>) + Send + Sync> Stateless<T> for Map<F> {
     fn name(&self) -> &str {
         &self.name
     }
-    fn process(&self, input: T, out: &mut Vec<T>) {
-        (self.f)(input, out)
+    fn process(&self, input: T, out: &mut Vec<T>) -> Result<()> {
+        (self.f)(input, out);
+        Ok(())
     }
 }
 
@@ -187,10 +198,10 @@ pub(crate) trait ErasedPartitioned<T>: Send + Sync {
     fn name(&self) -> &str;
     fn partitions(&self) -> usize;
     fn new_state(&self, partition: usize) -> Box<dyn Any + Send>;
-    fn route(&self, input: T, parts: &mut Vec<(usize, T)>);
-    fn process(&self, state: &mut (dyn Any + Send), input: T, out: &mut Vec<T>);
-    fn combine(&self, parts: Vec<Vec<T>>, out: &mut Vec<T>);
-    fn finish(&self, state: &mut (dyn Any + Send), out: &mut Vec<T>);
+    fn route(&self, input: T, parts: &mut Vec<(usize, T)>) -> Result<()>;
+    fn process(&self, state: &mut (dyn Any + Send), input: T, out: &mut Vec<T>) -> Result<()>;
+    fn combine(&self, parts: Vec<Vec<T>>, out: &mut Vec<T>) -> Result<()>;
+    fn finish(&self, state: &mut (dyn Any + Send), out: &mut Vec<T>) -> Result<()>;
 }
 
 impl<T, P: Partitioned<T>> ErasedPartitioned<T> for P {
@@ -203,19 +214,19 @@ impl<T, P: Partitioned<T>> ErasedPartitioned<T> for P {
     fn new_state(&self, partition: usize) -> Box<dyn Any + Send> {
         Box::new(Partitioned::new_state(self, partition))
     }
-    fn route(&self, input: T, parts: &mut Vec<(usize, T)>) {
+    fn route(&self, input: T, parts: &mut Vec<(usize, T)>) -> Result<()> {
         Partitioned::route(self, input, parts)
     }
-    fn process(&self, state: &mut (dyn Any + Send), input: T, out: &mut Vec<T>) {
+    fn process(&self, state: &mut (dyn Any + Send), input: T, out: &mut Vec<T>) -> Result<()> {
         let state = state
             .downcast_mut::<P::State>()
             .expect("a partition's state has its operator's type");
         Partitioned::process(self, state, input, out)
     }
-    fn combine(&self, parts: Vec<Vec<T>>, out: &mut Vec<T>) {
+    fn combine(&self, parts: Vec<Vec<T>>, out: &mut Vec<T>) -> Result<()> {
         Partitioned::combine(self, parts, out)
     }
-    fn finish(&self, state: &mut (dyn Any + Send), out: &mut Vec<T>) {
+    fn finish(&self, state: &mut (dyn Any + Send), out: &mut Vec<T>) -> Result<()> {
         let state = state
             .downcast_mut::<P::State>()
             .expect("a partition's state has its operator's type");

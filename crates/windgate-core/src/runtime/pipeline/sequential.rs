@@ -32,16 +32,16 @@ pub(crate) fn run<T>(
         if inputs % 4096 == 0 {
             check()?;
         }
-        push(&mut ops, &mut states, &mut stats, 0, item, &mut emit);
+        push(&mut ops, &mut states, &mut stats, 0, item, &mut emit)?;
     }
     for i in 0..ops.len() {
         let mut out = Vec::new();
         let t = Instant::now();
-        finish(&mut ops[i], &mut states[i], &mut out);
+        finish(&mut ops[i], &mut states[i], &mut out)?;
         stats[i].busy += t.elapsed();
         stats[i].outputs += out.len() as u64;
         for item in out {
-            push(&mut ops, &mut states, &mut stats, i + 1, item, &mut emit);
+            push(&mut ops, &mut states, &mut stats, i + 1, item, &mut emit)?;
         }
     }
     for s in stats.iter_mut() {
@@ -77,58 +77,69 @@ fn push<T>(
     i: usize,
     item: T,
     sink: &mut dyn FnMut(T),
-) {
+) -> Result<()> {
     if i == ops.len() {
-        return sink(item);
+        sink(item);
+        return Ok(());
     }
     let mut out = Vec::new();
     let t = Instant::now();
-    apply(&mut ops[i], &mut states[i], item, &mut out);
+    apply(&mut ops[i], &mut states[i], item, &mut out)?;
     stats[i].busy += t.elapsed();
     stats[i].inputs += 1;
     stats[i].outputs += out.len() as u64;
     for o in out {
-        push(ops, states, stats, i + 1, o, sink);
+        push(ops, states, stats, i + 1, o, sink)?;
     }
+    Ok(())
 }
 
 /// One input through one operator, all its parts in route order, then combined (always, even for one part:
 /// the parallel executor does the same).
-fn apply<T>(op: &mut Op<T>, states: &mut [Box<dyn Any + Send>], item: T, out: &mut Vec<T>) {
+fn apply<T>(
+    op: &mut Op<T>,
+    states: &mut [Box<dyn Any + Send>],
+    item: T,
+    out: &mut Vec<T>,
+) -> Result<()> {
     match op {
         Op::Stateless(o) => o.process(item, out),
         Op::Stateful(o) => o.process(item, out),
         Op::Partitioned(o) => {
             let mut parts = Vec::new();
-            o.route(item, &mut parts);
+            o.route(item, &mut parts)?;
             let outs = parts
                 .into_iter()
                 .map(|(p, part)| {
                     let mut o_p = Vec::new();
-                    o.process(&mut *states[p], part, &mut o_p);
-                    o_p
+                    o.process(&mut *states[p], part, &mut o_p)?;
+                    Ok(o_p)
                 })
-                .collect();
-            o.combine(outs, out);
+                .collect::<Result<_>>()?;
+            o.combine(outs, out)
         }
     }
 }
 
 /// End of stream for one operator (partitions in order, then combined).
-pub(crate) fn finish<T>(op: &mut Op<T>, states: &mut [Box<dyn Any + Send>], out: &mut Vec<T>) {
+pub(crate) fn finish<T>(
+    op: &mut Op<T>,
+    states: &mut [Box<dyn Any + Send>],
+    out: &mut Vec<T>,
+) -> Result<()> {
     match op {
-        Op::Stateless(_) => {}
+        Op::Stateless(_) => Ok(()),
         Op::Stateful(o) => o.finish(out),
         Op::Partitioned(o) => {
             let outs = states
                 .iter_mut()
                 .map(|s| {
                     let mut o_p = Vec::new();
-                    o.finish(&mut **s, &mut o_p);
-                    o_p
+                    o.finish(&mut **s, &mut o_p)?;
+                    Ok(o_p)
                 })
-                .collect();
-            o.combine(outs, out);
+                .collect::<Result<_>>()?;
+            o.combine(outs, out)
         }
     }
 }
