@@ -25,10 +25,45 @@ use crossbeam_utils::CachePadded;
 
 struct Partition<T, S> {
     queue: SegQueue<T>,
+    /// PARTITIONED-QUEUE only: a tuple popped but not yet admitted (its output would not fit the reorder
+    /// buffer); it stays the partition's head. Touched only by the partition's owner.
+    held: UnsafeCell<Option<T>>,
     /// Tuples of this partition taken from the master queue and not yet processed. Non-zero: a worker is
     /// active here and owns `state`.
     count: CachePadded<AtomicUsize>,
     state: UnsafeCell<S>,
+}
+
+impl<T, S> Partition<T, S> {
+    fn new(state: S) -> Self {
+        Self {
+            queue: SegQueue::new(),
+            held: UnsafeCell::new(None),
+            count: CachePadded::new(AtomicUsize::new(0)),
+            state: UnsafeCell::new(state),
+        }
+    }
+
+    /// Runs `f` on the state with the partition's token taken (count 0 -> 1 -> 0): exclusive without
+    /// `unsafe` at the call site. `None` if a worker is inside.
+    fn with_state<R>(&self, f: impl FnOnce(&mut S) -> R) -> Option<R> {
+        self.count
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+            .ok()?;
+        // SAFETY: the token (count moved from 0) makes this the partition's only user, as for a worker.
+        let r = f(unsafe { &mut *self.state.get() });
+        self.count.store(0, Ordering::Release);
+        Some(r)
+    }
+}
+
+/// Runs `f` on every partition's state in order (end of stream); panics if a worker is still inside one,
+/// which the caller must have ruled out.
+fn each_state<T, S>(partitions: &[Partition<T, S>], mut f: impl FnMut(usize, &mut S)) {
+    for (i, p) in partitions.iter().enumerate() {
+        p.with_state(|s| f(i, s))
+            .expect("no worker is inside a partition at end of stream");
+    }
 }
 
 /// The paper's hybrid queue over partitions with per-partition state `S`.
@@ -52,13 +87,7 @@ impl<T, S> HybridQueue<T, S> {
             "1 to 2^32 partitions"
         );
         Self {
-            partitions: (0..partitions)
-                .map(|p| Partition {
-                    queue: SegQueue::new(),
-                    count: CachePadded::new(AtomicUsize::new(0)),
-                    state: UnsafeCell::new(state(p)),
-                })
-                .collect(),
+            partitions: (0..partitions).map(|p| Partition::new(state(p))).collect(),
             master: SegQueue::new(),
             pending: CachePadded::new(AtomicUsize::new(0)),
         }
@@ -117,6 +146,11 @@ impl<T, S> HybridQueue<T, S> {
         taken
     }
 
+    /// Runs `f(partition, state)` on every partition in order, once no worker is inside any (end of stream).
+    pub fn each_state(&self, f: impl FnMut(usize, &mut S)) {
+        each_state(&self.partitions, f)
+    }
+
     /// The partitions' states, once every worker is done.
     pub fn into_states(self) -> Vec<S> {
         self.partitions
@@ -132,6 +166,8 @@ impl<T, S> HybridQueue<T, S> {
 pub struct PartitionedQueue<T, S> {
     partitions: Box<[Partition<T, S>]>,
     workers: usize,
+    /// Tuples added and not yet processed (held heads included).
+    pending: CachePadded<AtomicUsize>,
 }
 
 // SAFETY: partition `p`'s queue is popped and its state touched only by worker `p mod workers`, which
@@ -142,27 +178,45 @@ impl<T, S> PartitionedQueue<T, S> {
     pub fn new(partitions: usize, workers: usize, mut state: impl FnMut(usize) -> S) -> Self {
         assert!(partitions >= 1 && workers >= 1);
         Self {
-            partitions: (0..partitions)
-                .map(|p| Partition {
-                    queue: SegQueue::new(),
-                    count: CachePadded::new(AtomicUsize::new(0)),
-                    state: UnsafeCell::new(state(p)),
-                })
-                .collect(),
+            partitions: (0..partitions).map(|p| Partition::new(state(p))).collect(),
             workers,
+            pending: CachePadded::new(AtomicUsize::new(0)),
         }
     }
 
     pub fn add(&self, partition: usize, item: T) {
+        self.pending.fetch_add(1, Ordering::Relaxed);
         self.partitions[partition].queue.push(item);
+    }
+
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// Tuples added and not yet processed.
+    pub fn len(&self) -> usize {
+        self.pending.load(Ordering::Relaxed)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Worker `worker` serves its own partitions, up to `budget` tuples. Each worker id must be used by one
     /// thread at a time (checked with the partition's `count` as an in-use flag).
-    pub fn consume(
+    pub fn consume(&self, worker: usize, budget: usize, f: impl FnMut(usize, &mut S, T)) -> usize {
+        self.consume_admitted(worker, budget, |_| true, f)
+    }
+
+    /// As [`PartitionedQueue::consume`], but a partition's head tuple is processed only if `admit` says so;
+    /// otherwise it stays the head and the worker moves on to its next partition. An ordered runtime admits a
+    /// tuple only when its output fits the reorder buffer, so an owner never waits for a partition that
+    /// only it serves.
+    pub fn consume_admitted(
         &self,
         worker: usize,
         budget: usize,
+        admit: impl Fn(&T) -> bool,
         mut f: impl FnMut(usize, &mut S, T),
     ) -> usize {
         let mut done = 0;
@@ -173,17 +227,28 @@ impl<T, S> PartitionedQueue<T, S> {
                 0,
                 "worker {worker} is served by two threads"
             );
+            // SAFETY: the in-use flag above makes this thread the partition's only user (state and held).
+            let (state, held) = unsafe { (&mut *part.state.get(), &mut *part.held.get()) };
             while done < budget {
-                let Some(item) = part.queue.pop() else {
+                let Some(item) = held.take().or_else(|| part.queue.pop()) else {
                     break;
                 };
-                // SAFETY: the in-use flag above makes this thread the partition's only user.
-                f(p, unsafe { &mut *part.state.get() }, item);
+                if !admit(&item) {
+                    *held = Some(item);
+                    break;
+                }
+                self.pending.fetch_sub(1, Ordering::Relaxed);
+                f(p, state, item);
                 done += 1;
             }
             part.count.store(0, Ordering::Release);
         }
         done
+    }
+
+    /// Runs `f(partition, state)` on every partition in order, once no worker is inside any.
+    pub fn each_state(&self, f: impl FnMut(usize, &mut S)) {
+        each_state(&self.partitions, f)
     }
 
     pub fn into_states(self) -> Vec<S> {
@@ -301,5 +366,38 @@ mod tests {
             }
         });
         check(q.into_states(), keys, per_key, partitions);
+    }
+
+    #[test]
+    fn baseline_holds_an_unadmitted_head_and_moves_on() {
+        // One worker owning two partitions; partition 0's head is refused until the limit rises: the worker
+        // serves partition 1 meanwhile, and the held head comes first once admitted.
+        let q = PartitionedQueue::new(2, 1, |_| Vec::new());
+        for x in [10u64, 11, 20, 21] {
+            q.add((x / 10 - 1) as usize, x);
+        }
+        let limit = std::sync::atomic::AtomicU64::new(11);
+        let admit = |x: &u64| *x < limit.load(Ordering::Relaxed) || *x >= 20;
+        assert_eq!(
+            q.consume_admitted(0, 10, admit, |_, s: &mut Vec<u64>, x| s.push(x)),
+            3
+        );
+        assert_eq!(q.len(), 1);
+        limit.store(100, Ordering::Relaxed);
+        assert_eq!(q.consume_admitted(0, 10, |_| true, |_, s, x| s.push(x)), 1);
+        assert!(q.is_empty());
+        let mut seen = vec![];
+        q.each_state(|p, s| seen.push((p, s.clone())));
+        assert_eq!(seen, vec![(0, vec![10, 11]), (1, vec![20, 21])]);
+    }
+
+    #[test]
+    fn each_state_visits_partitions_in_order() {
+        let q = HybridQueue::new(3, |p| p * 10);
+        q.add(2, ());
+        assert_eq!(q.consume(5, |_, s, ()| *s += 1), 1);
+        let mut seen = vec![];
+        q.each_state(|p, s| seen.push((p, *s)));
+        assert_eq!(seen, vec![(0, 0), (1, 10), (2, 21)]);
     }
 }

@@ -10,7 +10,7 @@
 use std::any::Any;
 
 use crate::error::Result;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 
 /// A pure function of one input: any number of workers, inputs in any order; the reorder buffer restores
 /// the output order.
@@ -81,9 +81,8 @@ impl Partitioner {
         match self {
             Partitioner::Hash { partitions } => {
                 // A fixed seed: the partition of a key is the same in every run and process.
-                let mut h = foldhash::fast::FixedState::with_seed(0x9e37_79b9).build_hasher();
-                key.hash(&mut h);
-                (h.finish() % (*partitions).max(1) as u64) as usize
+                let h = foldhash::fast::FixedState::with_seed(0x9e37_79b9).hash_one(key);
+                (h % (*partitions).max(1) as u64) as usize
             }
             Partitioner::Range { bounds } => bounds.partition_point(|b| *b <= key),
         }

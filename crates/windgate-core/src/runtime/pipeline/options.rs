@@ -37,7 +37,7 @@ impl SchedulerPolicy {
                 return Err(Error::param(
                     "scheduler",
                     format!("expected one of {:?}, got {name:?}", Self::NAMES),
-                ))
+                ));
             }
         })
     }
