@@ -31,7 +31,10 @@ impl<T: Send> Downstream<T> for Run<T> {
     fn enqueue(&self, op: usize, payload: Payload<T>) {
         match self.stages.get(op) {
             Some(stage) => stage.enqueue(payload, self),
-            None => self.egress.push(payload),
+            None => self.egress.push(match payload {
+                Payload::Marker(m) => Payload::Marker(m.exited()),
+                item => item,
+            }),
         }
     }
 

@@ -37,22 +37,38 @@ use crate::order::reorder::{LockedReorder, Reorder, ReorderBuffer};
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Marker {
     start: Option<Instant>,
+    end: Option<Instant>,
 }
 
 impl Marker {
     pub(crate) fn new() -> Self {
-        Self { start: None }
+        Self {
+            start: None,
+            end: None,
+        }
     }
 
     fn stamped(self) -> Self {
         Self {
             start: self.start.or_else(|| Some(Instant::now())),
+            ..self
+        }
+    }
+
+    /// Leaving the last operator (egress): the end of its processing latency, whenever the caller's thread
+    /// gets to collect it.
+    pub(crate) fn exited(self) -> Self {
+        Self {
+            end: Some(Instant::now()),
+            ..self
         }
     }
 
     pub(crate) fn latency(&self) -> std::time::Duration {
-        self.start
-            .map_or(std::time::Duration::ZERO, |s| s.elapsed())
+        match (self.start, self.end) {
+            (Some(s), Some(e)) => e.saturating_duration_since(s),
+            _ => std::time::Duration::ZERO,
+        }
     }
 }
 
