@@ -232,6 +232,22 @@ def test_several_sources_merge_by_readiness():
     assert agg.close_source(0).to_pydict()["window_start"] == [20, 30]
 
 
+@pytest.mark.parametrize("strategy", ["pane", "tumlsc", "wiml"])
+def test_credits_refuse_a_source_far_ahead_without_consuming_the_batch(strategy):
+    agg = windgate.WindowAggregator(time="ts", size=10, aggs={"*": "count"}, sources=2, credits=5, strategy=strategy)
+    agg.push(pa.table({"ts": [1, 2, 3, 4]}), source=0)
+    with pytest.raises(windgate.errors.BackpressureError, match=r"source\(s\) 1 hold the watermark back"):
+        agg.push(pa.table({"ts": [11, 12]}), source=0)
+    assert agg.stats["pending_rows"] == 4 and agg.stats["backpressured"] == 1
+    # The slow source catches up, the same batch goes through, nothing is lost.
+    out = [agg.push(pa.table({"ts": [15]}), source=1), agg.push(pa.table({"ts": [11, 12]}), source=0)]
+    out += [agg.close_source(1), agg.flush()]
+    counts = pa.Table.from_batches([b for b in out if b.num_rows]).column("count").to_pylist()
+    assert sum(counts) == 7
+    with pytest.raises(windgate.InvalidParameterError, match="credits"):
+        windgate.WindowAggregator(time="ts", size=10, aggs={"*": "count"}, sources=2, credits=0)
+
+
 @pytest.mark.parametrize("strategy", ["pane", "mq", "mqlf", "tumlsc", "tumlmc", "wiml"])
 def test_multiway_designs_stream_like_the_pane_engine(strategy):
     agg = windgate.WindowAggregator(time="ts", size=10, aggs={"*": "count"}, sources=2, strategy=strategy)

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from . import _args, _native
 from .errors import (
+    BackpressureError,
     ColumnNotFoundError,
     ColumnTypeError,
     InputError,
@@ -52,6 +53,7 @@ __all__ = [
     "TopDominantQuery",
     "TopKQuery",
     "WindgateError",
+    "BackpressureError",
     "InvalidParameterError",
     "ColumnNotFoundError",
     "ColumnTypeError",
@@ -159,6 +161,12 @@ class WindowAggregator:
     :meth:`flush`; with several sources and no lateness, each source must be sorted by time and windows close
     as soon as every source has moved past them. Memory is bounded by the open panes, not the stream's length.
 
+    With several sources, ``credits`` bounds how many rows a source may have pending (pushed but not yet
+    final because another source holds the watermark back; default about a million, ``None``: unbounded).
+    A push beyond that raises :class:`windgate.errors.BackpressureError` *without consuming the batch*:
+    push the lagging source (or close it) and push the batch again. So a stalled source cannot make the
+    operator grow without limit.
+
     Example:
         >>> import pyarrow as pa, windgate
         >>> agg = windgate.WindowAggregator(time="ts", size=10, aggs={"*": "count"}, lateness=0)
@@ -186,6 +194,7 @@ class WindowAggregator:
         strategy: str = "auto",
         farm: Mapping[str, Any] | None = None,
         sources: int = 1,
+        credits: int | None = 1 << 20,
     ) -> None:
         kwargs = _args.operator_kwargs(
             time=time,
@@ -201,12 +210,13 @@ class WindowAggregator:
             strategy=strategy,
             farm=farm,
         )
-        self._inner = _native.WindowAggregator(**kwargs, sources=sources)
+        self._inner = _native.WindowAggregator(**kwargs, sources=sources, credits=credits)
 
     def push(self, batch: Any, source: int = 0) -> pa.RecordBatch:
         """Pushes a batch (or a table or stream, batch by batch) of ``source``.
 
-        Returns the rows of the windows that became final (a possibly empty ``pyarrow.RecordBatch``).
+        Returns the rows of the windows that became final (a possibly empty ``pyarrow.RecordBatch``). Raises
+        :class:`windgate.errors.BackpressureError` (nothing consumed) when ``source`` is out of credits.
         """
         return self._inner.push(_args.arrow_source(batch, "batch"), source)
 
@@ -220,7 +230,7 @@ class WindowAggregator:
 
     @property
     def stats(self) -> dict[str, Any]:
-        """Counters: ``rows_in``, ``late_rows``, ``null_time_rows``, ``rows_out``, ``windows_out``,
+        """Counters: ``rows_in``, ``pending_rows`` and ``backpressured`` (credits), ``late_rows``, ``null_time_rows``, ``rows_out``, ``windows_out``,
         ``open_panes``, ``keys``, ``watermark``, ``slack``, ``threads``, ``strategy``; with the pane farm also
         ``plq_busy_s`` and ``wlq_busy_s`` (busy seconds per worker), ``punctuations``, ``panes_closed``,
         ``panes_split``, ``split_factor``, ``theta_b``, ``alpha`` and ``utilisation`` (mean PLQ rho)."""

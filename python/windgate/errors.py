@@ -19,6 +19,7 @@ __all__ = [
     "InvalidValueError",
     "OperatorPoisonedError",
     "InputError",
+    "BackpressureError",
 ]
 
 
@@ -64,3 +65,12 @@ class OperatorPoisonedError(WindgateError, RuntimeError):
 
 class InputError(WindgateError, ValueError):
     """The input could not be read: an Arrow stream whose producer failed, or data Arrow cannot convert."""
+
+
+class BackpressureError(WindgateError, RuntimeError):
+    """A source ran ``credits`` rows ahead of the sources holding the watermark back.
+
+    The batch was **not** consumed and the operator is still usable: push the lagging sources (or close
+    them), then push the batch again. This is how a multi-source operator keeps memory bounded when one
+    source stalls.
+    """

@@ -27,6 +27,10 @@ pub enum ErrorKind {
     Poisoned,
     /// The input could not be read (an Arrow stream that failed). Python: `InputError`.
     Input,
+    /// A source ran too far ahead of the others (its credits are used up); the batch was not consumed and
+    /// the operator is still usable: push the lagging sources or close them, then retry. Python:
+    /// `BackpressureError`.
+    Backpressure,
 }
 
 /// A windgate error: a kind and a message that names what was wrong and what was expected.

@@ -1,6 +1,5 @@
 //! Brief 000 §5.4's edge cases, one named test each, run on every multiway design (and the pane and reference
-//! engines, which must agree). Case 19 (credits) waits for that feature; 23 (`order_by`) is not offered; 17 is
-//! scaled down (10^5 keys).
+//! engines, which must agree). 23 (`order_by`) is not offered; 17 is scaled down (10^5 keys).
 
 use std::sync::Arc;
 
@@ -321,6 +320,47 @@ fn e18_time_gaps_make_no_empty_windows() {
     let out = agree(|e| whole(e, 10, 5, &[at(&[1, 1_000_000]), at(&[2, 2_000_000])]));
     assert_eq!(out.num_rows(), 6);
     assert!(col_i64(&out, "count").iter().all(|&c| c >= 1));
+}
+
+#[test]
+fn e19_a_source_far_ahead_is_refused_until_the_slow_one_catches_up() {
+    use windgate_core::ErrorKind;
+    for e in ENGINES {
+        let mut o = opts(e, 2, 10, 10);
+        o.credits = Some(100);
+        let mut agg = WindowAggregator::new(o).unwrap();
+        let mut out = vec![];
+        // Source 0 runs ahead 1000x faster; source 1 sends one row now and then.
+        let mut fast = 0i64;
+        let mut slow = 0i64;
+        let mut refused = 0;
+        while fast < 20_000 {
+            let batch = at(&(fast..fast + 40).collect::<Vec<_>>());
+            match agg.push(&batch, 0) {
+                Ok(b) => {
+                    out.push(b);
+                    fast += 40;
+                }
+                Err(err) => {
+                    assert_eq!(err.kind(), ErrorKind::Backpressure, "{e:?}: {err}");
+                    assert!(err.message().contains("source(s) 1"), "{err}");
+                    refused += 1;
+                    // Memory stays bounded: at most the credits plus one batch pending.
+                    assert!(agg.stats().pending_rows <= 140, "{e:?}");
+                    slow += 1000;
+                    out.push(agg.push(&at(&[slow]), 1).unwrap());
+                }
+            }
+        }
+        assert!(refused > 0, "{e:?}: credits never engaged");
+        assert_eq!(agg.stats().backpressured, refused);
+        out.push(agg.close_source(1).unwrap());
+        out.push(agg.flush().unwrap());
+        let got = concat_batches(&out[0].schema(), &out).unwrap();
+        // Nothing lost: every row counted once.
+        let total: i64 = col_i64(&got, "count").iter().sum();
+        assert_eq!(total, 20_000 + refused as i64, "{e:?}");
+    }
 }
 
 #[test]

@@ -19,6 +19,7 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::InvalidValue => "InvalidValueError",
         ErrorKind::Poisoned => "OperatorPoisonedError",
         ErrorKind::Input => "InputError",
+        ErrorKind::Backpressure => "BackpressureError",
     }
 }
 

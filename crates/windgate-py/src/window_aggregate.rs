@@ -72,7 +72,7 @@ impl WindowAggregator {
     #[new]
     #[pyo3(signature = (*, time, size, slide=None, offset=None, by=vec![], aggs, lateness=None,
                         on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
-                        sources=1))]
+                        sources=1, credits=Some(1 << 20)))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
         time: String,
@@ -88,6 +88,7 @@ impl WindowAggregator {
         strategy: &str,
         farm: Option<Bound<'py, PyDict>>,
         sources: i64,
+        credits: Option<i64>,
     ) -> PyResult<Self> {
         if sources < 1 {
             return Err(to_py(Error::param(
@@ -95,7 +96,13 @@ impl WindowAggregator {
                 format!("expected at least 1 source, got {sources}"),
             )));
         }
-        let opts = options(
+        if credits.is_some_and(|c| c < 1) {
+            return Err(to_py(Error::param(
+                "credits",
+                format!("expected at least 1 row, or None for unbounded; got {credits:?}"),
+            )));
+        }
+        let mut opts = options(
             time,
             size,
             slide,
@@ -110,6 +117,7 @@ impl WindowAggregator {
             farm.as_ref(),
             sources as usize,
         )?;
+        opts.credits = credits.map(|c| c as u64);
         Ok(Self {
             inner: core::WindowAggregator::new(opts).map_err(to_py)?,
         })
@@ -135,10 +143,8 @@ impl WindowAggregator {
         let out = py.detach(|| {
             catch_panic("push", || {
                 inner.bind(&schema)?;
-                let mut outs = vec![];
-                for b in reader {
-                    outs.push(inner.push(&b.map_err(Error::from)?, source as usize)?);
-                }
+                let outs =
+                    inner.push_stream(reader.map(|b| b.map_err(Error::from)), source as usize)?;
                 concat_batches(inner.output_schema(), outs)
             })
         });
@@ -172,6 +178,8 @@ impl WindowAggregator {
         let d = PyDict::new(py);
         d.set_item("batches_in", s.batches_in)?;
         d.set_item("rows_in", s.rows_in)?;
+        d.set_item("pending_rows", s.pending_rows)?;
+        d.set_item("backpressured", s.backpressured)?;
         d.set_item("late_rows", s.late_rows)?;
         d.set_item("null_time_rows", s.null_time_rows)?;
         d.set_item("rows_out", s.rows_out)?;

@@ -9,6 +9,7 @@
 //! back and a closed one stops doing so. Late-row decisions are per source and depend only on that source's row sequence: the same
 //! input gives the same admitted rows whatever the batch split or interleaving of sources.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
@@ -28,7 +29,7 @@ use super::ring::RingKind;
 use super::slots::SlotStore;
 use super::state::{AggMeta, InputValues};
 use crate::arrow_io::{as_i64, check_same_type, column, input_values, int_column_as};
-use crate::error::{Error, Lifecycle, Result};
+use crate::error::{Error, ErrorKind, Lifecycle, Result};
 use crate::order::admission::{Rules, admit};
 use crate::order::kslack::{KSlack, Lateness};
 use crate::runtime::farm::FarmStats;
@@ -46,6 +47,10 @@ const FARM_INGEST_ROWS: usize = 1 << 13;
 pub struct Stats {
     pub batches_in: u64,
     pub rows_in: u64,
+    /// Rows pushed by sources ahead of the watermark and not yet final (counted against `credits`).
+    pub pending_rows: u64,
+    /// Pushes refused because a source's credits were used up.
+    pub backpressured: u64,
     pub late_rows: u64,
     pub null_time_rows: u64,
     pub rows_out: u64,
@@ -77,6 +82,22 @@ struct Source {
     kslack: KSlack,
     seq: u64,
     closed: bool,
+    /// Credits (brief 000 A5): rows pushed and not yet final, as (the source's watermark after the push,
+    /// rows); a chunk is released once the operator's watermark reaches it.
+    pending: VecDeque<(i64, u64)>,
+    pending_rows: u64,
+}
+
+impl Source {
+    fn release(&mut self, watermark: i64) {
+        while let Some(&(wm, rows)) = self.pending.front() {
+            if wm > watermark {
+                break;
+            }
+            self.pending.pop_front();
+            self.pending_rows -= rows;
+        }
+    }
 }
 
 /// The streaming window-aggregation operator.
@@ -120,6 +141,8 @@ impl WindowAggregator {
                 kslack: KSlack::new(Lateness::Exact),
                 seq: 0,
                 closed: false,
+                pending: VecDeque::new(),
+                pending_rows: 0,
             })
             .collect();
         let threads = resolve_threads(opts.threads);
@@ -167,6 +190,7 @@ impl WindowAggregator {
 
     pub fn stats(&self) -> Stats {
         let mut s = self.stats.clone();
+        s.pending_rows = self.sources.iter().map(|s| s.pending_rows).sum();
         if let Some(b) = &self.bound {
             s.keys = b.keys.len() as u64;
             match &b.engine {
@@ -280,6 +304,29 @@ impl WindowAggregator {
 
     /// Pushes one batch of source `source`; returns the rows of the windows that became final.
     pub fn push(&mut self, batch: &RecordBatch, source: usize) -> Result<RecordBatch> {
+        self.push_checked(batch, source, true)
+    }
+
+    /// Pushes every batch of a stream as one push: credits are checked before the first batch only, so a
+    /// [`ErrorKind::Backpressure`] refusal never leaves part of the stream consumed and its output unreturned.
+    pub fn push_stream(
+        &mut self,
+        batches: impl IntoIterator<Item = Result<RecordBatch>>,
+        source: usize,
+    ) -> Result<Vec<RecordBatch>> {
+        let mut out = Vec::new();
+        for (i, batch) in batches.into_iter().enumerate() {
+            out.push(self.push_checked(&batch?, source, i == 0)?);
+        }
+        Ok(out)
+    }
+
+    fn push_checked(
+        &mut self,
+        batch: &RecordBatch,
+        source: usize,
+        credits: bool,
+    ) -> Result<RecordBatch> {
         self.check_usable("push")?;
         if source >= self.sources.len() {
             return Err(Error::param(
@@ -297,6 +344,9 @@ impl WindowAggregator {
             ));
         }
         self.bind(batch.schema_ref())?;
+        if credits {
+            self.check_credits(source, batch.num_rows() as u64)?;
+        }
         // Large batches go through in cache-sized slices (one slice's row state stays in L2).
         let n = batch.num_rows();
         let farm = matches!(
@@ -316,7 +366,63 @@ impl WindowAggregator {
                 self.guard(|this| this.advance())?;
             }
         }
+        self.note_pending(source, n as u64);
         self.guard(|this| this.emit_ready())
+    }
+
+    /// Refuses a push of a source that already has `credits` rows pending while *another* source holds
+    /// the watermark back (the caller must feed that one, or close it). Nothing is consumed, so the
+    /// operator stays usable and the same batch can be pushed again. A source with nothing pending may push
+    /// any batch, and a source that holds the watermark back itself is never refused: that would deadlock.
+    fn check_credits(&mut self, source: usize, rows: u64) -> Result<()> {
+        let Some(limit) = self
+            .opts
+            .credits
+            .filter(|_| self.sources.len() > 1 && !self.deferred)
+        else {
+            return Ok(());
+        };
+        let wm = self.watermark().unwrap_or(i64::MIN);
+        for s in &mut self.sources {
+            s.release(wm);
+        }
+        let me = &self.sources[source];
+        if me.pending_rows == 0 || me.pending_rows + rows <= limit {
+            return Ok(());
+        }
+        let mine = me.kslack.watermark();
+        let laggards: Vec<String> = (0..self.sources.len())
+            .filter(|&j| j != source && !self.sources[j].closed)
+            .filter(|&j| match (self.sources[j].kslack.watermark(), mine) {
+                (None, _) => true,
+                (Some(theirs), Some(mine)) => theirs < mine,
+                (Some(_), None) => false,
+            })
+            .map(|j| j.to_string())
+            .collect();
+        if laggards.is_empty() {
+            return Ok(());
+        }
+        self.stats.backpressured += 1;
+        Err(Error::new(
+            ErrorKind::Backpressure,
+            format!(
+                "source {source} has {} rows pending (credits={limit}) while source(s) {} hold the \
+                 watermark back: push or close those first, then push this batch again (it was not consumed)",
+                me.pending_rows,
+                laggards.join(", ")
+            ),
+        ))
+    }
+
+    fn note_pending(&mut self, source: usize, rows: u64) {
+        if self.opts.credits.is_none() || self.sources.len() < 2 || rows == 0 {
+            return;
+        }
+        let s = &mut self.sources[source];
+        let wm = s.kslack.watermark().unwrap_or(i64::MIN);
+        s.pending.push_back((wm, rows));
+        s.pending_rows += rows;
     }
 
     /// Ends source `source`: it no longer holds the watermark back.

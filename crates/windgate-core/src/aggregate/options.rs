@@ -254,7 +254,15 @@ pub struct WindowAggregateOptions {
     /// With several sources and no lateness: merge them by readiness (each must be sorted by time) instead of
     /// holding every window until the end. Streaming operators want this; the batch function is exact.
     pub gate_sources: bool,
+    /// Streaming, several sources: rows a source may have pending (pushed, not yet final because another
+    /// source holds the watermark back) before its pushes are refused with a backpressure error (brief 000
+    /// A5). `None`: unbounded.
+    pub credits: Option<u64>,
 }
+
+/// Default [`WindowAggregateOptions::credits`]: about a million rows per source, a few tens of MB of
+/// pending state, far above any skew between live sources, well below an out-of-memory.
+pub const DEFAULT_CREDITS: u64 = 1 << 20;
 
 impl WindowAggregateOptions {
     /// Options with the defaults of the Python API.
@@ -274,6 +282,7 @@ impl WindowAggregateOptions {
             farm: FarmOptions::default(),
             sources: 1,
             gate_sources: true,
+            credits: Some(DEFAULT_CREDITS),
         }
     }
 
@@ -322,6 +331,12 @@ impl WindowAggregateOptions {
             return Err(Error::param("threads", "expected at most 254 threads"));
         }
         self.farm.validate()?;
+        if self.credits == Some(0) {
+            return Err(Error::param(
+                "credits",
+                "expected at least 1 row (or None: unbounded)",
+            ));
+        }
         if self.sources == 0 {
             return Err(Error::param("sources", "expected at least one source"));
         }
