@@ -6,6 +6,7 @@
 
 pub mod aggregate;
 pub mod arrow_io;
+pub mod columnar;
 pub mod error;
 pub mod join;
 pub mod order;
