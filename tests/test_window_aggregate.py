@@ -234,7 +234,9 @@ def test_several_sources_merge_by_readiness():
 
 @pytest.mark.parametrize("strategy", ["pane", "tumlsc", "wiml"])
 def test_credits_refuse_a_source_far_ahead_without_consuming_the_batch(strategy):
-    agg = windgate.WindowAggregator(time="ts", size=10, aggs={"*": "count"}, sources=2, credits=5, strategy=strategy)
+    agg = windgate.WindowAggregator(
+        time="ts", size=10, aggs={"*": "count"}, sources=2, credits=5, strategy=strategy
+    )
     agg.push(pa.table({"ts": [1, 2, 3, 4]}), source=0)
     with pytest.raises(windgate.errors.BackpressureError, match=r"source\(s\) 1 hold the watermark back"):
         agg.push(pa.table({"ts": [11, 12]}), source=0)
@@ -246,6 +248,29 @@ def test_credits_refuse_a_source_far_ahead_without_consuming_the_batch(strategy)
     assert sum(counts) == 7
     with pytest.raises(windgate.InvalidParameterError, match="credits"):
         windgate.WindowAggregator(time="ts", size=10, aggs={"*": "count"}, sources=2, credits=0)
+
+
+@pytest.mark.parametrize("strategy", ["pane", "mq", "tumlsc", "wiml"])
+def test_order_by_makes_first_last_independent_of_the_source_split(strategy):
+    n = 600
+    t = pa.table(
+        {
+            "ts": [i // 10 for i in range(n)],
+            "id": [(i // 10) * 100 + 9 - i % 10 for i in range(n)],  # backwards within equal times
+            "k": [i % 7 for i in range(n)],
+            "v": [float(i) for i in range(n)],
+        }
+    )
+    kw = dict(
+        time="ts", size=10, slide=5, by="k", aggs={"v": ["first", "last"]}, strategy=strategy, order_by="id"
+    )
+    want = windgate.window_aggregate(t, **{**kw, "strategy": "reference"})
+    for parts in (2, 5):
+        sources = [t.filter(pa.array([i % parts == s for i in range(n)])) for s in range(parts)]
+        assert windgate.window_aggregate(sources, **kw).equals(want)
+    assert want.column("first_v")[0].as_py() == 7.0  # row 7 (id 2) before row 0 (id 9) at time 0
+    with pytest.raises(windgate.ColumnTypeError, match="order_by"):
+        windgate.window_aggregate(t, **{**kw, "order_by": "v"})
 
 
 @pytest.mark.parametrize("strategy", ["pane", "mq", "mqlf", "tumlsc", "tumlmc", "wiml"])

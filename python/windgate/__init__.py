@@ -85,6 +85,7 @@ def window_aggregate(
     threads: int | None = None,
     strategy: str = "auto",
     farm: Mapping[str, Any] | None = None,
+    order_by: str | None = None,
 ) -> pa.Table:
     """Sliding- or tumbling-window aggregation, per group, over a whole input.
 
@@ -101,9 +102,9 @@ def window_aggregate(
         offset: shift of the window grid (Spark's ``startTime``).
         by: group column(s). Null is a group of its own.
         aggs: output aggregates: ``{"*": "count", "kwh": ["sum", "max"]}``. Functions: ``count``, ``sum``,
-            ``min``, ``max``, ``mean``, ``var``, ``std`` (sample), ``first``, ``last`` (by time, then source,
-            then arrival). Nulls are ignored; all-null gives null. Float sums are exact and correctly rounded,
-            so they do not depend on row order.
+            ``min``, ``max``, ``mean``, ``var``, ``std`` (sample), ``first``, ``last`` (by time, then
+            ``order_by``, then source, then arrival). Nulls are ignored; all-null gives null. Float sums
+            are exact and correctly rounded, so they do not depend on row order.
         lateness: ``None`` (exact over all rows whatever their order), a bound K (rows more than K behind the
             largest time seen are late), or ``"adaptive"`` (seed 004's K-slack).
         on_late: ``"drop"`` (dropped and counted) or ``"error"``.
@@ -123,6 +124,9 @@ def window_aggregate(
             ``scheduler`` (``"as_pid"`` default, ``"as"``, ``"pb_rr"``, ``"tb_rr"``), ``window_scheduler``
             (``"win_fb"`` default or ``"win_rr"``), ``split_threshold`` (rows per pane partition; default
             adaptive), ``setpoint`` (AS_PID's utilisation target, 0.9) and ``sample_interval`` (seconds, 1.0).
+        order_by: an integer or timestamp column (no nulls) that orders rows of equal time for ``first`` and
+            ``last`` before the source and arrival do: with a unique one, splitting the same rows over any
+            number of sources, in any batches, gives the same result.
 
     Returns:
         A pyarrow Table: the ``by`` columns, ``window_start``, ``window_end``, then ``count`` and
@@ -149,7 +153,7 @@ def window_aggregate(
         strategy=strategy,
         farm=farm,
     )
-    return _native.window_aggregate(_args.sources(data), **kwargs)
+    return _native.window_aggregate(_args.sources(data), **kwargs, order_by=order_by)
 
 
 class WindowAggregator:
@@ -195,6 +199,7 @@ class WindowAggregator:
         farm: Mapping[str, Any] | None = None,
         sources: int = 1,
         credits: int | None = 1 << 20,
+        order_by: str | None = None,
     ) -> None:
         kwargs = _args.operator_kwargs(
             time=time,
@@ -210,7 +215,7 @@ class WindowAggregator:
             strategy=strategy,
             farm=farm,
         )
-        self._inner = _native.WindowAggregator(**kwargs, sources=sources, credits=credits)
+        self._inner = _native.WindowAggregator(**kwargs, sources=sources, credits=credits, order_by=order_by)
 
     def push(self, batch: Any, source: int = 0) -> pa.RecordBatch:
         """Pushes a batch (or a table or stream, batch by batch) of ``source``.
@@ -230,7 +235,8 @@ class WindowAggregator:
 
     @property
     def stats(self) -> dict[str, Any]:
-        """Counters: ``rows_in``, ``pending_rows`` and ``backpressured`` (credits), ``late_rows``, ``null_time_rows``, ``rows_out``, ``windows_out``,
+        """Counters: ``rows_in``, ``pending_rows`` and ``backpressured`` (credits), ``late_rows``,
+        ``null_time_rows``, ``rows_out``, ``windows_out``,
         ``open_panes``, ``keys``, ``watermark``, ``slack``, ``threads``, ``strategy``; with the pane farm also
         ``plq_busy_s`` and ``wlq_busy_s`` (busy seconds per worker), ``punctuations``, ``panes_closed``,
         ``panes_split``, ``split_factor``, ``theta_b``, ``alpha`` and ``utilisation`` (mean PLQ rho)."""

@@ -22,6 +22,7 @@ def window_aggregate(
     threads: int | None = None,
     strategy: str = "auto",
     farm: dict[str, Any] | None = None,
+    order_by: str | None = None,
 ) -> pa.Table: ...
 
 class WindowAggregator:
@@ -42,6 +43,7 @@ class WindowAggregator:
         farm: dict[str, Any] | None = None,
         sources: int = 1,
         credits: int | None = 1048576,
+        order_by: str | None = None,
     ) -> None: ...
     def push(self, batch: Any, source: int = 0) -> pa.RecordBatch: ...
     def close_source(self, source: int) -> pa.RecordBatch: ...

@@ -14,7 +14,8 @@ use crate::errors::{catch_panic, detached_batch_call, finish_batch, to_py};
 /// Batch window aggregation over one or several sources (see `windgate.window_aggregate`).
 #[pyfunction]
 #[pyo3(signature = (sources, *, time, size, slide=None, offset=None, by=vec![], aggs, lateness=None,
-                    on_late="drop", null_time="error", threads=None, strategy="auto", farm=None))]
+                    on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
+                    order_by=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn window_aggregate<'py>(
     py: Python<'py>,
@@ -31,8 +32,9 @@ pub fn window_aggregate<'py>(
     threads: Option<i64>,
     strategy: &str,
     farm: Option<Bound<'py, PyDict>>,
+    order_by: Option<String>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let opts = options(
+    let mut opts = options(
         time,
         size,
         slide,
@@ -47,6 +49,8 @@ pub fn window_aggregate<'py>(
         farm.as_ref(),
         sources.len(),
     )?;
+    opts.order_by = order_by;
+    opts.validate().map_err(to_py)?;
     let readers = sources
         .into_iter()
         .map(|s| s.into_reader())
@@ -72,7 +76,7 @@ impl WindowAggregator {
     #[new]
     #[pyo3(signature = (*, time, size, slide=None, offset=None, by=vec![], aggs, lateness=None,
                         on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
-                        sources=1, credits=Some(1 << 20)))]
+                        sources=1, credits=Some(1 << 20), order_by=None))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
         time: String,
@@ -89,6 +93,7 @@ impl WindowAggregator {
         farm: Option<Bound<'py, PyDict>>,
         sources: i64,
         credits: Option<i64>,
+        order_by: Option<String>,
     ) -> PyResult<Self> {
         if sources < 1 {
             return Err(to_py(Error::param(
@@ -118,6 +123,8 @@ impl WindowAggregator {
             sources as usize,
         )?;
         opts.credits = credits.map(|c| c as u64);
+        opts.order_by = order_by;
+        opts.validate().map_err(to_py)?;
         Ok(Self {
             inner: core::WindowAggregator::new(opts).map_err(to_py)?,
         })

@@ -35,12 +35,15 @@ pub struct Admitted {
     pub inputs: Vec<InputValues>,
     pub source: u32,
     pub seq0: u64,
+    /// The `order_by` column (ties of equal times), if the query has one.
+    pub by: Option<ScalarBuffer<i64>>,
 }
 
 impl Admitted {
     pub fn order(&self) -> RowOrder<'_> {
         RowOrder {
             ts: &self.ts,
+            by: self.by.as_deref(),
             source: self.source,
             seq0: self.seq0,
         }
@@ -160,6 +163,7 @@ impl FarmQuery for AggQuery {
         let inputs: Vec<InputValues> = c.inputs.iter().map(|v| v.slice(lo, hi - lo)).collect();
         let order = RowOrder {
             ts: &c.ts[lo..hi],
+            by: c.by.as_ref().map(|b| &b[lo..hi]),
             source: c.source,
             seq0: c.seq0 + lo as u64,
         };

@@ -263,6 +263,7 @@ impl PuWindows {
         };
         let order = RowOrder {
             ts: &rows.ts[range.clone()],
+            by: rows.by.as_ref().map(|b| &b[range.clone()]),
             source: rows.source,
             seq0: rows.seq0 + lo as u64,
         };

@@ -220,6 +220,20 @@ impl WindowAggregator {
                 .map_err(|_| Error::column_not_found(param, name, &names))
         };
         let time_type = field(&o.time, "time")?.data_type().clone();
+        if let Some(c) = &o.order_by {
+            let dt = field(c, "order_by")?.data_type();
+            if !(dt.is_integer()
+                || matches!(
+                    dt,
+                    DataType::Timestamp(..) | DataType::Date32 | DataType::Date64
+                ))
+            {
+                return Err(Error::column_type(
+                    c,
+                    format!("order_by expects an integer or timestamp column, got {dt}"),
+                ));
+            }
+        }
         let resolved = o.resolve_window(&time_type)?;
         let spec = resolved.spec;
         for s in &mut self.sources {
@@ -544,6 +558,22 @@ impl WindowAggregator {
         let n = batch.num_rows();
         let time_col = column(batch, &o.time, "time")?;
         let ts = as_i64(time_col, &o.time)?;
+        let order_by = match &o.order_by {
+            None => None,
+            Some(c) => {
+                let col = column(batch, c, "order_by")?;
+                if let Some(i) = col.logical_nulls().and_then(|n| n.iter().position(|v| !v)) {
+                    return Err(Error::new(
+                        ErrorKind::InvalidValue,
+                        format!(
+                            "order_by column {c:?} has a null at row {} of {what}; it must order every row",
+                            first_row + i
+                        ),
+                    ));
+                }
+                Some(as_i64(col, c)?)
+            }
+        };
         let by_cols: Vec<ArrayRef> =
             o.by.iter()
                 .map(|c| column(batch, c, "by").cloned())
@@ -589,6 +619,7 @@ impl WindowAggregator {
             inputs,
             source: source as u32,
             seq0: src.seq,
+            by: order_by,
         };
         src.seq += n as u64;
         self.stats.batches_in += (first_row == 0) as u64;
@@ -605,6 +636,7 @@ fn used_columns<'a>(
     specs: &'a [AggSpec],
 ) -> impl Iterator<Item = &'a str> {
     std::iter::once(o.time.as_str())
+        .chain(o.order_by.as_deref())
         .chain(o.by.iter().map(String::as_str))
         .chain(specs.iter().filter_map(|s| s.column.as_deref()))
 }

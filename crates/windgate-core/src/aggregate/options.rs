@@ -258,6 +258,10 @@ pub struct WindowAggregateOptions {
     /// source holds the watermark back) before its pushes are refused with a backpressure error (brief 000
     /// A5). `None`: unbounded.
     pub credits: Option<u64>,
+    /// An integer or timestamp column that orders rows of equal time for `first` and `last` (before the
+    /// source and arrival do): with it, splitting the same rows over any number of sources gives the same
+    /// result (brief 000 edge case 23).
+    pub order_by: Option<String>,
 }
 
 /// Default [`WindowAggregateOptions::credits`]: about a million rows per source, a few tens of MB of
@@ -283,6 +287,7 @@ impl WindowAggregateOptions {
             sources: 1,
             gate_sources: true,
             credits: Some(DEFAULT_CREDITS),
+            order_by: None,
         }
     }
 
@@ -331,6 +336,9 @@ impl WindowAggregateOptions {
             return Err(Error::param("threads", "expected at most 254 threads"));
         }
         self.farm.validate()?;
+        if self.order_by.as_deref() == Some("") {
+            return Err(Error::param("order_by", "expected a column name"));
+        }
         if self.credits == Some(0) {
             return Err(Error::param(
                 "credits",

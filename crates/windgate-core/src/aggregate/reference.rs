@@ -51,6 +51,7 @@ impl ReferenceEngine {
             if keep.is_none_or(|k| k[i]) {
                 let at = OrderKey {
                     ts: ts[i],
+                    by: order.by.map_or(0, |b| b[i]),
                     source: order.source,
                     seq: order.seq0 + i as u64,
                 };
@@ -111,9 +112,10 @@ impl ReferenceEngine {
         let inputs = self.chunks[row.chunk as usize]
             .as_ref()
             .expect("live chunk");
-        let ts = [row.at.ts];
+        let (ts, by) = ([row.at.ts], [row.at.by]);
         let order = RowOrder {
             ts: &ts,
+            by: Some(&by),
             source: row.at.source,
             seq0: row.at.seq,
         };

@@ -538,6 +538,7 @@ mod tests {
             inputs: vec![InputValues::Star],
             source: 0,
             seq0,
+            by: None,
         }
     }
 

@@ -42,6 +42,7 @@ pub(super) fn update_row(
     let inputs: Vec<InputValues> = chunk.inputs.iter().map(|v| v.slice(i, 1)).collect();
     let order = RowOrder {
         ts: &chunk.ts[i..i + 1],
+        by: chunk.by.as_ref().map(|b| &b[i..i + 1]),
         source: chunk.source,
         seq0: chunk.seq0 + i as u64,
     };

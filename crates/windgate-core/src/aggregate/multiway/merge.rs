@@ -265,6 +265,7 @@ impl Winsets {
         let inputs: Vec<_> = chunk.inputs.iter().map(|v| v.slice(lo, hi - lo)).collect();
         let order = RowOrder {
             ts: &chunk.ts[lo..hi],
+            by: chunk.by.as_ref().map(|b| &b[lo..hi]),
             source: chunk.source,
             seq0: chunk.seq0 + lo as u64,
         };

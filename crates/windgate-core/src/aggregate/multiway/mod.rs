@@ -75,8 +75,11 @@ struct RowRef {
 impl RowRef {
     fn key(&self) -> OrderKey {
         let i = self.row as usize;
+        // The gate merges in (ts, source, seq): each source is sorted by that; `by` only breaks ties in
+        // the aggregate states.
         OrderKey {
             ts: self.chunk.ts[i],
+            by: 0,
             source: self.chunk.source,
             seq: self.chunk.seq0 + i as u64,
         }
