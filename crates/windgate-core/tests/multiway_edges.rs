@@ -560,3 +560,15 @@ fn e25_drop_while_workers_wait() {
         drop(agg); // source 1 never sent: the output thread waits; dropping must end every thread
     }
 }
+
+/// Each parallel strategy runs its own engine (a threaded one reports farm stats), not a fallback: a name
+/// missing from the operator's dispatch once made tumlmc and wiml run the pane engine unnoticed.
+#[test]
+fn every_design_runs_its_own_engine() {
+    for e in ENGINES {
+        let mut agg = WindowAggregator::new(opts(e, 2, 10, 10)).unwrap();
+        agg.push(&at(&[1, 2]), 0).unwrap();
+        let threaded = !matches!(e, Engine::Reference | Engine::Pane);
+        assert_eq!(agg.stats().farm.is_some(), threaded, "{e:?}");
+    }
+}

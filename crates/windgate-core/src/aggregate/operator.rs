@@ -131,6 +131,8 @@ pub struct WindowAggregator {
     life: Lifecycle,
     /// Batch mode: pushes do not wait for the farm's windows (the flush collects them, in order).
     deferred: bool,
+    /// The strategy `auto` resolved to.
+    strategy: Strategy,
 }
 
 impl WindowAggregator {
@@ -176,6 +178,7 @@ impl WindowAggregator {
             stats,
             life: Lifecycle::default(),
             deferred: false,
+            strategy,
         })
     }
 
@@ -280,30 +283,34 @@ impl WindowAggregator {
             }
         }
         let store = || SlotStore::new(&metas);
-        let engine = match self.stats.strategy {
-            "reference" => Engine::Reference(ReferenceEngine::new(spec, store())),
-            name @ ("farm" | "rrcpa" | "hsa" | "rra" | "hoa" | "rrca" | "mq" | "mqlf"
-            | "tumlsc") => {
-                let sources = self.sources.len();
-                let parallel = match name {
-                    "farm" => Parallel::Farm,
-                    "rrcpa" => Parallel::Rrcpa,
-                    "hsa" => Parallel::Line(LineKind::Hsa),
-                    "rra" => Parallel::Line(LineKind::Rra),
-                    "hoa" => Parallel::Ring(RingKind::Hoa),
-                    "rrca" => Parallel::Ring(RingKind::Rrca),
-                    "mq" => Parallel::Multiway(Design::Mq, sources),
-                    "mqlf" => Parallel::Multiway(Design::MqLf, sources),
-                    "tumlsc" => Parallel::Multiway(Design::TuMlSc, sources),
-                    "tumlmc" => {
-                        Parallel::Multiway(Design::TuMlMc(resolve_threads(o.threads)), sources)
-                    }
-                    _ => Parallel::Multiway(Design::WiMl, sources),
-                };
+        // Exhaustive over the resolved strategy, so a new design cannot silently fall back to another engine.
+        let sources = self.sources.len();
+        let parallel = match self.strategy {
+            Strategy::Auto | Strategy::Pane | Strategy::Reference => None,
+            Strategy::Farm => Some(Parallel::Farm),
+            Strategy::Rrcpa => Some(Parallel::Rrcpa),
+            Strategy::Hsa => Some(Parallel::Line(LineKind::Hsa)),
+            Strategy::Rra => Some(Parallel::Line(LineKind::Rra)),
+            Strategy::Hoa => Some(Parallel::Ring(RingKind::Hoa)),
+            Strategy::Rrca => Some(Parallel::Ring(RingKind::Rrca)),
+            Strategy::Mq => Some(Parallel::Multiway(Design::Mq, sources)),
+            Strategy::MqLf => Some(Parallel::Multiway(Design::MqLf, sources)),
+            Strategy::TuMlSc => Some(Parallel::Multiway(Design::TuMlSc, sources)),
+            Strategy::TuMlMc => Some(Parallel::Multiway(
+                Design::TuMlMc(resolve_threads(o.threads)),
+                sources,
+            )),
+            Strategy::WiMl => Some(Parallel::Multiway(Design::WiMl, sources)),
+        };
+        let engine = match parallel {
+            None if self.strategy == Strategy::Reference => {
+                Engine::Reference(ReferenceEngine::new(spec, store()))
+            }
+            None => Engine::Pane(PaneEngine::new(spec, store(), store())),
+            Some(parallel) => {
                 let cfg = o.farm.config(self.stats.threads as usize);
                 Engine::Farm(Box::new(FarmEngine::new(spec, &metas, &cfg, parallel)))
             }
-            _ => Engine::Pane(PaneEngine::new(spec, store(), store())),
         };
         self.bound = Some(Bound {
             schema: schema.clone(),
