@@ -46,7 +46,7 @@ use crate::order::scale_gate::{ScaleGate, Source};
 use crate::runtime::farm::{Collector, OutMsg, report_panic, spawn};
 use crate::runtime::monitor::WorkerCounters;
 use crate::time::WindowSpec;
-use hive::{HiveOutput, HiveUpdater, Part, update_row};
+use hive::{HiveOutput, HiveUpdater, Part, update_rows};
 use merge::{Merge, Output, Queue, SourceQueue};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +73,13 @@ struct RowRef {
 }
 
 impl RowRef {
+    fn new(chunk: &Arc<Admitted>, row: usize) -> Self {
+        Self {
+            chunk: chunk.clone(),
+            row: row as u32,
+        }
+    }
+
     fn key(&self) -> OrderKey {
         let i = self.row as usize;
         // The gate merges in (ts, source, seq): each source is sorted by that; `by` only breaks ties in
@@ -96,7 +103,7 @@ enum Feed {
     Queue(Arc<Vec<SourceQueue>>, usize),
     Gate(Source<OrderKey, RowRef>),
     /// `None` once closed (dropping the updater closes it).
-    Hive(Option<Updater<Part>>, Vec<Arc<AggMeta>>),
+    Hive(Option<Updater<Part>>, Vec<Arc<AggMeta>>, WindowSpec),
 }
 
 /// The engine as the operator sees it: `submit` per source, `close_source`, `collect`.
@@ -144,6 +151,7 @@ impl MultiwayEngine {
                 out: out_tx.clone(),
                 counters: c.clone(),
                 in_flight: in_flight.clone(),
+                slots: Vec::new(),
             };
             threads.push(spawn(format!("windgate-multiway-i{j}"), move || {
                 input.run(j)
@@ -278,6 +286,7 @@ fn tumlmc_back(
     for (me, (reader, updater)) in readers.into_iter().zip(updaters).enumerate() {
         let c = Arc::new(WorkerCounters::default());
         let h = HiveUpdater {
+            spec,
             me,
             of: u,
             metas: metas.to_vec(),
@@ -311,7 +320,7 @@ fn wiml_back(
     Back {
         feeds: updaters
             .into_iter()
-            .map(|u| Feed::Hive(Some(u), metas.to_vec()))
+            .map(|u| Feed::Hive(Some(u), metas.to_vec(), spec))
             .collect(),
         threads: vec![o],
         counters: vec![c],
@@ -342,6 +351,8 @@ struct InputThread {
     out: Sender<OutMsg<AggWindow>>,
     counters: Arc<WorkerCounters>,
     in_flight: Arc<AtomicU64>,
+    /// WiML's scratch slot list.
+    slots: Vec<u32>,
 }
 
 impl InputThread {
@@ -355,7 +366,7 @@ impl InputThread {
         // Whatever happened, the source ends (a dropped gate source or W-Hive updater closes itself).
         match &mut self.feed {
             Feed::Queue(q, j) => q[*j].closed.store(true, Ordering::Release),
-            Feed::Hive(u, _) => drop(u.take()),
+            Feed::Hive(u, ..) => drop(u.take()),
             Feed::Gate(_) => {}
         }
         self.wake.iter().for_each(Thread::unpark);
@@ -369,28 +380,33 @@ impl InputThread {
             };
             let t0 = Instant::now();
             let keep = chunk.keep.as_deref();
-            let mut rows = 0u64;
-            for i in 0..chunk.ts.len() {
-                if keep.is_some_and(|k| !k[i]) {
-                    continue;
+            let kept = (0..chunk.ts.len()).filter(|&i| keep.is_none_or(|k| k[i]));
+            let rows = match &mut self.feed {
+                // WiML: the whole chunk into the W-Hive, a run of rows per pane.
+                Feed::Hive(u, metas, spec) => {
+                    let u = u.as_mut().expect("open until Close");
+                    let all = (0, chunk.ts.len());
+                    update_rows(u, metas, spec, &chunk, all, |_| true, &mut self.slots);
+                    kept.count() as u64
                 }
-                let r = RowRef {
-                    chunk: chunk.clone(),
-                    row: i as u32,
-                };
-                match &mut self.feed {
-                    Feed::Queue(q, j) => q[*j].queue.push(r),
-                    Feed::Gate(src) => src.add(r.key(), r),
-                    Feed::Hive(u, metas) => {
-                        let u = u.as_mut().expect("open until Close");
-                        update_row(u, metas, &chunk, i);
-                    }
+                Feed::Queue(q, j) => {
+                    let rows = kept
+                        .map(|i| q[*j].queue.push(RowRef::new(&chunk, i)))
+                        .count();
+                    self.in_flight.fetch_add(rows as u64, Ordering::Relaxed);
+                    rows as u64
                 }
-                rows += 1;
-            }
-            if matches!(self.feed, Feed::Queue(..) | Feed::Gate(_)) {
-                self.in_flight.fetch_add(rows, Ordering::Relaxed);
-            }
+                Feed::Gate(src) => {
+                    let rows = kept
+                        .map(|i| {
+                            let r = RowRef::new(&chunk, i);
+                            src.add(r.key(), r)
+                        })
+                        .count();
+                    self.in_flight.fetch_add(rows as u64, Ordering::Relaxed);
+                    rows as u64
+                }
+            };
             self.counters.add(t0.elapsed(), rows);
             self.wake.iter().for_each(Thread::unpark);
         }
