@@ -16,8 +16,8 @@ Zipf-skewed songs, comments round-robin over the sources. Experiments (brief 000
   Spark's native ``window()`` group-by on ``local[2]`` and windgate through Spark (``windgate.queries.
   spark_query``), next to windgate's batch call on the N sources.
 
-Designs (``windgate.WindowAggregator(..., sources=N, strategy=...)``): ``mq``, ``mqlf``, ``tumlsc`` and, once
-the extension accepts them, ``tumlmc`` and ``wiml`` (a rejected name is reported as skipped), and ``auto``
+Designs (``windgate.WindowAggregator(..., sources=N, strategy=...)``): ``mq``, ``mqlf``, ``tumlsc``,
+``tumlmc`` and ``wiml`` (a name an older build rejects is reported as skipped), and ``auto``
 (the batched production path, today the pane engine; with one source it runs with ``lateness=0``, which is
 the same for a sorted source, since without lateness one source closes nothing before ``flush``).
 
