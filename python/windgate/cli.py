@@ -707,7 +707,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--on-late", choices=["drop", "error"], default="drop")
     a.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
     a.add_argument(
-        "--strategy", choices=["auto", "pane", "farm", "rrcpa", "hsa", "rra", "reference"], default=None
+        "--strategy",
+        choices=["auto", "pane", "farm", "rrcpa", "hsa", "rra", "hoa", "rrca", "reference"],
+        default=None,
     )
     a.add_argument(
         "--scheduler",
@@ -741,7 +743,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument(
         "--strategy",
         default="auto",
-        help="auto, pane, reference, or a multiway design: mq, mqlf, tumlsc, ... (default auto)",
+        help="auto, pane, reference, or a multiway design: mq, mqlf, tumlsc, tumlmc, wiml (default auto)",
     )
     m.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
     m.add_argument("--out", required=True, help="output Parquet file")
