@@ -14,5 +14,6 @@ pub mod preference;
 pub mod runtime;
 mod sync;
 pub mod time;
+pub mod tpcxbb;
 
 pub use error::{Error, ErrorKind, Result};

@@ -21,12 +21,11 @@ impl Filter {
     }
 
     pub(crate) fn from_spec(spec: &Value) -> Result<Self> {
-        let mut p = Params::new("filter", spec)?;
+        let mut p = Params::new("filter", spec, &["predicate"])?;
         let predicate = match p.get("predicate") {
             Some(v) => Predicate::parse(v, &p.label("predicate"))?,
             None => return Err(p.error("predicate", "is required")),
         };
-        p.finish()?;
         Ok(Self::new(predicate))
     }
 }

@@ -71,7 +71,21 @@ impl LastNBefore {
     }
 
     pub(crate) fn from_spec(spec: &Value) -> Result<Self> {
-        let mut p = Params::new("last_n_before", spec)?;
+        let mut p = Params::new(
+            "last_n_before",
+            spec,
+            &[
+                "key",
+                "time",
+                "value",
+                "trigger",
+                "candidate",
+                "n",
+                "within",
+                "output",
+                "partitions",
+            ],
+        )?;
         let key = p.nonempty_strings("key")?;
         let time = p.string("time")?;
         let value = p.string("value")?;
@@ -94,7 +108,6 @@ impl LastNBefore {
             .opt_string("output")?
             .unwrap_or_else(|| format!("{value}_before"));
         let partitions = p.partitions()?;
-        p.finish()?;
         Ok(Self {
             key,
             time,

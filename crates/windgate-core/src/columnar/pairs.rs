@@ -40,10 +40,9 @@ impl Pairs {
     }
 
     pub(crate) fn from_spec(spec: &Value) -> Result<Self> {
-        let mut p = Params::new("pairs", spec)?;
+        let mut p = Params::new("pairs", spec, &["column", "names"])?;
         let column = p.string("column")?;
         let names = p.strings("names")?;
-        p.finish()?;
         match names.as_slice() {
             [] => Ok(Self::new(&column, None)),
             [a, b] if a != b => Ok(Self::new(&column, Some((a, b)))),

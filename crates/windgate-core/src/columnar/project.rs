@@ -35,7 +35,7 @@ impl Project {
 
     /// `columns=["a", "b"]` or `columns={"out": "a", "total": ("*", "q", "p")}`.
     pub(crate) fn from_spec(spec: &Value) -> Result<Self> {
-        let mut p = Params::new("project", spec)?;
+        let mut p = Params::new("project", spec, &["columns"])?;
         let label = p.label("columns");
         let columns = match p.get("columns") {
             Some(Value::List(items)) => items
@@ -64,7 +64,6 @@ impl Project {
             }
             None => return Err(p.error("columns", "is required")),
         };
-        p.finish()?;
         if columns.is_empty() {
             return Err(Error::param(&label, "expected at least one column"));
         }

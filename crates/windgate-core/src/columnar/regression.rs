@@ -69,7 +69,19 @@ impl Regression {
     }
 
     pub(crate) fn from_spec(spec: &Value) -> Result<Self> {
-        let mut p = Params::new("regression", spec)?;
+        let mut p = Params::new(
+            "regression",
+            spec,
+            &[
+                "key",
+                "time",
+                "value",
+                "bucket",
+                "max_slope",
+                "lateness",
+                "partitions",
+            ],
+        )?;
         let key = p.nonempty_strings("key")?;
         let time = p.string("time")?;
         let value = p.string("value")?;
@@ -77,7 +89,6 @@ impl Regression {
         let max_slope = p.opt_float("max_slope")?;
         let lateness = p.opt_span("lateness")?.unwrap_or(Span::Units(0));
         let partitions = p.partitions()?;
-        p.finish()?;
         Ok(Self {
             key,
             time,

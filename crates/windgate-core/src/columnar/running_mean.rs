@@ -35,10 +35,9 @@ impl RunningMean {
     }
 
     pub(crate) fn from_spec(spec: &Value) -> Result<Self> {
-        let mut p = Params::new("running_mean", spec)?;
+        let mut p = Params::new("running_mean", spec, &["column", "output"])?;
         let column = p.string("column")?;
         let output = p.opt_string("output")?;
-        p.finish()?;
         Ok(Self::new(&column, output.as_deref()))
     }
 }

@@ -86,7 +86,20 @@ impl Sessionize {
     }
 
     pub(crate) fn from_spec(spec: &Value) -> Result<Self> {
-        let mut p = Params::new("sessionize", spec)?;
+        let mut p = Params::new(
+            "sessionize",
+            spec,
+            &[
+                "key",
+                "time",
+                "gap",
+                "values",
+                "counts",
+                "lateness",
+                "allow_unordered",
+                "partitions",
+            ],
+        )?;
         let key = p.nonempty_strings("key")?;
         let time = p.string("time")?;
         let gap = p.span("gap")?;
@@ -116,7 +129,6 @@ impl Sessionize {
         let lateness = p.opt_span("lateness")?.unwrap_or(Span::Units(0));
         let allow_unordered = p.bool("allow_unordered", false)?;
         let partitions = p.partitions()?;
-        p.finish()?;
         Ok(Self {
             key,
             time,

@@ -47,7 +47,11 @@ impl TopK {
     }
 
     pub(crate) fn from_spec(spec: &Value) -> Result<Self> {
-        let mut p = Params::new("topk", spec)?;
+        let mut p = Params::new(
+            "topk",
+            spec,
+            &["k", "score", "keys", "window", "descending"],
+        )?;
         let k = p
             .int_in("k", 0, 1, i64::MAX)
             .map_err(|_| p.error("k", "expected a positive int (how many rows per window)"))?
@@ -56,7 +60,6 @@ impl TopK {
         let keys = p.strings("keys")?;
         let window = p.opt_string("window")?;
         let descending = p.bool("descending", true)?;
-        p.finish()?;
         Ok(Self {
             k,
             score,

@@ -82,12 +82,11 @@ impl From<bool> for Value {
 pub(crate) struct Params<'a> {
     op: &'a str,
     entries: &'a [(String, Value)],
-    used: Vec<bool>,
-    asked: Vec<&'static str>,
 }
 
 impl<'a> Params<'a> {
-    pub fn new(op: &'a str, params: &'a Value) -> Result<Self> {
+    /// `known`: every parameter the operator takes; any other name is an error.
+    pub fn new(op: &'a str, params: &'a Value, known: &[&str]) -> Result<Self> {
         let entries: &[(String, Value)] = match params {
             Value::Map(m) => m,
             Value::Null => &[],
@@ -98,12 +97,16 @@ impl<'a> Params<'a> {
                 ));
             }
         };
-        Ok(Self {
-            op,
-            entries,
-            used: vec![false; entries.len()],
-            asked: Vec::new(),
-        })
+        if let Some((name, _)) = entries.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+            return Err(Error::param(
+                op,
+                format!(
+                    "unknown parameter {name:?} (expected one of: {})",
+                    known.join(", ")
+                ),
+            ));
+        }
+        Ok(Self { op, entries })
     }
 
     /// `"<op>: <name>"`, the label errors start with.
@@ -117,9 +120,7 @@ impl<'a> Params<'a> {
 
     /// The value of `name`, unless absent or None.
     pub fn get(&mut self, name: &'static str) -> Option<&'a Value> {
-        self.asked.push(name);
         let i = self.entries.iter().position(|(k, _)| k == name)?;
-        self.used[i] = true;
         Some(&self.entries[i].1).filter(|v| **v != Value::Null)
     }
 
@@ -237,20 +238,5 @@ impl<'a> Params<'a> {
     /// the result).
     pub fn partitions(&mut self) -> Result<usize> {
         Ok(self.int_in("partitions", super::DEFAULT_PARTITIONS as i64, 1, 1 << 16)? as usize)
-    }
-
-    /// Fails on a parameter no reader asked for.
-    pub fn finish(self) -> Result<()> {
-        if let Some(i) = self.used.iter().position(|u| !u) {
-            return Err(Error::param(
-                self.op,
-                format!(
-                    "unknown parameter {:?} (expected one of: {})",
-                    self.entries[i].0,
-                    self.asked.join(", ")
-                ),
-            ));
-        }
-        Ok(())
     }
 }

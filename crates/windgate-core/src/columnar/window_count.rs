@@ -78,7 +78,19 @@ impl WindowCount {
     }
 
     pub(crate) fn from_spec(spec: &Value) -> Result<Self> {
-        let mut p = Params::new("window_count", spec)?;
+        let mut p = Params::new(
+            "window_count",
+            spec,
+            &[
+                "keys",
+                "time",
+                "size",
+                "min_count",
+                "top_k",
+                "lateness",
+                "partitions",
+            ],
+        )?;
         let keys = p.nonempty_strings("keys")?;
         let time = p.opt_string("time")?;
         let size = p.opt_span("size")?;
@@ -95,7 +107,6 @@ impl WindowCount {
                 "time and size go together (windows of `size` over the column `time`); give both or neither",
             ));
         }
-        p.finish()?;
         Ok(Self {
             keys,
             time,
