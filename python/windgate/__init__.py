@@ -33,6 +33,7 @@ from .errors import (
     WindgateOverflowError,
 )
 from .join import Band, BandJoiner, Eq, band, band_join, eq
+from .pipeline import Pipeline, col
 from .preference import SkylineQuery, TopDominantQuery, TopKQuery, skyline, top_dominant, topk
 
 __version__: str = _native.__version__
@@ -52,6 +53,8 @@ __all__ = [
     "SkylineQuery",
     "TopDominantQuery",
     "TopKQuery",
+    "Pipeline",
+    "col",
     "WindgateError",
     "BackpressureError",
     "InvalidParameterError",

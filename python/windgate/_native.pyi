@@ -143,3 +143,32 @@ class PreferenceQuery:
     def schema(self) -> pa.Schema | None: ...
 
 def duration_units(text: str, unit: str, param: str = "size") -> int: ...
+
+def pipeline_schema(ops: Sequence[tuple[str, dict[str, Any]]], schema: pa.Schema) -> pa.Schema: ...
+def run_pipeline(
+    data: Any,
+    ops: Sequence[tuple[str, dict[str, Any]]],
+    *,
+    threads: int | None = None,
+    scheduler: str = "ct",
+    reorder: str = "nonblocking",
+    partitioning: str = "hybrid",
+    sequential: bool = False,
+    reorder_slots: int | None = None,
+    time_slice: float | None = None,
+    ct_window: float | None = None,
+    qst_capacity: int | None = None,
+    marker_every: int | None = None,
+    max_pending: int | None = None,
+    chunk_rows: int | None = None,
+) -> tuple[pa.Table, dict[str, Any]]: ...
+def tpcxbb_generate(
+    rows: int,
+    seed: int = 0,
+    *,
+    days: int = 28,
+    users: int | None = None,
+    items: int = 5000,
+    stores: int = 20,
+) -> tuple[pa.Table, pa.Table]: ...
+def tpcxbb_query(name: str) -> tuple[list[tuple[str, dict[str, Any]]], str]: ...

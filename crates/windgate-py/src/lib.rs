@@ -4,7 +4,9 @@
 mod band_join;
 mod convert;
 mod errors;
+mod pipeline;
 mod preference;
+mod tpcxbb;
 mod window_aggregate;
 
 use pyo3::prelude::*;
@@ -19,5 +21,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(preference::preference, m)?)?;
     m.add_class::<preference::PreferenceQuery>()?;
     m.add_function(wrap_pyfunction!(convert::duration_units, m)?)?;
+    m.add_function(wrap_pyfunction!(pipeline::run_pipeline, m)?)?;
+    m.add_function(wrap_pyfunction!(pipeline::pipeline_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(tpcxbb::tpcxbb_generate, m)?)?;
+    m.add_function(wrap_pyfunction!(tpcxbb::tpcxbb_query, m)?)?;
     Ok(())
 }

@@ -63,7 +63,7 @@ pub use expr::{ArithOp, CmpOp, Expr, Literal, Predicate};
 pub use filter::Filter;
 pub use last_n::LastNBefore;
 pub use pairs::Pairs;
-pub use pipeline::{ColumnarOutput, ColumnarPipeline, RunMode};
+pub use pipeline::{ColumnarOutput, ColumnarPipeline, DEFAULT_CHUNK_ROWS, OPERATORS, RunMode};
 pub use project::Project;
 pub use regression::Regression;
 pub use running_mean::RunningMean;
