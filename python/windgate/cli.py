@@ -11,6 +11,8 @@ the PySpark demo.
     windgate aggregate --input data/smartgrid.parquet --out out/windows.parquet --time ts --size 60s \\
         --slide 10s --by plug_id --agg '*=count' --agg 'value=sum,max' --lateness 5s
     windgate demo --rows 2000000 --out out/demo            # what `make demo` runs
+    windgate tpcxbb generate --rows 1000000 --out data/tpcxbb  # see windgate.cli_tpcxbb
+    windgate tpcxbb run --query q2 --data data/tpcxbb --threads 2 --out out/q2.parquet
 
 Progress and reports use rich; without a terminal (CI, pipes) rich prints plain lines and final states only.
 Bad input that windgate rejects (its ``WindgateError`` family, subclasses of ``ValueError``/``TypeError``)
@@ -757,6 +759,10 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--disorder", type=float, default=5.0, help="max arrival delay in seconds (default 5)")
     d.add_argument("--seed", type=int, default=0)
     d.set_defaults(func=_cmd_demo)
+
+    from .cli_tpcxbb import add_parser as add_tpcxbb
+
+    add_tpcxbb(sub)
     return p
 
 
