@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["windgate", "windgate.join", "windgate.preference"]
+MODULES = ["windgate", "windgate.join", "windgate.preference", "windgate.pipeline", "windgate.tpcxbb"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -41,7 +41,7 @@ SCHEDULERS = ("ct", "ct_input", "lp", "qst", "et")
 
 class Expr:
     """An expression in windgate's spec form (nested tuples). Build with :func:`col`; combine predicates
-    with ``&``, ``|`` and ``~``; ``spec`` is what the operators receive."""
+    with ``&``, ``|``, ``~`` and values with ``+``, ``-``, ``*``; ``spec`` is what the operators receive."""
 
     __slots__ = ("spec",)
 
@@ -56,6 +56,27 @@ class Expr:
 
     def __invert__(self) -> Expr:
         return Expr(("not", self.spec))
+
+    def _arith(self, op: str, left: Any, right: Any) -> Expr:
+        return Expr((op, _spec(left, op), _spec(right, op)))
+
+    def __mul__(self, other: Any) -> Expr:
+        return self._arith("*", self, other)
+
+    def __rmul__(self, other: Any) -> Expr:
+        return self._arith("*", other, self)
+
+    def __add__(self, other: Any) -> Expr:
+        return self._arith("+", self, other)
+
+    def __radd__(self, other: Any) -> Expr:
+        return self._arith("+", other, self)
+
+    def __sub__(self, other: Any) -> Expr:
+        return self._arith("-", self, other)
+
+    def __rsub__(self, other: Any) -> Expr:
+        return self._arith("-", other, self)
 
     def __bool__(self) -> bool:
         raise TypeError("a windgate expression has no truth value; combine predicates with &, | and ~")
@@ -110,15 +131,6 @@ class Col(Expr):
 
     def isin(self, values: Sequence[Any]) -> Expr:
         return Expr(("isin", self.name, list(values)))
-
-    def __mul__(self, other: Any) -> Expr:
-        return Expr(("*", self.name, _spec(other, "*")))
-
-    def __add__(self, other: Any) -> Expr:
-        return Expr(("+", self.name, _spec(other, "+")))
-
-    def __sub__(self, other: Any) -> Expr:
-        return Expr(("-", self.name, _spec(other, "-")))
 
     def __repr__(self) -> str:
         return f"col({self.name!r})"

@@ -12,7 +12,9 @@ with the same rows as the local function on the same data (DESIGN §5):
   time ranges, with a :class:`windgate.SkylineQuery` (etc.) per task or range;
 * band joins (:func:`band_join`): time buckets, each left row in one bucket and each right row copied into
   every bucket it can match, then a cogrouped ``applyInArrow`` joins each bucket with
-  :func:`windgate.band_join`.
+  :func:`windgate.band_join`;
+* ordered pipelines (:func:`run_pipeline`): a :class:`windgate.Pipeline` per task over its partition, after an
+  optional ``repartition``/sort (see :mod:`windgate.spark_pipeline`).
 
 Ties in time are broken by the DataFrame's row order (``monotonically_increasing_id``), which matches the
 local call's arrival order for data read in order, so ``first``/``last`` and the top-delta and top-k cuts
@@ -38,11 +40,20 @@ import pyarrow as pa
 
 from . import _args, _native
 from .errors import ColumnNotFoundError, ColumnTypeError, InvalidParameterError
+from .spark_pipeline import run_pipeline
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["window_aggregate", "skyline", "top_dominant", "topk", "band_join", "local_session"]
+__all__ = [
+    "window_aggregate",
+    "skyline",
+    "top_dominant",
+    "topk",
+    "band_join",
+    "run_pipeline",
+    "local_session",
+]
 
 _SEQ = "__windgate_seq"
 _RANGE = "__windgate_range"
