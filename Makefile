@@ -60,6 +60,8 @@ bench-peers:
 	$(PY) benches/peers/band_join.py --out bench-results
 	$(PY) benches/peers/preference.py --out bench-results
 	$(PY) benches/peers/multiway.py --out bench-results
+	$(PY) benches/peers/pipeline.py --out bench-results
+	$(PY) benches/peers/tpcxbb.py --out bench-results
 
 lint: $(VENV)/.created
 	$(PIP) install --quiet "ruff>=0.6"

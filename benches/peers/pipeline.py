@@ -1,0 +1,357 @@
+#!/usr/bin/env python
+"""Brief 001 §8.3's micro-benchmarks of the ordered-pipeline runtime (B2, B3, B5, B6), run by the Rust binary
+``benches/src/bin/pipeline_micro.rs`` and reported here as Markdown tables and a PNG.
+
+The binary's operators busy-wait a set time per item, so each figure isolates the runtime's overhead:
+
+* **B2** (paper Fig. 9, skew): one partitioned operator (20 µs an item), keys from N(-0.5, σ) over a range
+  partitioner; HYBRID (p = 100) against PARTITIONED (p = threads); speed-up of 2 threads over 1, per σ.
+  Paper: equal when keys are near uniform (large σ); PARTITIONED falls as skew grows (small σ).
+* **B3** (Fig. 10, latency vs cost): one partitioned operator, uniform keys, 10, 100 and 1000 µs an item,
+  2 threads; the markers' processing latency (20-80th percentile mean). Paper: HYBRID's latency is close to
+  the cost, PARTITIONED's much higher (outputs wait in the reorder buffer).
+* **B5** (Fig. 12, light stateless operator): 0, 2 and 10 µs an item; NON-BLOCKING against LOCK-BASED
+  reordering; speed-up and the operator's average cost per item (including time blocked). Paper:
+  NON-BLOCKING scales better, LOCK-BASED's cost rises more steeply.
+* **B6** (Fig. 13, selectivity 50): a stateless operator (20 µs, 50 outputs an input) into a partitioned one
+  (4 µs); both reorder schemes; pipeline speed-up and the first operator's cost. Paper: NON-BLOCKING better.
+
+Every row also carries the sequential executor's time on the same input; "overhead" is the parallel
+executor on 1 thread over it. Items are the binary's input items; this machine has 2 cores, so the paper's
+sweeps to 16 cores are cut to 1 and 2 threads.
+
+    .venv/bin/python benches/peers/pipeline.py --out bench-results            # about 2 minutes
+    .venv/bin/python benches/peers/pipeline.py --out bench-results --quick    # about 20 seconds
+
+The script builds the binary first (``cargo build --release``), then runs ``cargo run --release -p
+windgate-benches --bin pipeline_micro -- <bench> [--quick]`` and parses its JSON lines. Results:
+``<out>/pipeline.{json,md,png}`` (default ``bench-results/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import _report  # noqa: E402
+from _report import log  # noqa: E402
+
+NAME = "pipeline"
+BENCHES = ("b2", "b3", "b5", "b6")
+CARGO = ["cargo", "{verb}", "--release", "-p", "windgate-benches", "--bin", "pipeline_micro"]
+#: The binary's "bench" field per benchmark.
+FIELD = {"b2": "b2_skew", "b3": "b3_latency", "b5": "b5_light_stateless", "b6": "b6_high_selectivity"}
+TITLES = {
+    "b2_skew": "B2 (Fig. 9): skewed keys, HYBRID (p = 100) vs PARTITIONED (p = threads), 20 µs an item",
+    "b3_latency": "B3 (Fig. 10): processing latency vs per-item cost, uniform keys, 2 threads",
+    "b5_light_stateless": "B5 (Fig. 12): light stateless operator, NON-BLOCKING vs LOCK-BASED reordering",
+    "b6_high_selectivity": "B6 (Fig. 13): stateless (20 µs, selectivity 50) -> partitioned (4 µs)",
+}
+
+
+def cargo(verb: str) -> list[str]:
+    return [c.replace("{verb}", verb) for c in CARGO]
+
+
+def run_binary(bench: str, quick: bool) -> list[dict]:
+    """Run ``pipeline_micro`` and return its JSON objects (other stdout lines are logged and skipped)."""
+    cmd = [*cargo("run"), "--", bench, *(["--quick"] if quick else [])]
+    log("running " + " ".join(cmd))
+    proc = subprocess.run(cmd, cwd=_report.ROOT, stdout=subprocess.PIPE, text=True, check=True)
+    rows = []
+    for line in proc.stdout.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            log(f"skipped a line that is not JSON: {line[:120]}")
+    return rows
+
+
+def enrich(r: dict) -> dict:
+    """Adds ``overhead`` (parallel over sequential seconds, on 1 thread only) and the columns the report
+    helpers know (``engine``, ``seconds``)."""
+    r = dict(r)
+    r["engine"] = r["bench"]
+    r["threads"] = int(r["threads"])
+    if r["threads"] == 1 and r.get("sequential_seconds"):
+        r["overhead"] = r["seconds"] / r["sequential_seconds"]
+    return r
+
+
+# --------------------------------------------------------------------------------------------- tables
+
+
+def _f(digits: int):
+    return lambda v: f"{v:.{digits}f}"
+
+
+def _x(v) -> str:
+    return f"{v:.2f}x"
+
+
+COMMON = (
+    ("threads", "threads"),
+    ("items_per_s", "items/s", _report._fmt_rate),
+    ("seconds", "seconds", _f(3)),
+    ("sequential_seconds", "sequential s", _f(3)),
+    ("overhead", "1-thread overhead", _x),
+)
+COLUMNS = {
+    "b2_skew": (
+        ("sigma", "σ", lambda v: f"{v:g}"),
+        ("partitioning", "partitioning"),
+        ("partitions", "p", lambda v: f"{v:.0f}"),
+        *COMMON,
+        ("speedup", "speed-up vs 1 thread", _x),
+        ("latency_ms", "latency ms", _f(2)),
+    ),
+    "b3_latency": (
+        ("cost_us", "cost µs", lambda v: f"{v:.0f}"),
+        ("partitioning", "partitioning"),
+        ("partitions", "p", lambda v: f"{v:.0f}"),
+        *COMMON,
+        ("latency_ms", "latency ms", _f(3)),
+        ("latency_over_cost", "latency / cost", _x),
+    ),
+    "b5_light_stateless": (
+        ("cost_us", "cost µs", lambda v: f"{v:.0f}"),
+        ("reorder", "reorder"),
+        *COMMON,
+        ("speedup", "speed-up vs 1 thread", _x),
+        ("first_op_cost_us", "cost per item µs (incl. blocked)", _f(3)),
+        ("refused", "refused deposits", lambda v: f"{v:,.0f}"),
+    ),
+    "b6_high_selectivity": (
+        ("reorder", "reorder"),
+        *COMMON,
+        ("speedup", "speed-up vs 1 thread", _x),
+        ("first_op_cost_us", "first operator's cost µs", _f(2)),
+        ("refused", "refused deposits", lambda v: f"{v:,.0f}"),
+    ),
+}
+
+SUMMARY_COLUMNS = (
+    ("bench", "benchmark"),
+    ("paper", "paper (brief 001 §7.3)"),
+    ("measured", "measured here"),
+)
+
+
+def summary(results: list[dict]) -> list[dict]:
+    """One row per benchmark: what the paper says and the numbers that test it."""
+    by = {b: [r for r in results if r["bench"] == b] for b in TITLES}
+    out = []
+
+    def find(rows, **kv):
+        return next((r for r in rows if all(r.get(k) == v for k, v in kv.items())), None)
+
+    if rows := by["b2_skew"]:
+        parts = []
+        for sigma in sorted({r["sigma"] for r in rows}):
+            h = find(rows, sigma=sigma, partitioning="hybrid", threads=2)
+            p = find(rows, sigma=sigma, partitioning="partitioned", threads=2)
+            if h and p:
+                parts.append(f"σ={sigma:g}: hybrid {h['speedup']:.2f}x, partitioned {p['speedup']:.2f}x")
+        out.append(
+            {
+                "bench": "B2 skew",
+                "paper": "similar when near uniform; PARTITIONED's scaling drops as skew grows",
+                "measured": "speed-up 1 -> 2 threads; " + "; ".join(parts),
+            }
+        )
+    if rows := by["b3_latency"]:
+        parts = [
+            f"{r['cost_us']:.0f} µs: {r['partitioning']} {r['latency_ms']:.3f} ms"
+            for r in sorted(rows, key=lambda r: (r["cost_us"], r["partitioning"]))
+        ]
+        out.append(
+            {
+                "bench": "B3 latency vs cost",
+                "paper": "HYBRID's latency close to the cost; PARTITIONED much higher",
+                "measured": "2 threads; " + "; ".join(parts),
+            }
+        )
+    if rows := by["b5_light_stateless"]:
+        parts = []
+        for cost in sorted({r["cost_us"] for r in rows}):
+            nb = find(rows, cost_us=cost, reorder="nonblocking", threads=2)
+            lk = find(rows, cost_us=cost, reorder="locked", threads=2)
+            if nb and lk:
+                parts.append(
+                    f"{cost:.0f} µs: non-blocking {nb['speedup']:.2f}x "
+                    f"({nb['first_op_cost_us']:.2f} µs/item), locked {lk['speedup']:.2f}x "
+                    f"({lk['first_op_cost_us']:.2f} µs/item)"
+                )
+        out.append(
+            {
+                "bench": "B5 light stateless",
+                "paper": "NON-BLOCKING scales better; LOCK-BASED's per-item cost rises more steeply",
+                "measured": "speed-up 1 -> 2 threads; " + "; ".join(parts),
+            }
+        )
+    if rows := by["b6_high_selectivity"]:
+        parts = []
+        for reorder in ("nonblocking", "locked"):
+            r = find(rows, reorder=reorder, threads=2)
+            if r:
+                parts.append(
+                    f"{reorder} {r['speedup']:.2f}x (first operator {r['first_op_cost_us']:.1f} µs/item)"
+                )
+        out.append(
+            {
+                "bench": "B6 selectivity 50",
+                "paper": "NON-BLOCKING better, even for heavier operators",
+                "measured": "speed-up 1 -> 2 threads; " + "; ".join(parts),
+            }
+        )
+    return out
+
+
+def sections(results: list[dict]) -> list[str]:
+    out = []
+    for bench, title in TITLES.items():
+        rows = [r for r in results if r["bench"] == bench]
+        if not rows:
+            continue
+        if bench == "b3_latency":
+            for r in rows:
+                r["latency_over_cost"] = r["latency_ms"] * 1e3 / r["cost_us"]
+        out.append(f"## {title}\n\n" + _report.markdown_table(rows, COLUMNS[bench]))
+    return out
+
+
+# --------------------------------------------------------------------------------------------- plot
+
+
+def plot(results, path, title):
+    plt = _report.pyplot()
+    if plt is None:
+        return None
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    (b2, b3), (b5, b6) = axes
+    scheme_style = {"hybrid": "-o", "partitioned": "--s"}
+
+    rows = [r for r in results if r["bench"] == "b2_skew" and r["threads"] == 2]
+    for scheme, style in scheme_style.items():
+        pts = sorted((r["sigma"], r["speedup"]) for r in rows if r["partitioning"] == scheme)
+        if pts:
+            b2.plot(*zip(*pts, strict=True), style, label=scheme)
+    b2.axhline(1.0, color="grey", lw=0.8)
+    b2.set(
+        xscale="log", xlabel="σ (smaller = more skew)", ylabel="speed-up, 2 threads over 1", title="B2 skew"
+    )
+
+    rows = [r for r in results if r["bench"] == "b3_latency"]
+    for scheme, style in scheme_style.items():
+        pts = sorted((r["cost_us"], r["latency_ms"]) for r in rows if r["partitioning"] == scheme)
+        if pts:
+            b3.plot(*zip(*pts, strict=True), style, label=scheme)
+    if rows:
+        costs = sorted({r["cost_us"] for r in rows})
+        b3.plot(costs, [c / 1e3 for c in costs], ":", color="grey", label="latency = cost")
+    b3.set(
+        xscale="log", yscale="log", xlabel="cost per item µs", ylabel="latency ms", title="B3 latency vs cost"
+    )
+
+    for ax, bench, group in ((b5, "b5_light_stateless", "cost_us"), (b6, "b6_high_selectivity", None)):
+        rows = [r for r in results if r["bench"] == bench and r["threads"] == 2]
+        keys = sorted({r[group] for r in rows}) if group else [None]
+        width = 0.38
+        for i, (scheme, color) in enumerate((("nonblocking", "tab:orange"), ("locked", "tab:blue"))):
+            vals = []
+            for k in keys:
+                r = next(
+                    (x for x in rows if x["reorder"] == scheme and (group is None or x[group] == k)), None
+                )
+                vals.append(r["speedup"] if r else 0.0)
+            xs = [j + (i - 0.5) * width for j in range(len(keys))]
+            ax.bar(xs, vals, width, label=scheme, color=color)
+        ax.set_xticks(range(len(keys)), [f"{k:.0f} µs" for k in keys] if group else ["SL x50 -> PS"])
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set(ylabel="speed-up, 2 threads over 1", title=TITLES[bench].split(":")[0])
+    for ax in axes.flat:
+        ax.legend(fontsize=8)
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# --------------------------------------------------------------------------------------------- main
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    )
+    p.add_argument("--quick", action="store_true", help="the binary's --quick sizes (smoke test)")
+    p.add_argument("--bench", default="all", choices=["all", *BENCHES], help="one benchmark or all (default)")
+    p.add_argument("--out", default=_report.DEFAULT_OUT, help="results directory (default bench-results/)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    log("building " + " ".join(cargo("build")))
+    subprocess.run(cargo("build"), cwd=_report.ROOT, check=True)
+    busy_at_start = _report.cpu_busy()  # a compiler or a test next to the benchmark skews it
+    cpu_start = _report.cpu_snapshot()
+    results = [enrich(r) for r in run_binary(args.bench, args.quick)]
+    busy = _report.others_busy(cpu_start)
+    if not results:
+        log("the binary printed no results")
+        return 1
+    params = {
+        "bench": args.bench,
+        "quick": args.quick,
+        "cpu_busy_at_start": busy_at_start,
+        "cpu_busy_by_others": busy,
+        "command": " ".join([*cargo("run"), "--", args.bench, *(["--quick"] if args.quick else [])]),
+    }
+    notes = [
+        "Items/s and seconds are one run each (the binary measures wall time of the whole run); compare the "
+        "ratios within this run, not absolute numbers across runs.",
+        "Latency: mean of the markers between the 20th and 80th percentile of arrival, from the first "
+        "operator's start to leaving the last operator (brief 001 §7.1); B2/B5/B6 use a marker every 100 "
+        "items, B3 about 50 markers a run.",
+        "1-thread overhead: the parallel executor on 1 worker over the sequential executor on the same input "
+        "(the caller's thread feeds and collects besides the worker).",
+        "Defaults: scheduler CT, S = 1024 reorder slots, τ = 500 µs, W = 20 ms (PipelineOptions::default).",
+        f"Other processes kept the machine {busy:.0%} busy during the run." if busy is not None else "",
+    ]
+    paths = _report.write_report(
+        NAME,
+        summary(results),
+        out_dir=args.out,
+        title="Ordered pipelines: brief 001's micro-benchmarks (B2, B3, B5, B6)",
+        params=params,
+        notes=[n for n in notes if n],
+        columns=SUMMARY_COLUMNS,
+        sections=sections(results),
+        plot=lambda _summary, path, title: plot(results, path, title),
+    )
+    # The JSON keeps every row of the binary, not just the summary.
+    doc = json.loads(paths["json"].read_text())
+    doc["rows"] = results
+    paths["json"].write_text(json.dumps(doc, indent=2) + "\n")
+    print(paths["md"].read_text())
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(BrokenPipeError):
+        sys.exit(main())
