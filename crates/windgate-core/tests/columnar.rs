@@ -868,3 +868,17 @@ fn bad_parameters_name_the_operator_and_parameter() {
         );
     }
 }
+
+#[test]
+fn a_batch_with_another_schema_is_an_error() {
+    let b = batch(&[r(1, 1, 1, "view")]);
+    let other =
+        RecordBatch::try_from_iter([("ts", Arc::new(StringArray::from(vec!["x"])) as _)]).unwrap();
+    let p = op(
+        "filter",
+        Value::map([("predicate", l(vec!["is_null".into(), "v".into()]))]),
+    );
+    let err = sequential(&p, &b.schema(), vec![b.clone(), other]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::SchemaMismatch);
+    assert!(err.message().starts_with("data:"), "{err}");
+}

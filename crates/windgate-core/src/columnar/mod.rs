@@ -40,6 +40,7 @@
 //! assert_eq!(rows, vec![1, 2, 1]); // user 2's session, user 1's [0, 20], then user 1's [500] at the end
 //! ```
 
+mod arith;
 mod chunk;
 mod expr;
 mod filter;
@@ -58,8 +59,9 @@ mod topk;
 mod value;
 mod window_count;
 
+pub use arith::{ArithOp, Expr};
 pub use chunk::Chunk;
-pub use expr::{ArithOp, CmpOp, Expr, Literal, Predicate};
+pub use expr::{CmpOp, Literal, Predicate};
 pub use filter::Filter;
 pub use last_n::LastNBefore;
 pub use pairs::Pairs;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::{Field, Schema, SchemaRef};
 
-use super::expr::Expr;
+use super::arith::Expr;
 use super::value::{Params, Value};
 use super::{Bound, Chunk, ColumnarOp, check_schema};
 use crate::error::{Error, Result};
