@@ -23,8 +23,9 @@ sweeps to 16 cores are cut to 1 and 2 threads.
     .venv/bin/python benches/peers/pipeline.py --out bench-results            # about 2 minutes
     .venv/bin/python benches/peers/pipeline.py --out bench-results --quick    # about 20 seconds
 
-The script builds the binary first (``cargo build --release``), then runs ``cargo run --release -p
-windgate-benches --bin pipeline_micro -- <bench> [--quick]`` and parses its JSON lines. Results:
+The script builds the binary (``cargo build --release -p windgate-benches --bin pipeline_micro``), then runs
+it as ``pipeline_micro <bench> [--quick]``, which is what ``cargo run --release -p windgate-benches --bin
+pipeline_micro -- <bench> [--quick]`` runs, and parses its JSON lines. Results:
 ``<out>/pipeline.{json,md,png}`` (default ``bench-results/``).
 """
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -44,7 +46,7 @@ from _report import log  # noqa: E402
 
 NAME = "pipeline"
 BENCHES = ("b2", "b3", "b5", "b6")
-CARGO = ["cargo", "{verb}", "--release", "-p", "windgate-benches", "--bin", "pipeline_micro"]
+BUILD = ["cargo", "build", "--release", "-p", "windgate-benches", "--bin", "pipeline_micro"]
 #: The binary's "bench" field per benchmark.
 FIELD = {"b2": "b2_skew", "b3": "b3_latency", "b5": "b5_light_stateless", "b6": "b6_high_selectivity"}
 TITLES = {
@@ -55,13 +57,25 @@ TITLES = {
 }
 
 
-def cargo(verb: str) -> list[str]:
-    return [c.replace("{verb}", verb) for c in CARGO]
+def build() -> Path:
+    """``cargo build --release`` of ``pipeline_micro``; returns the executable's path (from cargo's JSON
+    messages, so ``CARGO_TARGET_DIR`` is honoured). The benchmark then runs that file, not ``cargo run``: a
+    ``cargo run`` could wait for another build's lock or rebuild sources edited meanwhile, inside the timed
+    part."""
+    cmd = [*BUILD, "--message-format=json-render-diagnostics"]
+    log("building: " + " ".join(BUILD))
+    proc = subprocess.run(cmd, cwd=_report.ROOT, stdout=subprocess.PIPE, text=True, check=True)
+    for line in proc.stdout.splitlines():
+        msg = json.loads(line) if line.startswith("{") else {}
+        artifact = msg.get("reason") == "compiler-artifact" and msg.get("executable")
+        if artifact and msg["target"]["name"] == "pipeline_micro":
+            return Path(msg["executable"])
+    raise RuntimeError("cargo build did not report the pipeline_micro executable")
 
 
-def run_binary(bench: str, quick: bool) -> list[dict]:
+def run_binary(exe: Path, bench: str, quick: bool) -> list[dict]:
     """Run ``pipeline_micro`` and return its JSON objects (other stdout lines are logged and skipped)."""
-    cmd = [*cargo("run"), "--", bench, *(["--quick"] if quick else [])]
+    cmd = [str(exe), bench, *(["--quick"] if quick else [])]
     log("running " + " ".join(cmd))
     proc = subprocess.run(cmd, cwd=_report.ROOT, stdout=subprocess.PIPE, text=True, check=True)
     rows = []
@@ -112,7 +126,7 @@ COLUMNS = {
         ("partitions", "p", lambda v: f"{v:.0f}"),
         *COMMON,
         ("speedup", "speed-up vs 1 thread", _x),
-        ("latency_ms", "latency ms", _f(2)),
+        ("latency_ms", "latency ms", _f(3)),
     ),
     "b3_latency": (
         ("cost_us", "cost µs", lambda v: f"{v:.0f}"),
@@ -300,16 +314,35 @@ def parse_args(argv):
     p.add_argument("--quick", action="store_true", help="the binary's --quick sizes (smoke test)")
     p.add_argument("--bench", default="all", choices=["all", *BENCHES], help="one benchmark or all (default)")
     p.add_argument("--out", default=_report.DEFAULT_OUT, help="results directory (default bench-results/)")
+    p.add_argument(
+        "--no-build",
+        action="store_true",
+        help="run target/release/pipeline_micro as it is, without cargo build",
+    )
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    log("building " + " ".join(cargo("build")))
-    subprocess.run(cargo("build"), cwd=_report.ROOT, check=True)
+    if args.no_build:
+        target = Path(os.environ.get("CARGO_TARGET_DIR", _report.ROOT / "target"))
+        exe = target / "release" / "pipeline_micro"
+        if not exe.exists():
+            log(f"--no-build: {exe} does not exist; build it first")
+            return 1
+        log(f"--no-build: running {exe} as built (not rebuilt; it may be older than the sources)")
+    else:
+        try:
+            exe = build()
+        except subprocess.CalledProcessError as exc:
+            log(
+                f"cargo build failed (exit {exc.returncode}); fix the build, or pass --no-build to run the "
+                "binary built last"
+            )
+            return 1
     busy_at_start = _report.cpu_busy()  # a compiler or a test next to the benchmark skews it
     cpu_start = _report.cpu_snapshot()
-    results = [enrich(r) for r in run_binary(args.bench, args.quick)]
+    results = [enrich(r) for r in run_binary(exe, args.bench, args.quick)]
     busy = _report.others_busy(cpu_start)
     if not results:
         log("the binary printed no results")
@@ -319,14 +352,16 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
         "cpu_busy_at_start": busy_at_start,
         "cpu_busy_by_others": busy,
-        "command": " ".join([*cargo("run"), "--", args.bench, *(["--quick"] if args.quick else [])]),
+        "command": " ".join([str(exe), args.bench, *(["--quick"] if args.quick else [])]),
+        "built_now": not args.no_build,
     }
     notes = [
         "Items/s and seconds are one run each (the binary measures wall time of the whole run); compare the "
         "ratios within this run, not absolute numbers across runs.",
         "Latency: mean of the markers between the 20th and 80th percentile of arrival, from the first "
         "operator's start to leaving the last operator (brief 001 §7.1); B2/B5/B6 use a marker every 100 "
-        "items, B3 about 50 markers a run.",
+        "items, B3 about 50 markers a run. A marker costs nothing itself, so its latency is the time it "
+        "waits behind earlier items (in queues and the reorder buffer), not an item's cost.",
         "1-thread overhead: the parallel executor on 1 worker over the sequential executor on the same input "
         "(the caller's thread feeds and collects besides the worker).",
         "Defaults: scheduler CT, S = 1024 reorder slots, τ = 500 µs, W = 20 ms (PipelineOptions::default).",
