@@ -122,6 +122,7 @@ def measure_windgate(name, table, config, repeat, chunk_rows, marker_every) -> d
         "runs": runs,
         "latency_ms": statistics.fmean(lat) if lat else None,
         "stats_rows_per_s": stats[runs.index(best)].get("rows_per_s"),
+        "markers": stats[-1].get("markers"),
         "table": out,
         "out_rows": out.num_rows,
     }
