@@ -21,8 +21,8 @@ Every engine's output must equal windgate's sequential result row for row (the d
 floats bit for bit: Q4's mean and Q15's slope and intercept are exact integer sums rounded once). A
 difference prints FAIL and the script exits 1.
 
-    .venv/bin/python benches/peers/tpcxbb.py --out bench-results            # 300k rows, about 10 minutes
-    .venv/bin/python benches/peers/tpcxbb.py --out /tmp/x --quick           # 20k rows, about 2 minutes
+    .venv/bin/python benches/peers/tpcxbb.py --out bench-results            # 300k rows, about 2 minutes
+    .venv/bin/python benches/peers/tpcxbb.py --out /tmp/x --quick           # 20k rows, about 40 seconds
 
 Results: ``<out>/tpcxbb.{json,md,png}`` (default ``bench-results/``).
 """
@@ -383,6 +383,8 @@ def plot(results, path, title, queries):
     plt = _report.pyplot()
     if plt is None:
         return None
+    from matplotlib import ticker
+
     fig, axes = plt.subplots(2, len(queries), figsize=(3.8 * len(queries), 8.5), squeeze=False)
     bars = [
         (SEQUENTIAL, 1),
@@ -407,6 +409,8 @@ def plot(results, path, title, queries):
         top.set_yticks(range(len(values)), labels, fontsize=7)
         top.invert_yaxis()
         top.set_xscale("log")
+        top.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        top.xaxis.set_minor_formatter(ticker.NullFormatter())
         top.set_title(f"{q}: M input rows/s", fontsize=9)
         width = 0.38
         for i, n in enumerate((1, 2)):
