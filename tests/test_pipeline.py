@@ -175,7 +175,7 @@ def datasets(draw) -> pa.Table:
             "ts": pa.array(ts, pa.int64()),
             "k": pa.array(keys, pa.int64()),
             "v": pa.array(vals, pa.int64()),
-            "e": ev,
+            "e": pa.array(ev, pa.string()),
         }
     )
 

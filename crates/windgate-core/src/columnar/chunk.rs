@@ -13,6 +13,8 @@ use arrow_array::RecordBatch;
 use arrow_buffer::BooleanBuffer;
 use arrow_row::Rows;
 
+use super::merge::Run;
+
 /// One batch of rows flowing through a columnar pipeline.
 #[derive(Debug, Clone)]
 pub struct Chunk {
@@ -26,9 +28,9 @@ pub(crate) enum Tag {
     Plain,
     /// One partition's part of a routed input: the positions (ascending) of the rows it owns.
     Part { routed: Arc<Routed>, rows: Vec<u32> },
-    /// A part's output rows, each with the input position it is attributed to (non-decreasing);
-    /// [`FINISH`] for rows emitted at end of stream.
-    Attributed(Vec<u32>),
+    /// A part's output, sorted by the input position each row is attributed to ([`FINISH`] for rows
+    /// emitted at end of stream), then by the operator's canonical key.
+    Attributed(Box<Run>),
 }
 
 /// The attribution of end-of-stream outputs (after every input row).
@@ -76,11 +78,11 @@ impl Chunk {
         }
     }
 
-    pub(crate) fn attributed(batch: RecordBatch, at: Vec<u32>) -> Self {
-        debug_assert_eq!(batch.num_rows(), at.len());
+    /// A part's sorted output (its batch also stands as the chunk's batch: a cheap, reference-counted clone).
+    pub(crate) fn run(run: Run) -> Self {
         Self {
-            batch,
-            tag: Tag::Attributed(at),
+            batch: run.batch.clone(),
+            tag: Tag::Attributed(Box::new(run)),
         }
     }
 }

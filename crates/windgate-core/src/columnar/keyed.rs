@@ -8,8 +8,9 @@
 //! is the running maximum of the time column over the operator's whole input (minus `lateness`: the
 //! watermark), which every partition knows exactly because *clocked* operators route a part to every
 //! partition for every batch (possibly with no rows of its own) carrying the batch's running maximum.
-//! `combine` then sorts the parts' outputs by (attributed row, the operator's canonical order of output
-//! columns); end-of-stream outputs come last, in the canonical order. Nothing depends on how keys were spread
+//! Each part sorts its outputs by (attributed row, the operator's canonical order of output columns) and
+//! `combine` merges the parts' sorted runs ([`super::merge`]); end-of-stream outputs come last, in the
+//! canonical order. Nothing depends on how keys were spread
 //! over partitions, on how the stream was cut into batches, or on which worker ran what.
 
 use std::sync::Arc;
@@ -20,7 +21,8 @@ use arrow_schema::{DataType, SchemaRef};
 use super::chunk::{Chunk, FINISH, Routed, Tag};
 use super::expr::BoundPredicate;
 use super::keys::{RowCodec, hash_key};
-use super::order::{SortKey, take};
+use super::merge::{Run, merge};
+use super::order::SortKey;
 use crate::arrow_io::as_i64;
 use crate::error::{Error, ErrorKind, Result};
 use crate::runtime::pipeline::{Partitioned, Partitioner};
@@ -330,41 +332,28 @@ impl<O: KeyedOp> Partitioned<Chunk> for Keyed<O> {
             ps.offset += n as u64;
         }
         if !at.is_empty() {
-            out.push(Chunk::attributed(op.out_batch(o)?, at));
+            out.push(Chunk::run(Run::sorted(
+                op.out_batch(o)?,
+                at,
+                self.merge.as_ref(),
+            )?));
         }
         Ok(())
     }
 
     fn combine(&self, parts: Vec<Vec<Chunk>>, out: &mut Vec<Chunk>) -> Result<()> {
-        let mut batches = Vec::new();
-        let mut at: Vec<u32> = Vec::new();
+        let mut runs = Vec::new();
         for c in parts.into_iter().flatten() {
-            let Tag::Attributed(a) = c.tag else {
+            let Tag::Attributed(run) = c.tag else {
                 return Err(self.internal("an attributed output was expected"));
             };
-            at.extend(a);
-            batches.push(c.batch);
+            runs.push(*run);
         }
-        if at.is_empty() {
+        if runs.is_empty() {
             return Ok(());
         }
-        let batch = arrow_select::concat::concat_batches(&batches[0].schema(), &batches)?;
-        let order = match &self.merge {
-            Some(key) => key.sort_indices(&batch, Some(&at))?,
-            None if batches.len() == 1 => (0..at.len() as u32).collect(),
-            None => {
-                let mut idx: Vec<u32> = (0..at.len() as u32).collect();
-                idx.sort_by_key(|&i| at[i as usize]);
-                idx
-            }
-        };
-        let sorted = if order.iter().enumerate().all(|(i, &j)| i as u32 == j) {
-            batch
-        } else {
-            take(&batch, &order)?
-        };
-        let at: Vec<u32> = order.iter().map(|&i| at[i as usize]).collect();
-        let cut = self.op.cut(sorted, &at)?;
+        let (merged, at) = merge(runs)?;
+        let cut = self.op.cut(merged, &at)?;
         if cut.num_rows() > 0 {
             out.push(Chunk::new(cut));
         }
@@ -376,7 +365,12 @@ impl<O: KeyedOp> Partitioned<Chunk> for Keyed<O> {
         self.op.finish(&mut ps.st, &mut o)?;
         let n = self.op.out_rows(&o);
         if n > 0 {
-            out.push(Chunk::attributed(self.op.out_batch(o)?, vec![FINISH; n]));
+            let batch = self.op.out_batch(o)?;
+            out.push(Chunk::run(Run::sorted(
+                batch,
+                vec![FINISH; n],
+                self.merge.as_ref(),
+            )?));
         }
         Ok(())
     }

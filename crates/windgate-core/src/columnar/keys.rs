@@ -84,6 +84,19 @@ impl RowCodec {
         Ok(self.converter.convert_columns(&cols)?)
     }
 
+    /// `rows` (encoded by this codec) in the order `indices`.
+    pub fn permute(&self, rows: &Rows, indices: &[u32]) -> Rows {
+        let bytes: usize = indices
+            .iter()
+            .map(|&i| rows.row(i as usize).data().len())
+            .sum();
+        let mut out = self.converter.empty_rows(indices.len(), bytes);
+        for &i in indices {
+            out.push(rows.row(i as usize));
+        }
+        out
+    }
+
     /// Columns back from encoded rows (bytes this codec produced).
     pub fn decode<'a>(&self, rows: impl IntoIterator<Item = &'a [u8]>) -> Result<Vec<ArrayRef>> {
         Ok(self

@@ -47,6 +47,7 @@ mod filter;
 mod keyed;
 mod keys;
 mod last_n;
+mod merge;
 mod order;
 mod pairs;
 mod pipeline;

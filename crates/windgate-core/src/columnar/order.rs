@@ -39,6 +39,11 @@ impl SortKey {
         self.codec.encode(batch)
     }
 
+    /// `rows` (encoded by this key) in the order `indices`.
+    pub fn permute(&self, rows: &Rows, indices: &[u32]) -> Rows {
+        self.codec.permute(rows, indices)
+    }
+
     /// Positions of `batch`'s rows sorted by `(prefix[i], key)`, stable (equal rows keep their order).
     pub fn sort_indices(&self, batch: &RecordBatch, prefix: Option<&[u32]>) -> Result<Vec<u32>> {
         let rows = self.rows(batch)?;

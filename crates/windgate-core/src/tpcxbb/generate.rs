@@ -140,7 +140,9 @@ pub fn clickstream(opts: &GenOptions) -> Result<Vec<RecordBatch>> {
     opts.check()?;
     let mut rng = Rng::new(opts.seed);
     let items = Zipf::new(opts.items, Skew::S1125);
-    let users = Zipf::new(opts.users(), Skew::S100);
+    // Mild skew: a user who starts too large a share of sessions would never leave a 60-minute gap, and
+    // sessions would merge into one per heavy user spanning the whole stream.
+    let users = Zipf::new(opts.users(), Skew::S050);
     let open = ((opts.rows as i128 * 300) / (opts.days * DAY) as i128).max(1) as usize;
     let mut sessions: Vec<Session> = (0..open).map(|_| new_session(&mut rng, &users)).collect();
     let schema = clickstream_schema();

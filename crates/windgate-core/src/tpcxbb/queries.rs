@@ -161,7 +161,12 @@ impl Query {
                     "pairs",
                     Value::map([("column", "item_id".into()), ("names", pair_names())]),
                 ),
-                ("window_count", Value::map([("keys", pair_names())])),
+                // Top-k pushed into the count (each partition keeps its 30 best, combine the global 30): the
+                // same rows, without emitting every pair's count at end of stream.
+                (
+                    "window_count",
+                    Value::map([("keys", pair_names()), ("top_k", 30.into())]),
+                ),
                 (
                     "topk",
                     Value::map([

@@ -48,10 +48,10 @@ impl Rng {
 /// The exponents the generator uses, each computable exactly from `sqrt` and division.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Skew {
+    /// s = 0.5: `k^-0.5 = 1 / sqrt(k)`.
+    S050,
     /// s = 0.75: `k^-0.75 = 1 / (sqrt(k) * sqrt(sqrt(k)))`.
     S075,
-    /// s = 1.0.
-    S100,
     /// s = 1.125: `k^-1.125 = 1 / (k * sqrt(sqrt(sqrt(k))))`.
     S1125,
 }
@@ -68,8 +68,8 @@ impl Zipf {
             .map(|k| {
                 let k = k as f64;
                 acc += match skew {
+                    Skew::S050 => 1.0 / k.sqrt(),
                     Skew::S075 => 1.0 / (k.sqrt() * k.sqrt().sqrt()),
-                    Skew::S100 => 1.0 / k,
                     Skew::S1125 => 1.0 / (k * k.sqrt().sqrt().sqrt()),
                 };
                 acc
