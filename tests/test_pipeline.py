@@ -201,7 +201,7 @@ def chains(gap: int, size: int, p: int) -> list[Pipeline]:
     ]
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=datasets(),
     shape=st.integers(0, 3),
