@@ -11,6 +11,11 @@ mod window_aggregate;
 
 use pyo3::prelude::*;
 
+/// mimalloc for every Rust allocation of the extension (Arrow buffers included: they are freed through
+/// their own release callbacks, so by this allocator too). See Cargo.toml for why.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::operator::Op;
 use super::options::PipelineOptions;
 use super::scheduler::{OpSched, Scheduler};
-use super::stage::{Downstream, Failure, Marker, Payload, Stage};
+use super::stage::{Done, Downstream, Failure, Marker, Payload, Stage};
 use super::stats::{OpStats, PipelineStats};
 use crate::error::{Error, ErrorKind, Result};
 use crate::runtime::farm::panic_message;
@@ -62,8 +62,8 @@ impl<T: Send> Run<T> {
             backoff.reset();
             let start = Instant::now();
             let done = self.stages[a.op].work(a.op, a.budget, a.slot, self);
-            let (inputs, outputs) = done.as_ref().map_or((0, 0), |d| (d.inputs, d.outputs));
-            self.scheduler.release(a, start.elapsed(), inputs, outputs);
+            let counts = done.as_ref().map_or(Done::default(), |d| *d);
+            self.scheduler.release(a, start.elapsed(), counts);
             if let Err(e) = done {
                 self.failure.fail(e);
             }

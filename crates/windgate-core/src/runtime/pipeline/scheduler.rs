@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::options::{PipelineOptions, SchedulerPolicy};
+use super::stage::Done;
 
 /// A time slice's allotment: operator, item budget, and (partitioned-queue baseline) the worker slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +105,8 @@ pub(crate) struct OpSched {
     pub max_dop: usize,
     pub inputs: u64,
     pub outputs: u64,
+    /// Worklist entries processed (the unit of the time-slice budget).
+    pub taken: u64,
     pub busy: Duration,
     pub window_busy: Duration,
     pub allotments: u64,
@@ -121,6 +124,7 @@ impl OpSched {
             max_dop: max_dop.max(1),
             inputs: 0,
             outputs: 0,
+            taken: 0,
             busy: Duration::ZERO,
             window_busy: Duration::ZERO,
             allotments: 0,
@@ -130,12 +134,13 @@ impl OpSched {
         }
     }
 
-    /// Seconds per item; an unmeasured operator is assumed cheap (1 µs) so it gets tried.
+    /// Seconds per worklist entry (a part of a partitioned input counts as one: the budget counts
+    /// entries); an unmeasured operator is assumed cheap (1 µs) so it gets tried.
     fn cost(&self) -> f64 {
-        if self.inputs == 0 {
+        if self.taken == 0 {
             1e-6
         } else {
-            (self.busy.as_secs_f64() / self.inputs as f64).max(1e-9)
+            (self.busy.as_secs_f64() / self.taken as f64).max(1e-9)
         }
     }
 
@@ -233,15 +238,16 @@ impl Scheduler {
     }
 
     /// The worker is back: what it processed, produced, and the time it took.
-    pub(crate) fn release(&self, a: Allotment, busy: Duration, inputs: u64, outputs: u64) {
+    pub(crate) fn release(&self, a: Allotment, busy: Duration, done: Done) {
         let mut st = self.lock();
         let o = &mut st.ops[a.op];
         o.workers -= 1;
         if !o.slots.is_empty() {
             o.slots[a.slot] = false;
         }
-        o.inputs += inputs;
-        o.outputs += outputs;
+        o.inputs += done.inputs;
+        o.outputs += done.outputs;
+        o.taken += done.taken;
         o.busy += busy;
         o.window_busy += busy;
     }

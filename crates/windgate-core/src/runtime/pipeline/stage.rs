@@ -149,8 +149,12 @@ impl<T: Send> Reorderer<T> {
 /// Items processed and produced in one allotment.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Done {
+    /// Inputs whose unit completed here (the operator's input count).
     pub inputs: u64,
     pub outputs: u64,
+    /// Worklist entries processed (parts of partitioned inputs, markers): what the time slice's budget
+    /// counts, so the scheduler's per-entry cost is busy time over this.
+    pub taken: u64,
 }
 
 pub(crate) struct Stage<T> {
@@ -353,6 +357,7 @@ impl<T: Send> Stage<T> {
                         break;
                     };
                     len.fetch_sub(1, Ordering::AcqRel);
+                    done.taken += 1;
                     let unit = match payload {
                         Payload::Marker(m) => Unit {
                             items: Vec::new(),
@@ -380,6 +385,7 @@ impl<T: Send> Stage<T> {
                         break;
                     };
                     len.fetch_sub(1, Ordering::AcqRel);
+                    done.taken += 1;
                     match payload {
                         Payload::Marker(m) => down.enqueue(me + 1, Payload::Marker(m.stamped())),
                         Payload::Item(item) => {
@@ -434,6 +440,7 @@ impl<T: Send> Stage<T> {
         done: &mut Done,
         down: &dyn Downstream<T>,
     ) -> Result<()> {
+        done.taken += 1;
         let mut items = Vec::new();
         let marker = match part.body {
             PartBody::Marker(m) => Some(m.stamped()),
