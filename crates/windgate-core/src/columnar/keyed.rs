@@ -125,13 +125,12 @@ fn first_reaching(ctx: &PartCtx, lo: usize, hi: usize, deadline: i64) -> Option<
 
 /// A partitioned columnar operator's per-key logic, driven by [`Keyed`].
 pub(crate) trait KeyedOp: Send + Sync + 'static {
-    type State: Send + 'static;
-    /// Output rows being built for one part.
-    type Out;
+    /// A partition's state, empty at the start of a run.
+    type State: Default + Send + 'static;
+    /// Output rows being built for one part, empty to start with.
+    type Out: Default;
 
     fn name(&self) -> &str;
-    fn new_state(&self) -> Self::State;
-    fn new_out(&self) -> Self::Out;
     fn out_rows(&self, out: &Self::Out) -> usize;
     fn out_batch(&self, out: Self::Out) -> Result<RecordBatch>;
     /// Row `r` of the part's input (after every deadline its watermark reached has fired).
@@ -206,7 +205,7 @@ impl<O: KeyedOp> Partitioned<Chunk> for Keyed<O> {
 
     fn new_state(&self, _partition: usize) -> Self::State {
         PartitionState {
-            st: self.op.new_state(),
+            st: O::State::default(),
             prev: i64::MIN,
             offset: 0,
         }
@@ -301,7 +300,7 @@ impl<O: KeyedOp> Partitioned<Chunk> for Keyed<O> {
             clocked,
         };
         let op = &self.op;
-        let mut o = op.new_out();
+        let mut o = O::Out::default();
         let mut at: Vec<u32> = Vec::new();
         let mut cursor = 0usize;
         for idx in 0..=rows.len() {
@@ -361,7 +360,7 @@ impl<O: KeyedOp> Partitioned<Chunk> for Keyed<O> {
     }
 
     fn finish(&self, ps: &mut Self::State, out: &mut Vec<Chunk>) -> Result<()> {
-        let mut o = self.op.new_out();
+        let mut o = O::Out::default();
         self.op.finish(&mut ps.st, &mut o)?;
         let n = self.op.out_rows(&o);
         if n > 0 {

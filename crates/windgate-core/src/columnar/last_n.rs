@@ -214,14 +214,6 @@ impl KeyedOp for LastNOp {
         "last_n_before"
     }
 
-    fn new_state(&self) -> Self::State {
-        HashMap::new()
-    }
-
-    fn new_out(&self) -> LastNOut {
-        LastNOut::default()
-    }
-
     fn out_rows(&self, out: &LastNOut) -> usize {
         out.times.len()
     }

@@ -298,14 +298,6 @@ impl KeyedOp for FitOp {
         "regression"
     }
 
-    fn new_state(&self) -> Fits {
-        Fits::default()
-    }
-
-    fn new_out(&self) -> FitOut {
-        FitOut::default()
-    }
-
     fn out_rows(&self, out: &FitOut) -> usize {
         out.points.len()
     }

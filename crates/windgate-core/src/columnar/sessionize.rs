@@ -305,14 +305,6 @@ impl KeyedOp for SessionOp {
         "sessionize"
     }
 
-    fn new_state(&self) -> Sessions {
-        Sessions::default()
-    }
-
-    fn new_out(&self) -> SessionOut {
-        SessionOut::default()
-    }
-
     fn out_rows(&self, out: &SessionOut) -> usize {
         out.rows.len()
     }

@@ -226,14 +226,6 @@ impl KeyedOp for CountOp {
         "window_count"
     }
 
-    fn new_state(&self) -> Windows {
-        BTreeMap::new()
-    }
-
-    fn new_out(&self) -> CountOut {
-        CountOut::default()
-    }
-
     fn out_rows(&self, out: &CountOut) -> usize {
         out.counts.len()
     }
