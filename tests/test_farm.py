@@ -118,3 +118,21 @@ def test_unknown_strategy_lists_the_choices():
         windgate.window_aggregate(
             pa.table({"ts": [1]}), time="ts", size=10, aggs={"*": "count"}, strategy="x"
         )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(window_case(), st.sampled_from([1, 2, 3]), st.sampled_from(["pane", "farm", "rrcpa", "reference"]))
+def test_in_memory_and_streamed_input_give_the_same_rows(case, threads, strategy):
+    # A table is read whole and windows close as soon as they are exact; a reader is streamed and every
+    # window waits for the end. The rows must not differ.
+    size, slide, offset, rows, lateness, cuts = case
+    batches = batches_of(table(rows), cuts)
+    schema = table(rows).schema
+    kw = dict(time="ts", size=size, slide=slide, offset=offset, by="k", aggs=AGGS, lateness=lateness)
+    want = windgate.window_aggregate(
+        pa.RecordBatchReader.from_batches(schema, batches), strategy="reference", **kw
+    )
+    got = windgate.window_aggregate(
+        pa.Table.from_batches(batches, schema), strategy=strategy, threads=threads, **kw
+    )
+    assert got.equals(want)

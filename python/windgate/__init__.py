@@ -113,7 +113,8 @@ def window_aggregate(
         on_late: ``"drop"`` (dropped and counted) or ``"error"``.
         null_time: ``"error"`` or ``"drop"`` for rows whose time is null.
         threads: worker threads (``None``: all cores).
-        strategy: ``"auto"`` (the fastest engine measured on 2 cores: today ``"pane"``), ``"pane"``
+        strategy: ``"auto"`` (the fastest engine measured on 2 cores: ``"farm"`` for in-memory input of at
+            least 2**20 rows with more than one thread, else ``"pane"``), ``"pane"``
             (single-threaded panes), ``"farm"`` (seed 004's parallel pane farm), ``"rrcpa"`` (seed 003's
             pane-based approach), ``"hsa"`` and ``"rra"`` (seed 003's line baselines), ``"hoa"`` and
             ``"rrca"`` (seed 003's ring baselines: hash-once and round-robin-cyclic), seed 000's multiway
@@ -156,7 +157,8 @@ def window_aggregate(
         strategy=strategy,
         farm=farm,
     )
-    return _native.window_aggregate(_args.sources(data), **kwargs, order_by=order_by)
+    sources = _args.sources(data)
+    return _native.window_aggregate(sources, **kwargs, order_by=order_by, in_memory=_args.in_memory(sources))
 
 
 class WindowAggregator:

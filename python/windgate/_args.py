@@ -95,6 +95,17 @@ def sources(data: Any) -> list[Any]:
     return [arrow_source(data)]
 
 
+def in_memory(sources: list[Any]) -> bool:
+    """Whether every source is already in memory (a pyarrow Table or RecordBatch, a polars or pandas data
+    frame): reading it whole costs nothing, and lets the batch functions close windows before the end."""
+    import pyarrow as pa
+
+    def held(d: Any) -> bool:
+        return isinstance(d, (pa.Table, pa.RecordBatch)) or type(d).__module__.startswith("polars.")
+
+    return all(held(d) for d in sources)
+
+
 def window_kwargs(
     *,
     time: str,

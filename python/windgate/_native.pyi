@@ -23,6 +23,7 @@ def window_aggregate(
     strategy: str = "auto",
     farm: dict[str, Any] | None = None,
     order_by: str | None = None,
+    in_memory: bool = False,
 ) -> pa.Table: ...
 
 class WindowAggregator:

@@ -10,6 +10,7 @@ use arrow_array::RecordBatch;
 use arrow_select::concat::concat_batches;
 use common::{Row, aggs, batch};
 use proptest::prelude::*;
+use windgate_core::aggregate::batch::window_aggregate_in_pieces;
 use windgate_core::aggregate::{
     Span, Strategy as Engine, WindowAggregateOptions, WindowAggregator, window_aggregate,
 };
@@ -131,6 +132,21 @@ fn whole(c: &Case, strategy: Engine) -> RecordBatch {
     concat_batches(&schema, &outs).unwrap()
 }
 
+/// The batch function over in-memory sources, in pieces of 3 rows (a promise before each).
+fn in_memory(c: &Case, strategy: Engine) -> RecordBatch {
+    let inputs = c
+        .sources
+        .iter()
+        .map(|rows| {
+            let b = batch(rows);
+            (b.schema(), vec![b])
+        })
+        .collect();
+    let (schema, outs) =
+        window_aggregate_in_pieces(inputs, opts(c, strategy), 3, || Ok(())).unwrap();
+    concat_batches(&schema, &outs).unwrap()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(if cfg!(debug_assertions) { 24 } else { 250 }))]
 
@@ -141,6 +157,7 @@ proptest! {
         for design in DESIGNS {
             prop_assert_eq!(&stream(&c, design), &want, "streaming {:?}", design);
             prop_assert_eq!(&whole(&c, design), &want, "batch {:?}", design);
+            prop_assert_eq!(&in_memory(&c, design), &want, "in-memory batch {:?}", design);
         }
     }
 }

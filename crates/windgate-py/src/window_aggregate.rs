@@ -15,7 +15,7 @@ use crate::errors::{catch_panic, detached_batch_call, finish_batch, to_py};
 #[pyfunction]
 #[pyo3(signature = (sources, *, time, size, slide=None, offset=None, by=vec![], aggs, lateness=None,
                     on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
-                    order_by=None))]
+                    order_by=None, in_memory=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn window_aggregate<'py>(
     py: Python<'py>,
@@ -33,6 +33,7 @@ pub fn window_aggregate<'py>(
     strategy: &str,
     farm: Option<Bound<'py, PyDict>>,
     order_by: Option<String>,
+    in_memory: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut opts = options(
         time,
@@ -55,7 +56,19 @@ pub fn window_aggregate<'py>(
         .into_iter()
         .map(|s| s.into_reader())
         .collect::<PyResult<Vec<_>>>()?;
+    // In-memory input (tables, record batches, data frames) is read whole up front: that costs nothing
+    // and lets windows close as soon as they are exact; a stream is read once, batch by batch.
     let (schema, batches) = detached_batch_call(py, "window_aggregate", |check| {
+        if in_memory {
+            let inputs = readers
+                .into_iter()
+                .map(|r| {
+                    let schema = r.schema();
+                    Ok((schema, r.collect::<Result<Vec<_>, _>>()?))
+                })
+                .collect::<Result<Vec<_>, Error>>()?;
+            return core::window_aggregate_in_memory(inputs, opts, check);
+        }
         let inputs = readers
             .into_iter()
             .map(|r| (r.schema(), r.map(|b| b.map_err(Error::from))))

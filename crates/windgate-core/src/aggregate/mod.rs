@@ -1,6 +1,7 @@
 //! Window aggregation: aggregate functions as lift/combine/lower, partial states, the engines and the
 //! streaming operator.
 
+pub mod batch;
 pub mod emission;
 mod engine;
 pub mod exact_sum;
@@ -18,8 +19,9 @@ pub mod slots;
 pub mod state;
 pub mod w_hive;
 
+pub use batch::{window_aggregate, window_aggregate_in_memory};
 pub use function::{AggFunc, AggSpec};
-pub use operator::{Stats, WindowAggregator, window_aggregate};
+pub use operator::{Stats, WindowAggregator};
 pub use options::{
     FarmOptions, LatenessOpt, NullTime, OnLate, Span, Strategy, WindowAggregateOptions,
 };

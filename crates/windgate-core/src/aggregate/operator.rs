@@ -86,6 +86,10 @@ struct Source {
     /// rows); a chunk is released once the operator's watermark reaches it.
     pending: VecDeque<(i64, u64)>,
     pending_rows: u64,
+    /// A bound the caller guarantees: no row of this source still to come has a time below it. The batch
+    /// function over in-memory input knows every row in advance and promises the least time still to come,
+    /// so windows close as soon as they are exact instead of at the end (the result does not change).
+    promised: Option<i64>,
 }
 
 impl Source {
@@ -145,12 +149,14 @@ impl WindowAggregator {
                 closed: false,
                 pending: VecDeque::new(),
                 pending_rows: 0,
+                promised: None,
             })
             .collect();
         let threads = resolve_threads(opts.threads);
-        // "auto" is the fastest engine measured on this kind of machine (2 cores): today the single-threaded
-        // pane engine, which the farm does not beat yet (its emitter's per-row routing and the per-push window
-        // barrier cost more than a second core gives back; see `benches/benches/farm.rs`).
+        // "auto" is the fastest engine measured on this kind of machine (2 cores). For a stream that is the
+        // single-threaded pane engine: the farm's per-push window barrier costs more than a second core gives
+        // back on small pushes. The batch function over large in-memory input resolves "auto" to the farm
+        // itself (`batch::AUTO_FARM_ROWS`).
         let strategy = match opts.strategy {
             Strategy::Auto => Strategy::Pane,
             s => s,
@@ -494,18 +500,55 @@ impl WindowAggregator {
         self.life.record(r)
     }
 
+    /// Batch mode (the batch functions): pushes do not wait for windows, the flush collects the rest.
+    pub(super) fn for_batch(mut opts: WindowAggregateOptions, sources: usize) -> Result<Self> {
+        if sources == 0 {
+            return Err(Error::param("data", "expected at least one source"));
+        }
+        opts.sources = sources;
+        opts.gate_sources = false;
+        let mut agg = Self::new(opts)?;
+        agg.deferred = true;
+        Ok(agg)
+    }
+
+    /// Binds source `s`'s schema and checks that the columns the query reads have the types the first
+    /// source's have (before any of its rows are read).
+    pub(super) fn bind_source(&mut self, s: usize, schema: &SchemaRef) -> Result<()> {
+        self.bind(schema)?;
+        let bound = self.bound.as_ref().expect("bound");
+        let empty = RecordBatch::new_empty(schema.clone());
+        for name in used_columns(&self.opts, &self.specs) {
+            check_same_type(&bound.schema, &empty, name, &format!("source {s}"))?;
+        }
+        Ok(())
+    }
+
     /// Marks the operator unusable (used by the bindings when a panic was caught).
     pub fn poison(&mut self, why: impl Into<String>) {
         self.life.poison(why);
     }
 
-    /// The watermark over open sources: `None` while some open source has none.
+    /// The watermark over open sources: `None` while some open source has none. A source's watermark is its
+    /// K-slack's, raised to what the caller promised; late rows are still judged by the K-slack alone.
     fn watermark(&self) -> Option<i64> {
         let mut wm = i64::MAX;
         for s in self.sources.iter().filter(|s| !s.closed) {
-            wm = wm.min(s.kslack.watermark()?);
+            let own = match (s.kslack.watermark(), s.promised) {
+                (Some(a), Some(b)) => a.max(b),
+                (a, b) => a.or(b)?,
+            };
+            wm = wm.min(own);
         }
         Some(wm)
+    }
+
+    /// Promises that no row of `source` still to come has a time below `t` (promises only move forward).
+    /// A row that breaks the promise is an internal error, so only callers that know every row may promise:
+    /// [`super::batch::window_aggregate_in_memory`] does.
+    pub(super) fn promise(&mut self, source: usize, t: i64) {
+        let s = &mut self.sources[source];
+        s.promised = Some(s.promised.map_or(t, |p| p.max(t)));
     }
 
     fn emit_ready(&mut self) -> Result<RecordBatch> {
@@ -668,45 +711,4 @@ fn assemble(b: &mut Bound, e: &Emission) -> Result<RecordBatch> {
         return Ok(RecordBatch::new_empty(b.output_schema.clone()));
     }
     Ok(RecordBatch::try_new(b.output_schema.clone(), columns)?)
-}
-
-/// The batch function: every source's batches through one operator, then the end of the stream.
-///
-/// `sources` holds each source's schema and batches. Without `lateness` the result is exact over all rows
-/// whatever their order; with it, late rows of each source are dropped (or raise) as in the streaming
-/// operator. `on_batch` runs between batches (the bindings check for Ctrl-C there).
-pub fn window_aggregate<I>(
-    sources: Vec<(SchemaRef, I)>,
-    mut opts: WindowAggregateOptions,
-    mut on_batch: impl FnMut() -> Result<()>,
-) -> Result<(SchemaRef, Vec<RecordBatch>)>
-where
-    I: IntoIterator<Item = Result<RecordBatch>>,
-{
-    if sources.is_empty() {
-        return Err(Error::param("data", "expected at least one source"));
-    }
-    opts.sources = sources.len();
-    opts.gate_sources = false;
-    let mut agg = WindowAggregator::new(opts)?;
-    agg.deferred = true;
-    let mut out = vec![];
-    for (s, (schema, batches)) in sources.into_iter().enumerate() {
-        agg.bind(&schema)?;
-        let bound = agg.bound.as_ref().expect("bound");
-        let empty = RecordBatch::new_empty(schema.clone());
-        for name in used_columns(&agg.opts, &agg.specs) {
-            check_same_type(&bound.schema, &empty, name, &format!("source {s}"))?;
-        }
-        for batch in batches {
-            on_batch()?;
-            let produced = agg.push(&batch?, s)?;
-            if produced.num_rows() > 0 {
-                out.push(produced);
-            }
-        }
-    }
-    out.push(agg.flush()?);
-    let schema = agg.output_schema().expect("bound");
-    Ok((schema, out))
 }
