@@ -1,5 +1,8 @@
 //! What an engine hands back when windows close: one output row per (window, key), in output order, each
-//! pointing at a slot of the engine's scratch store that holds the window's combined state.
+//! pointing at a slot of the engine's scratch store that holds the window's combined state, or (the parallel
+//! engines, whose windows come back whole) each window's aggregate columns, already finished.
+
+use arrow_array::ArrayRef;
 
 /// Output rows in order `(window, key rank)`.
 #[derive(Debug, Default)]
@@ -9,6 +12,9 @@ pub struct Emission {
     pub slots: Vec<u32>,
     /// Distinct windows in this emission.
     pub window_count: u64,
+    /// Finished windows: per window, one column per aggregate holding its rows in order. When set, the
+    /// output's aggregate columns are these concatenated and `slots` are not read.
+    pub finished: Vec<Vec<ArrayRef>>,
 }
 
 impl Emission {

@@ -346,7 +346,7 @@ impl FarmEngine {
         };
         for (j, w) in done {
             // Rows in key order: walk the sorted keys when most are present, else sort the window's own.
-            let mut rows = if w.keys.entries.len() * 4 >= keys.sorted.len() {
+            let rows = if w.keys.entries.len() * 4 >= keys.sorted.len() {
                 keys.sorted
                     .iter()
                     .filter_map(|&key| w.keys.get(key).map(|slot| (key, slot)))
@@ -356,19 +356,19 @@ impl FarmEngine {
                 rows.sort_unstable_by_key(|&(key, _)| keys.ranks[key as usize]);
                 rows
             };
-            let first = self.scratch.alloc_block(rows.len());
-            let pairs: Vec<(u32, u32)> = rows
-                .iter_mut()
-                .enumerate()
-                .map(|(i, (_, slot))| {
-                    let s = first + i as u32;
-                    let pair = (s, *slot);
-                    *slot = s;
-                    pair
-                })
-                .collect();
-            self.scratch.combine_pairs(&w.store, &pairs);
+            // Finished straight from the window's own store: no copy of its states into a scratch store
+            // (a float sum's copy is a superaccumulator merge, the most expensive step of an emission).
+            let slots: Vec<u32> = rows.iter().map(|&(_, slot)| slot).collect();
+            let columns = w
+                .store
+                .states
+                .iter()
+                .map(|s| s.finish(&slots))
+                .collect::<Result<Vec<_>>>()?;
             out.push_sorted_window(j, &rows);
+            if !rows.is_empty() {
+                out.finished.push(columns);
+            }
         }
         Ok(())
     }

@@ -12,8 +12,9 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_select::concat::concat;
 
 use super::emission::Emission;
 use super::engine::Engine;
@@ -703,9 +704,16 @@ fn assemble(b: &mut Bound, e: &Emission) -> Result<RecordBatch> {
     let ends = Int64Array::from_iter_values(e.windows.iter().map(|&j| b.spec.window_end(j)));
     columns.push(int_column_as(Arc::new(starts), &window_type)?);
     columns.push(int_column_as(Arc::new(ends), &window_type)?);
-    let scratch = b.engine.scratch();
-    for state in &scratch.states {
-        columns.push(state.finish(&e.slots)?);
+    if e.finished.is_empty() {
+        let scratch = b.engine.scratch();
+        for state in &scratch.states {
+            columns.push(state.finish(&e.slots)?);
+        }
+    } else {
+        for a in 0..b.metas.len() {
+            let parts: Vec<&dyn Array> = e.finished.iter().map(|w| w[a].as_ref()).collect();
+            columns.push(concat(&parts)?);
+        }
     }
     if columns.is_empty() {
         return Ok(RecordBatch::new_empty(b.output_schema.clone()));
