@@ -74,10 +74,12 @@ def test_timestamp_overflow():
         windgate.window_aggregate(t, time="ts", size=10, aggs={"*": "count"})
 
 
-def test_int_sum_overflow():
+@pytest.mark.parametrize("strategy", ["pane", "farm", "rrcpa", "hsa"])
+def test_int_sum_overflow(strategy):
+    # The farm finishes windows on its WLQ workers: the error must still reach the caller as itself.
     t = pa.table({"ts": [0, 1], "v": pa.array([2**62, 2**62], pa.int64())})
     with pytest.raises(errors.WindgateOverflowError, match=r"sum of column 'v' overflows int64"):
-        windgate.window_aggregate(t, time="ts", size=10, aggs={"v": "sum"})
+        windgate.window_aggregate(t, time="ts", size=10, aggs={"v": "sum"}, strategy=strategy, threads=2)
 
 
 def test_null_time():

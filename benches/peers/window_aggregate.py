@@ -197,7 +197,11 @@ def run_windgate(table: pa.Table, variant: str, threads: list[int], repeat: int)
         except Exception as exc:  # report this variant, go on with the next
             out.append(failure(label, n, exc))
             continue
-        resolved = windgate.WindowAggregator(threads=n, **kwargs).stats.get("strategy")  # what auto picks
+        # What auto picks: the streaming operator's choice, except that the batch function runs in-memory input
+        # of at least 2**20 rows on the farm with more than one thread (AUTO_FARM_ROWS in aggregate/batch.rs).
+        resolved = windgate.WindowAggregator(threads=n, **kwargs).stats.get("strategy")
+        if strategy == "auto" and not stream and n > 1 and table.num_rows >= 1 << 20:
+            resolved = "farm"
         note = what.replace("=auto", f"=auto (-> {resolved})")
         r = dict(engine=label, threads=n, seconds=best, runs=runs, notes=note, **arrow_summary(res))
         if fixed:

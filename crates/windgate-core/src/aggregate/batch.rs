@@ -10,7 +10,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 use super::operator::WindowAggregator;
-use super::options::{Strategy, WindowAggregateOptions, resolve_threads};
+use super::options::WindowAggregateOptions;
 use crate::arrow_io::{as_i64, column};
 use crate::error::Result;
 
@@ -19,9 +19,10 @@ use crate::error::Result;
 pub const PIECE_ROWS: usize = 1 << 16;
 
 /// From this many input rows on, `strategy="auto"` runs in-memory input on the pane farm when it has more than
-/// one thread. Measured on 2 cores (smart-grid rows, 60 s / 10 s windows, 1000 keys): the farm on 2 threads
-/// ties the pane engine at 1 M rows and is 1.2-1.3x faster from 3 M rows on; below, its threads' start-up and
-/// hand-offs cost more than the second core gives back.
+/// one thread and windows have few panes (see the operator's `AUTO_FARM_PANES`). Measured on 2 cores (smart-grid
+/// rows, 60 s / 10 s windows, 1000 keys): the farm on 2 threads ties the pane engine at 1 M rows and is
+/// 1.2-1.5x faster from 3 M rows on; below, its threads' start-up and hand-offs cost more than the second core
+/// gives back.
 pub const AUTO_FARM_ROWS: usize = 1 << 20;
 
 /// The batch function over streamed input: `sources` holds each source's schema and batches, read once.
@@ -80,22 +81,15 @@ pub fn window_aggregate_in_pieces(
     piece_rows: usize,
     mut on_batch: impl FnMut() -> Result<()>,
 ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
-    let mut opts = opts;
-    let rows: usize = sources
-        .iter()
-        .flat_map(|(_, bs)| bs.iter().map(RecordBatch::num_rows))
-        .sum();
-    if opts.strategy == Strategy::Auto
-        && resolve_threads(opts.threads) > 1
-        && rows >= AUTO_FARM_ROWS
-    {
-        opts.strategy = Strategy::Farm;
-    }
     let plans = sources
         .iter()
         .map(|(_, batches)| plan(batches, &opts.time, piece_rows.max(1)))
         .collect::<Result<Vec<_>>>()?;
+    let rows: usize = plans.iter().flatten().map(|p| p.len).sum();
     let mut agg = WindowAggregator::for_batch(opts, sources.len())?;
+    if rows >= AUTO_FARM_ROWS {
+        agg.prefer_farm();
+    }
     for (s, plan) in plans.iter().enumerate() {
         agg.promise(s, plan.first().map_or(i64::MAX, |p| p.least_from_here));
     }

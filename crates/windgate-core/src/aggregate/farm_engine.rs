@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
+use arrow_array::ArrayRef;
 use arrow_buffer::ScalarBuffer;
 
 use super::emission::Emission;
@@ -100,11 +101,35 @@ impl AggWindow {
     }
 }
 
+/// A window whose aggregates were finished by the worker that completed it: the caller only orders and
+/// gathers rows (a float sum's finish rounds a superaccumulator, the costliest per-row step of an emission).
+pub struct FinishedWindow {
+    pub keys: KeySlots,
+    /// Aggregate `a`'s values at `columns[a]`, row `s` for the key in slot `s`; or the error finishing raised
+    /// (an integer sum that overflows).
+    pub columns: Result<Vec<ArrayRef>>,
+}
+
+impl AggWindow {
+    /// Finishes every aggregate of every slot. A window's store only ever grows (slots are never released), so
+    /// its slots are `0..len`.
+    pub fn finish(self) -> FinishedWindow {
+        debug_assert_eq!(self.store.live(), self.keys.entries.len());
+        let slots: Vec<u32> = (0..self.keys.entries.len() as u32).collect();
+        let columns = self.store.states.iter().map(|s| s.finish(&slots)).collect();
+        FinishedWindow {
+            keys: self.keys,
+            columns,
+        }
+    }
+}
+
 impl FarmQuery for AggQuery {
     type Chunk = Admitted;
     type Worker = AggWorker;
     type Part = AggPart;
     type Window = AggWindow;
+    type Done = FinishedWindow;
 
     fn new_worker(&self) -> AggWorker {
         AggWorker {
@@ -208,6 +233,10 @@ impl FarmQuery for AggQuery {
 
     fn merge(&self, window: &mut AggWindow, part: &AggPart) {
         window.merge_slots(&part.store, &part.entries);
+    }
+
+    fn done(&self, window: AggWindow) -> FinishedWindow {
+        window.finish()
     }
 }
 
@@ -337,38 +366,29 @@ impl FarmEngine {
         wait: bool,
     ) -> Result<()> {
         self.advance(last)?;
-        let done = match &mut self.runner {
+        // The farm's workers finish windows themselves; the other engines' windows are finished here.
+        let finish = |ws: Vec<(i64, AggWindow)>| ws.into_iter().map(|(j, w)| (j, w.finish())).collect();
+        let done: Vec<(i64, FinishedWindow)> = match &mut self.runner {
             Runner::Farm(f) => f.collect(last, wait)?,
-            Runner::Rrcpa(r) => r.collect(last, wait)?,
-            Runner::Line(l) => l.collect(last, wait)?,
-            Runner::Ring(r) => r.collect(last, wait)?,
-            Runner::Multiway(m) => m.collect(last, wait)?,
+            Runner::Rrcpa(r) => finish(r.collect(last, wait)?),
+            Runner::Line(l) => finish(l.collect(last, wait)?),
+            Runner::Ring(r) => finish(r.collect(last, wait)?),
+            Runner::Multiway(m) => finish(m.collect(last, wait)?),
         };
         for (j, w) in done {
+            let columns = w.columns?;
             // Rows in key order: walk the sorted keys when most are present, else sort the window's own.
-            let rows = if w.keys.entries.len() * 4 >= keys.sorted.len() {
+            let rows: Vec<(u32, u32)> = if w.keys.entries.len() * 4 >= keys.sorted.len() {
                 keys.sorted
                     .iter()
                     .filter_map(|&key| w.keys.get(key).map(|slot| (key, slot)))
                     .collect()
             } else {
-                let mut rows = w.keys.entries.clone();
+                let mut rows = w.keys.entries;
                 rows.sort_unstable_by_key(|&(key, _)| keys.ranks[key as usize]);
                 rows
             };
-            // Finished straight from the window's own store: no copy of its states into a scratch store
-            // (a float sum's copy is a superaccumulator merge, the most expensive step of an emission).
-            let slots: Vec<u32> = rows.iter().map(|&(_, slot)| slot).collect();
-            let columns = w
-                .store
-                .states
-                .iter()
-                .map(|s| s.finish(&slots))
-                .collect::<Result<Vec<_>>>()?;
-            out.push_sorted_window(j, &rows);
-            if !rows.is_empty() {
-                out.finished.push(columns);
-            }
+            out.push_finished_window(j, &rows, columns);
         }
         Ok(())
     }

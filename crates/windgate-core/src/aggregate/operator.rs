@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use arrow_select::concat::concat;
+use arrow_select::interleave::interleave;
 
 use super::emission::Emission;
 use super::engine::Engine;
@@ -138,7 +138,15 @@ pub struct WindowAggregator {
     deferred: bool,
     /// The strategy `auto` resolved to.
     strategy: Strategy,
+    /// `auto` runs on the farm instead once the window spec is known, if windows have few panes (the batch
+    /// function sets this for large in-memory input, see [`super::batch::AUTO_FARM_ROWS`]).
+    farm_if_few_panes: bool,
 }
+
+/// Most panes per window for which `auto` picks the farm over the pane engine. The farm's WLQ merges every pane
+/// partition into each of its windows as a separate task: with 100 or 1000 panes a window (seed 003's RRCP- and
+/// RR-Advantage settings) it ran at 0.18x and 0.08x of the pane engine on 2 cores, with 1-24 at 0.87-1.5x.
+const AUTO_FARM_PANES: i64 = 24;
 
 impl WindowAggregator {
     pub fn new(opts: WindowAggregateOptions) -> Result<Self> {
@@ -186,6 +194,7 @@ impl WindowAggregator {
             life: Lifecycle::default(),
             deferred: false,
             strategy,
+            farm_if_few_panes: false,
         })
     }
 
@@ -288,6 +297,11 @@ impl WindowAggregator {
                     ),
                 ));
             }
+        }
+        if self.farm_if_few_panes && spec.panes_per_window() <= AUTO_FARM_PANES {
+            self.strategy = Strategy::Farm;
+            self.stats.strategy = Strategy::Farm.name();
+            self.stats.threads = resolve_threads(o.threads) as u64;
         }
         let store = || SlotStore::new(&metas);
         // Exhaustive over the resolved strategy, so a new design cannot silently fall back to another engine.
@@ -513,6 +527,17 @@ impl WindowAggregator {
         Ok(agg)
     }
 
+    /// Lets `auto` run on the farm if the windows turn out to have few panes (the batch function's choice for
+    /// large in-memory input with more than one thread).
+    pub(super) fn prefer_farm(&mut self) {
+        if self.opts.strategy == Strategy::Auto
+            && self.bound.is_none()
+            && resolve_threads(self.opts.threads) > 1
+        {
+            self.farm_if_few_panes = true;
+        }
+    }
+
     /// Binds source `s`'s schema and checks that the columns the query reads have the types the first
     /// source's have (before any of its rows are read).
     pub(super) fn bind_source(&mut self, s: usize, schema: &SchemaRef) -> Result<()> {
@@ -710,9 +735,10 @@ fn assemble(b: &mut Bound, e: &Emission) -> Result<RecordBatch> {
             columns.push(state.finish(&e.slots)?);
         }
     } else {
+        let picks = e.finished_indices();
         for a in 0..b.metas.len() {
-            let parts: Vec<&dyn Array> = e.finished.iter().map(|w| w[a].as_ref()).collect();
-            columns.push(concat(&parts)?);
+            let windows: Vec<&dyn Array> = e.finished.iter().map(|w| w[a].as_ref()).collect();
+            columns.push(interleave(&windows, &picks)?);
         }
     }
     if columns.is_empty() {

@@ -186,6 +186,7 @@ impl FarmQuery for PrefQuery {
     type Worker = PrefWorker;
     type Part = Groups;
     type Window = Groups;
+    type Done = Groups;
 
     fn new_worker(&self) -> PrefWorker {
         PrefWorker::default()
@@ -238,5 +239,9 @@ impl FarmQuery for PrefQuery {
                 }
             }
         }
+    }
+
+    fn done(&self, window: Groups) -> Groups {
+        window
     }
 }

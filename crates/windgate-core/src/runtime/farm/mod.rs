@@ -58,6 +58,9 @@ pub trait FarmQuery: Send + Sync + 'static {
     type Part: Send + Sync + 'static;
     /// H's running result for one window.
     type Window: Send + 'static;
+    /// A complete window as the caller receives it. The worker that completes a window turns it into this,
+    /// so per-window finishing work runs on the farm rather than on the caller's thread.
+    type Done: Send + 'static;
 
     fn new_worker(&self) -> Self::Worker;
     /// Adds rows `rows` of `chunk` with `owner[i] == me` (pane `panes[i]`) to the worker's partitions.
@@ -78,6 +81,8 @@ pub trait FarmQuery: Send + Sync + 'static {
     fn new_window(&self) -> Self::Window;
     /// Merges one partition into a window. Must not depend on the order partitions arrive in.
     fn merge(&self, window: &mut Self::Window, part: &Self::Part);
+    /// A window all of whose partitions were merged, as the caller receives it.
+    fn done(&self, window: Self::Window) -> Self::Done;
 }
 
 /// A chunk with each row's pane and worker.
@@ -237,7 +242,7 @@ pub struct Farm<Q: FarmQuery> {
     monitor: Monitor,
     interval: Duration,
     next_sample: Instant,
-    collector: Collector<Q::Window>,
+    collector: Collector<Q::Done>,
     frontier: i64,
     punctuations: u64,
     threads: Vec<JoinHandle<()>>,
@@ -402,7 +407,7 @@ impl<Q: FarmQuery> Farm<Q> {
 
     /// Releases the finished windows up to `until`, in window order. With `wait`, blocks until every window up to
     /// `until` is finished (the panes they need must have been punctuated); otherwise takes what is there.
-    pub fn collect(&mut self, until: i64, wait: bool) -> Result<Vec<(i64, Q::Window)>> {
+    pub fn collect(&mut self, until: i64, wait: bool) -> Result<Vec<(i64, Q::Done)>> {
         self.collector.collect(until, wait, &self.threads)
     }
 

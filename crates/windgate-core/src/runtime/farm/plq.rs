@@ -29,7 +29,7 @@ pub(super) fn run<Q: FarmQuery>(
     me: u8,
     rx: Receiver<PlqMsg<Q::Chunk>>,
     wlq: Sender<WlqIn<Q>>,
-    out: Sender<OutMsg<Q::Window>>,
+    out: Sender<OutMsg<Q::Done>>,
     counters: Arc<WorkerCounters>,
 ) {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

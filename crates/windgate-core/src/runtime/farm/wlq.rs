@@ -43,7 +43,7 @@ pub(super) struct Emitter<Q: FarmQuery> {
     pub kind: WindowSchedulerKind,
     pub rx: Receiver<WlqIn<Q>>,
     pub workers: Vec<Sender<Task<Q>>>,
-    pub out: Sender<OutMsg<Q::Window>>,
+    pub out: Sender<OutMsg<Q::Done>>,
     pub plq_workers: usize,
 }
 
@@ -129,7 +129,7 @@ impl<Q: FarmQuery> Emitter<Q> {
     fn finalize_idle(&self, st: &mut State<Q>, j: i64) {
         let d = st.wd.remove(&j).expect("descriptor");
         let state = d.state.expect("idle window holds its result");
-        let _ = self.out.send(OutMsg::Window(j, state));
+        let _ = self.out.send(OutMsg::Window(j, self.query.done(state)));
     }
 
     /// Sends window j's next task if the window is idle and a worker can take it. `prefer` is a worker known to
@@ -229,7 +229,7 @@ pub(super) fn run_worker<Q: FarmQuery>(
     me: usize,
     rx: Receiver<Task<Q>>,
     feedback: Sender<WlqIn<Q>>,
-    out: Sender<OutMsg<Q::Window>>,
+    out: Sender<OutMsg<Q::Done>>,
     counters: Arc<WorkerCounters>,
 ) {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -239,7 +239,8 @@ pub(super) fn run_worker<Q: FarmQuery>(
                 query.merge(&mut task.state, &part);
             }
             let state = if task.finalize {
-                if out.send(OutMsg::Window(task.window, task.state)).is_err() {
+                let done = query.done(task.state);
+                if out.send(OutMsg::Window(task.window, done)).is_err() {
                     return;
                 }
                 None
