@@ -197,8 +197,9 @@ def run_windgate(table: pa.Table, variant: str, threads: list[int], repeat: int)
         except Exception as exc:  # report this variant, go on with the next
             out.append(failure(label, n, exc))
             continue
-        # What auto picks: the streaming operator's choice, except that the batch function runs in-memory input
-        # of at least 2**20 rows on the farm with more than one thread (AUTO_FARM_ROWS in aggregate/batch.rs).
+        # What auto picks: the streaming operator's choice, except that the batch function runs in-memory
+        # input of >= 2**20 rows on the farm with more than one thread (AUTO_FARM_ROWS in aggregate/batch.rs;
+        # this query's windows have 6 panes, under AUTO_FARM_PANES).
         resolved = windgate.WindowAggregator(threads=n, **kwargs).stats.get("strategy")
         if strategy == "auto" and not stream and n > 1 and table.num_rows >= 1 << 20:
             resolved = "farm"

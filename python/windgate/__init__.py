@@ -114,9 +114,9 @@ def window_aggregate(
         null_time: ``"error"`` or ``"drop"`` for rows whose time is null.
         threads: worker threads (``None``: all cores).
         strategy: ``"auto"`` (the fastest engine measured on 2 cores: ``"farm"`` for in-memory input of at
-            least 2**20 rows, more than one thread and at most 24 panes per window, else ``"pane"``), ``"pane"``
-            (single-threaded panes), ``"farm"`` (seed 004's parallel pane farm), ``"rrcpa"`` (seed 003's
-            pane-based approach), ``"hsa"`` and ``"rra"`` (seed 003's line baselines), ``"hoa"`` and
+            least 2**20 rows, more than one thread and at most 24 panes per window, else ``"pane"``),
+            ``"pane"`` (single-threaded panes), ``"farm"`` (seed 004's parallel pane farm), ``"rrcpa"`` (seed
+            003's pane-based approach), ``"hsa"`` and ``"rra"`` (seed 003's line baselines), ``"hoa"`` and
             ``"rrca"`` (seed 003's ring baselines: hash-once and round-robin-cyclic), seed 000's multiway
             designs for several time-sorted sources (``"mq"``: locked queues merged by the output thread,
             ``"mqlf"``: the same with lock-free queues, ``"tumlsc"``: a T-Gate merging the sources,

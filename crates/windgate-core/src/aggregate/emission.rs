@@ -35,7 +35,12 @@ impl Emission {
     }
 
     /// Appends a finished window's rows, in key order, with `(key, slot in the window's columns)` pairs.
-    pub fn push_finished_window(&mut self, window: i64, rows: &[(u32, u32)], columns: Vec<ArrayRef>) {
+    pub fn push_finished_window(
+        &mut self,
+        window: i64,
+        rows: &[(u32, u32)],
+        columns: Vec<ArrayRef>,
+    ) {
         if rows.is_empty() {
             return;
         }

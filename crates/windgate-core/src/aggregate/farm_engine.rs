@@ -367,7 +367,8 @@ impl FarmEngine {
     ) -> Result<()> {
         self.advance(last)?;
         // The farm's workers finish windows themselves; the other engines' windows are finished here.
-        let finish = |ws: Vec<(i64, AggWindow)>| ws.into_iter().map(|(j, w)| (j, w.finish())).collect();
+        let finish =
+            |ws: Vec<(i64, AggWindow)>| ws.into_iter().map(|(j, w)| (j, w.finish())).collect();
         let done: Vec<(i64, FinishedWindow)> = match &mut self.runner {
             Runner::Farm(f) => f.collect(last, wait)?,
             Runner::Rrcpa(r) => finish(r.collect(last, wait)?),
