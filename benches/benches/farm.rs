@@ -9,6 +9,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use windgate_benches::{run_stream, smartgrid_batches};
 use windgate_core::aggregate::{
     FarmOptions, LatenessOpt, Span, Strategy, WindowAggregateOptions, window_aggregate,
+    window_aggregate_in_memory,
 };
 use windgate_core::runtime::{PaneSchedulerKind, WindowSchedulerKind};
 
@@ -47,6 +48,16 @@ fn farm(scheduler: PaneSchedulerKind, window_scheduler: WindowSchedulerKind) -> 
         sample_interval: Duration::from_millis(100),
         ..FarmOptions::default()
     }
+}
+
+/// The batch function over in-memory input with its default `lateness=None` (what `windgate.window_aggregate`
+/// does with a table): windows close as soon as no later row can reach them.
+fn run_in_memory(batches: &[arrow_array::RecordBatch], opts: &WindowAggregateOptions) -> usize {
+    let mut o = opts.clone();
+    o.lateness = LatenessOpt::Exact;
+    let input = vec![(batches[0].schema(), batches.to_vec())];
+    let (_, out) = window_aggregate_in_memory(input, o, || Ok(())).expect("runs");
+    out.iter().map(|b| b.num_rows()).sum()
 }
 
 fn bench_threads(c: &mut Criterion) {
@@ -100,6 +111,18 @@ fn bench_threads(c: &mut Criterion) {
             BenchmarkId::new(name, threads),
             &options(strategy, threads, default.clone()),
             |b, o| b.iter(|| black_box(run_batch(&batches, o))),
+        );
+    }
+    for (name, strategy, threads) in [
+        ("in_memory_pane", Strategy::Pane, 1),
+        ("in_memory_farm", Strategy::Farm, 1),
+        ("in_memory_farm", Strategy::Farm, 2),
+        ("in_memory_rrcpa", Strategy::Rrcpa, 2),
+    ] {
+        g.bench_with_input(
+            BenchmarkId::new(name, threads),
+            &options(strategy, threads, default.clone()),
+            |b, o| b.iter(|| black_box(run_in_memory(&batches, o))),
         );
     }
     g.bench_with_input(

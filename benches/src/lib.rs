@@ -2,6 +2,12 @@
 
 use std::sync::Arc;
 
+/// mimalloc, as in the Python extension (`windgate-py`): with glibc's allocator, buffers allocated by one
+/// thread and freed by another (every farm and pipeline hand-off) contend on its arenas, and the benches would
+/// measure a slower engine than users get.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use arrow_array::{Float64Array, Int32Array, RecordBatch, TimestampMillisecondArray};
 
 /// `rows` smart-grid-like rows, one per millisecond, `keys` plugs drawn by a xorshift generator, in batches of
