@@ -8,12 +8,10 @@ mod common;
 
 use arrow_array::RecordBatch;
 use arrow_select::concat::concat_batches;
-use common::{Case, Row, aggs, batch, case};
+use common::{Case, Row, batch, case, case_options};
 use proptest::prelude::*;
 use windgate_core::aggregate::batch::window_aggregate_in_pieces;
-use windgate_core::aggregate::{
-    LatenessOpt, Span, Strategy as Engine, WindowAggregateOptions, window_aggregate,
-};
+use windgate_core::aggregate::{Strategy as Engine, WindowAggregateOptions, window_aggregate};
 
 const ENGINES: [Engine; 9] = [
     Engine::Reference,
@@ -28,13 +26,7 @@ const ENGINES: [Engine; 9] = [
 ];
 
 fn opts(c: &Case, strategy: Engine, threads: usize) -> WindowAggregateOptions {
-    let mut o = WindowAggregateOptions::new("ts", Span::Units(c.size), aggs());
-    o.slide = Some(Span::Units(c.slide));
-    o.offset = Span::Units(c.offset);
-    o.by = vec!["k".into()];
-    o.lateness = c
-        .lateness
-        .map_or(LatenessOpt::Exact, |k| LatenessOpt::Bound(Span::Units(k)));
+    let mut o = case_options(c);
     o.strategy = strategy;
     o.threads = Some(threads);
     o

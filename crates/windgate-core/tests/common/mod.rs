@@ -122,12 +122,8 @@ pub fn run(c: &Case, strategy: Engine, split: bool) -> RecordBatch {
     run_with(c, split, |o| o.strategy = strategy)
 }
 
-/// Runs a case through the streaming operator, with `tune` setting the engine's options.
-pub fn run_with(
-    c: &Case,
-    split: bool,
-    tune: impl FnOnce(&mut WindowAggregateOptions),
-) -> RecordBatch {
+/// The case's query: its window, `by k`, [`aggs`] and its lateness bound (exact without one).
+pub fn case_options(c: &Case) -> WindowAggregateOptions {
     let mut opts = WindowAggregateOptions::new("ts", Span::Units(c.size), aggs());
     opts.slide = Some(Span::Units(c.slide));
     opts.offset = Span::Units(c.offset);
@@ -135,6 +131,16 @@ pub fn run_with(
     opts.lateness = c
         .lateness
         .map_or(LatenessOpt::Exact, |k| LatenessOpt::Bound(Span::Units(k)));
+    opts
+}
+
+/// Runs a case through the streaming operator, with `tune` setting the engine's options.
+pub fn run_with(
+    c: &Case,
+    split: bool,
+    tune: impl FnOnce(&mut WindowAggregateOptions),
+) -> RecordBatch {
+    let mut opts = case_options(c);
     tune(&mut opts);
     let mut agg = WindowAggregator::new(opts).unwrap();
     agg.bind(&batch(&[]).schema()).unwrap();
