@@ -90,11 +90,28 @@ def test_ring_baselines_stream_and_report_per_pu_busy_time(strategy):
 
 
 def test_auto_picks_the_measured_fastest_engine():
-    # The farm does not beat the pane engine on 2 cores yet (benches/benches/farm.rs): auto = pane engine.
+    # Streams start on the pane engine; the farm only pays off with large pushes (benches/peers and the
+    # constants in aggregate/operator.rs), few panes per window and more than one thread.
     kw = dict(time="ts", size=10, aggs={"*": "count"})
     assert windgate.WindowAggregator(threads=2, **kw).stats["strategy"] == "pane"
     assert windgate.WindowAggregator(strategy="farm", threads=2, **kw).stats["strategy"] == "farm"
     assert windgate.WindowAggregator(strategy="rrcpa", threads=3, **kw).stats["threads"] == 3
+    big = pa.table({"ts": pa.array(range(40_000), pa.int64())})
+    small = big.slice(0, 1000)
+    cases = [
+        (dict(threads=2), big, "farm"),
+        (dict(threads=1), big, "pane"),
+        (dict(threads=2), small, "pane"),
+        (dict(threads=2, slide=1), big, "farm"),  # 10 panes a window
+        (dict(threads=2, size=100, slide=1), big, "pane"),  # 100 panes a window: the farm's merges lose
+    ]
+    for extra, data, want in cases:
+        agg = windgate.WindowAggregator(**{**kw, **extra})
+        got = agg.push(data)
+        assert agg.stats["strategy"] == want, extra
+        ref = windgate.WindowAggregator(strategy="reference", **{**kw, **extra})
+        assert got.equals(ref.push(data))
+        assert agg.flush().equals(ref.flush())
 
 
 @pytest.mark.parametrize(

@@ -181,15 +181,16 @@ def run_windgate(table: pa.Table, variant: str, threads: list[int], repeat: int)
     what += f"; strategy={strategy}" + (f", {farm['scheduler']} + {farm['window_scheduler']}" if farm else "")
     out = []
     for n in fixed or threads:
-        late = []
+        late, engines = [], []
 
-        def once(n=n, late=late):
+        def once(n=n, late=late, engines=engines):
             if not stream:
                 return windgate.window_aggregate(table, threads=n, **kwargs)
             agg = windgate.WindowAggregator(lateness=0, threads=n, **kwargs)
             parts = [o for o in map(agg.push, batches) if o.num_rows]
             parts.append(agg.flush())
             late.append(agg.stats.get("late_rows"))
+            engines.append(agg.stats.get("strategy"))
             return pa.Table.from_batches(parts)
 
         try:
@@ -201,7 +202,9 @@ def run_windgate(table: pa.Table, variant: str, threads: list[int], repeat: int)
         # input of >= 2**20 rows on the farm with more than one thread (AUTO_FARM_ROWS in aggregate/batch.rs;
         # this query's windows have 6 panes, under AUTO_FARM_PANES).
         resolved = windgate.WindowAggregator(threads=n, **kwargs).stats.get("strategy")
-        if strategy == "auto" and not stream and n > 1 and table.num_rows >= 1 << 20:
+        if stream:
+            resolved = engines[-1]  # the engine the run used (auto decides at the first push)
+        elif strategy == "auto" and n > 1 and table.num_rows >= 1 << 20:
             resolved = "farm"
         note = what.replace("=auto", f"=auto (-> {resolved})")
         r = dict(engine=label, threads=n, seconds=best, runs=runs, notes=note, **arrow_summary(res))

@@ -114,7 +114,8 @@ def window_aggregate(
         null_time: ``"error"`` or ``"drop"`` for rows whose time is null.
         threads: worker threads (``None``: all cores).
         strategy: ``"auto"`` (the fastest engine measured on 2 cores: ``"farm"`` for in-memory input of at
-            least 2**20 rows, more than one thread and at most 24 panes per window, else ``"pane"``),
+            least 2**20 rows, more than one thread and at most 24 panes per window, else ``"pane"``; the
+            streaming operator picks the farm when its first push has at least 2**15 rows),
             ``"pane"`` (single-threaded panes), ``"farm"`` (seed 004's parallel pane farm), ``"rrcpa"`` (seed
             003's pane-based approach), ``"hsa"`` and ``"rra"`` (seed 003's line baselines), ``"hoa"`` and
             ``"rrca"`` (seed 003's ring baselines: hash-once and round-robin-cyclic), seed 000's multiway
