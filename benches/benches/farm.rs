@@ -102,27 +102,22 @@ fn bench_threads(c: &mut Criterion) {
             |b, o| b.iter(|| black_box(run_stream(&batches, o))),
         );
     }
-    for (name, strategy, threads) in [
-        ("batch_pane", Strategy::Pane, 1),
-        ("batch_farm", Strategy::Farm, 2),
-        ("batch_rrcpa", Strategy::Rrcpa, 2),
-    ] {
+    // The batch functions: streamed (`lateness=0`, pushes do not wait) and in memory (`lateness=None`).
+    type Runner = fn(&[arrow_array::RecordBatch], &WindowAggregateOptions) -> usize;
+    let batch_runs: [(&str, Strategy, usize, Runner); 7] = [
+        ("batch_pane", Strategy::Pane, 1, run_batch),
+        ("batch_farm", Strategy::Farm, 2, run_batch),
+        ("batch_rrcpa", Strategy::Rrcpa, 2, run_batch),
+        ("in_memory_pane", Strategy::Pane, 1, run_in_memory),
+        ("in_memory_farm", Strategy::Farm, 1, run_in_memory),
+        ("in_memory_farm", Strategy::Farm, 2, run_in_memory),
+        ("in_memory_rrcpa", Strategy::Rrcpa, 2, run_in_memory),
+    ];
+    for (name, strategy, threads, run) in batch_runs {
         g.bench_with_input(
             BenchmarkId::new(name, threads),
             &options(strategy, threads, default.clone()),
-            |b, o| b.iter(|| black_box(run_batch(&batches, o))),
-        );
-    }
-    for (name, strategy, threads) in [
-        ("in_memory_pane", Strategy::Pane, 1),
-        ("in_memory_farm", Strategy::Farm, 1),
-        ("in_memory_farm", Strategy::Farm, 2),
-        ("in_memory_rrcpa", Strategy::Rrcpa, 2),
-    ] {
-        g.bench_with_input(
-            BenchmarkId::new(name, threads),
-            &options(strategy, threads, default.clone()),
-            |b, o| b.iter(|| black_box(run_in_memory(&batches, o))),
+            |b, o| b.iter(|| black_box(run(&batches, o))),
         );
     }
     g.bench_with_input(
