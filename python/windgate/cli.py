@@ -758,6 +758,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     d.add_argument("--disorder", type=float, default=5.0, help="max arrival delay in seconds (default 5)")
     d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--repeat", type=int, default=3, help="timed runs of each job, alternating (default 3)")
     d.set_defaults(func=_cmd_demo)
 
     from .cli_tpcxbb import add_parser as add_tpcxbb
