@@ -12,11 +12,9 @@ pub struct Emission {
     pub slots: Vec<u32>,
     /// Distinct windows in this emission.
     pub window_count: u64,
-    /// Windows finished by the engine: per window, one column per aggregate indexed by the window's own slots.
-    /// When set, row `i`'s aggregates are row `slots[i]` of its window's columns, and `finished_rows` says how
-    /// many consecutive rows each window has.
+    /// Windows finished by the engine, in order: per window, one column per aggregate indexed by the window's
+    /// own slots. When set, row `i`'s aggregates are row `slots[i]` of its window's columns.
     pub finished: Vec<Vec<ArrayRef>>,
-    pub finished_rows: Vec<usize>,
 }
 
 impl Emission {
@@ -46,18 +44,22 @@ impl Emission {
         }
         self.push_sorted_window(window, rows);
         self.finished.push(columns);
-        self.finished_rows.push(rows.len());
     }
 
-    /// The `(window, slot)` of every row of finished windows, as `interleave` takes them.
+    /// The `(window, slot)` of every row of finished windows, as `interleave` takes them. Each window's rows are
+    /// consecutive and windows come once each, so the `w`-th run of equal `windows` is `finished[w]`.
     pub fn finished_indices(&self) -> Vec<(usize, usize)> {
-        let mut out = Vec::with_capacity(self.slots.len());
-        let mut row = 0;
-        for (w, &n) in self.finished_rows.iter().enumerate() {
-            out.extend(self.slots[row..row + n].iter().map(|&s| (w, s as usize)));
-            row += n;
-        }
-        out
+        let mut w = 0;
+        self.slots
+            .iter()
+            .enumerate()
+            .map(|(i, &slot)| {
+                if i > 0 && self.windows[i] != self.windows[i - 1] {
+                    w += 1;
+                }
+                (w, slot as usize)
+            })
+            .collect()
     }
 
     /// Appends one window's rows, already in key order.

@@ -266,6 +266,8 @@ pub struct FarmEngine {
     runner: Runner,
     spec: WindowSpec,
     max_pane: Option<i64>,
+    /// Empty: windows come back finished. Kept so that an emission without rows gets its aggregate columns'
+    /// types from the same place as the pane engine's.
     pub scratch: SlotStore,
 }
 
