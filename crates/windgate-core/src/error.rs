@@ -31,6 +31,9 @@ pub enum ErrorKind {
     /// the operator is still usable: push the lagging sources or close them, then retry. Python:
     /// `BackpressureError`.
     Backpressure,
+    /// The caller asked the work to stop (Ctrl-C, through [`crate::interrupt`]). Python: the original
+    /// `KeyboardInterrupt` (or whatever exception the signal handler raised), never a windgate class.
+    Interrupted,
 }
 
 /// A windgate error: a kind and a message that names what was wrong and what was expected.

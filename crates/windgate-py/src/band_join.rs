@@ -12,7 +12,7 @@ use windgate_core::join::{
 };
 
 use crate::convert::{lateness_opt, py_schema, span, threads_opt};
-use crate::errors::{catch_panic, detached_batch_call, to_py};
+use crate::errors::{detached, detached_batch_call, to_py};
 
 /// A predicate as the Python wrapper sends it: `("band", left, right, eps)` or `("eq", left, right, None)`.
 type PyPredicate = (String, String, String, Option<f64>);
@@ -125,15 +125,13 @@ impl BandJoiner {
         let reader = batch.into_reader()?;
         let schema = reader.schema();
         let inner = &mut self.inner;
-        let out = py.detach(|| {
-            catch_panic("push", || {
-                inner.bind(side, &schema)?;
-                let mut outs = vec![];
-                for b in reader {
-                    outs.push(inner.push(&b.map_err(Error::from)?, side)?);
-                }
-                concat(inner, outs)
-            })
+        let out = detached(py, "push", || {
+            inner.bind(side, &schema)?;
+            let mut outs = vec![];
+            for b in reader {
+                outs.push(inner.push(&b.map_err(Error::from)?, side)?);
+            }
+            concat(inner, outs)
         });
         finish(py, out)
     }
@@ -141,7 +139,7 @@ impl BandJoiner {
     /// End of both inputs: every remaining pair.
     fn flush<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &mut self.inner;
-        let out = py.detach(|| catch_panic("flush", || inner.flush()));
+        let out = detached(py, "flush", || inner.flush());
         finish(py, out)
     }
 

@@ -1,11 +1,11 @@
 //! Core errors and panics as Python exceptions of the classes in `windgate.errors`.
 
-use std::sync::Mutex;
+use std::cell::RefCell;
 
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
-use windgate_core::{Error, ErrorKind};
+use windgate_core::{Error, ErrorKind, interrupt};
 
 fn class_name(kind: ErrorKind) -> &'static str {
     match kind {
@@ -20,11 +20,43 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Poisoned => "OperatorPoisonedError",
         ErrorKind::Input => "InputError",
         ErrorKind::Backpressure => "BackpressureError",
+        ErrorKind::Interrupted => "WindgateError",
     }
 }
 
-/// The Python exception for a core error.
+thread_local! {
+    /// The exception a signal handler raised inside [`interrupt::scope`] (KeyboardInterrupt for Ctrl-C),
+    /// kept until the GIL-free call returns and raised as itself.
+    static PENDING_SIGNAL: RefCell<Option<PyErr>> = const { RefCell::new(None) };
+}
+
+/// The interrupt hook of every GIL-free call: takes the GIL for a moment and runs Python's signal handlers.
+fn check_signals() -> Result<(), Error> {
+    Python::attach(|py| py.check_signals()).map_err(|e| {
+        PENDING_SIGNAL.with(|p| *p.borrow_mut() = Some(e));
+        interrupt::interrupted("a signal handler raised")
+    })
+}
+
+/// Runs `f` without the GIL, with Ctrl-C checked by the core's kernels (see `windgate_core::interrupt`) and a
+/// panic turned into an error.
+pub fn detached<T: Send>(
+    py: Python<'_>,
+    what: &str,
+    f: impl FnOnce() -> Result<T, Error> + Send,
+) -> Result<T, Error> {
+    py.detach(|| interrupt::scope(check_signals, || catch_panic(what, f)))
+}
+
+/// The Python exception for a core error; an interruption is raised as the signal handler's own exception.
 pub fn to_py(err: Error) -> PyErr {
+    if err.kind() == ErrorKind::Interrupted {
+        return PENDING_SIGNAL
+            .with(|p| p.borrow_mut().take())
+            .unwrap_or_else(|| {
+                pyo3::exceptions::PyKeyboardInterrupt::new_err(err.message().to_string())
+            });
+    }
     Python::attach(|py| match exception_class(py, class_name(err.kind())) {
         Ok(cls) => PyErr::from_type(cls, err.message().to_string()),
         Err(e) => e,
@@ -58,28 +90,15 @@ pub fn catch_panic<T>(what: &str, f: impl FnOnce() -> Result<T, Error>) -> Resul
     }
 }
 
-/// Runs a batch call without the GIL: `f` gets a callback that checks for Ctrl-C (call it between batches);
-/// a KeyboardInterrupt is carried out of the GIL-free section and raised, and a panic becomes an exception.
+/// Runs a batch call without the GIL: `f` gets a callback that checks for Ctrl-C (call it between batches;
+/// kernels also check on their own); a KeyboardInterrupt is carried out of the GIL-free section and raised as
+/// itself, and a panic becomes an exception.
 pub fn detached_batch_call<T: Send>(
     py: Python<'_>,
     what: &str,
     f: impl FnOnce(&mut dyn FnMut() -> Result<(), Error>) -> Result<T, Error> + Send,
 ) -> PyResult<T> {
-    let interrupt: Mutex<Option<PyErr>> = Mutex::new(None);
-    let result = py.detach(|| {
-        catch_panic(what, || {
-            f(&mut || {
-                Python::attach(|py| py.check_signals()).map_err(|e| {
-                    *interrupt.lock().expect("not poisoned") = Some(e);
-                    Error::new(ErrorKind::Poisoned, "interrupted")
-                })
-            })
-        })
-    });
-    if let Some(e) = interrupt.into_inner().expect("not poisoned") {
-        return Err(e);
-    }
-    result.map_err(to_py)
+    detached(py, what, || f(&mut check_signals)).map_err(to_py)
 }
 
 /// A streaming call's result for Python: the batch, or the error (after poisoning the operator when the error

@@ -11,7 +11,7 @@ use windgate_core::preference::{
 };
 
 use crate::convert::{WindowArgs, concat_batches, farm_stats, py_schema};
-use crate::errors::{catch_panic, detached_batch_call, finish_batch, to_py};
+use crate::errors::{detached, detached_batch_call, finish_batch, to_py};
 
 /// The query's own arguments.
 struct QueryArgs<'a> {
@@ -205,15 +205,13 @@ impl PreferenceQuery {
         let reader = batch.into_reader()?;
         let schema = reader.schema();
         let inner = &mut self.inner;
-        let out = py.detach(|| {
-            catch_panic("push", || {
-                inner.bind(&schema)?;
-                let mut outs = vec![];
-                for b in reader {
-                    outs.push(inner.push(&b.map_err(Error::from)?)?);
-                }
-                concat_batches(inner.output_schema(), outs)
-            })
+        let out = detached(py, "push", || {
+            inner.bind(&schema)?;
+            let mut outs = vec![];
+            for b in reader {
+                outs.push(inner.push(&b.map_err(Error::from)?)?);
+            }
+            concat_batches(inner.output_schema(), outs)
         });
         self.finish(py, out)
     }
@@ -221,7 +219,7 @@ impl PreferenceQuery {
     /// End of stream: returns the rows of every window still open.
     fn flush<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &mut self.inner;
-        let out = py.detach(|| catch_panic("flush", || inner.flush()));
+        let out = detached(py, "flush", || inner.flush());
         self.finish(py, out)
     }
 

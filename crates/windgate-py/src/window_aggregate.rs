@@ -9,7 +9,7 @@ use windgate_core::Error;
 use windgate_core::aggregate as core;
 
 use crate::convert::{concat_batches, farm_stats, options, py_schema};
-use crate::errors::{catch_panic, detached_batch_call, finish_batch, to_py};
+use crate::errors::{detached, detached_batch_call, finish_batch, to_py};
 
 /// Batch window aggregation over one or several sources (see `windgate.window_aggregate`).
 #[pyfunction]
@@ -160,13 +160,11 @@ impl WindowAggregator {
         let reader = batch.into_reader()?;
         let schema = reader.schema();
         let inner = &mut self.inner;
-        let out = py.detach(|| {
-            catch_panic("push", || {
-                inner.bind(&schema)?;
-                let outs =
-                    inner.push_stream(reader.map(|b| b.map_err(Error::from)), source as usize)?;
-                concat_batches(inner.output_schema(), outs)
-            })
+        let out = detached(py, "push", || {
+            inner.bind(&schema)?;
+            let outs =
+                inner.push_stream(reader.map(|b| b.map_err(Error::from)), source as usize)?;
+            concat_batches(inner.output_schema(), outs)
         });
         self.finish(py, out)
     }
@@ -180,14 +178,14 @@ impl WindowAggregator {
             )));
         }
         let inner = &mut self.inner;
-        let out = py.detach(|| catch_panic("close_source", || inner.close_source(source as usize)));
+        let out = detached(py, "close_source", || inner.close_source(source as usize));
         self.finish(py, out)
     }
 
     /// End of stream: returns the rows of every window still open.
     fn flush<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &mut self.inner;
-        let out = py.detach(|| catch_panic("flush", || inner.flush()));
+        let out = detached(py, "flush", || inner.flush());
         self.finish(py, out)
     }
 
