@@ -7,7 +7,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch, make_array};
 use arrow_buffer::{BooleanBuffer, NullBuffer, ScalarBuffer};
-use arrow_schema::{DataType, SchemaRef, TimeUnit as ArrowUnit};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit as ArrowUnit};
 
 use crate::aggregate::function::ValueClass;
 use crate::aggregate::state::InputValues;
@@ -25,6 +25,64 @@ pub fn column<'a>(batch: &'a RecordBatch, name: &str, param: &str) -> Result<&'a
             .collect();
         Error::column_not_found(param, name, &names)
     })
+}
+
+/// Fails when `name` names more than one column of `schema` (a reference would be ambiguous, as in Spark).
+pub fn check_unambiguous(schema: &SchemaRef, name: &str, param: &str) -> Result<()> {
+    let count = schema.fields().iter().filter(|f| f.name() == name).count();
+    if count > 1 {
+        return Err(Error::param(
+            param,
+            format!("column '{name}' appears {count} times in the input; rename the duplicates"),
+        ));
+    }
+    Ok(())
+}
+
+/// `schema` with dictionary-encoded fields replaced by their value types (what [`decode_dictionaries`] gives).
+pub fn plain_schema(schema: &SchemaRef) -> SchemaRef {
+    if !schema.fields().iter().any(|f| is_dictionary(f.data_type())) {
+        return schema.clone();
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Dictionary(_, value) => {
+                f.as_ref().clone().with_data_type(value.as_ref().clone())
+            }
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// `batch` with dictionary-encoded columns (pandas Categorical, Arrow dictionaries) decoded to their values,
+/// so that operators see one type per logical column; a batch without dictionaries is returned as is.
+pub fn decode_dictionaries(batch: &RecordBatch) -> Result<RecordBatch> {
+    if !batch
+        .schema()
+        .fields()
+        .iter()
+        .any(|f| is_dictionary(f.data_type()))
+    {
+        return Ok(batch.clone());
+    }
+    let schema = plain_schema(batch.schema_ref());
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| match c.data_type() {
+            DataType::Dictionary(..) => Ok(arrow_cast::cast(c, f.data_type())?),
+            _ => Ok(c.clone()),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RecordBatch::try_new(schema, columns)?)
+}
+
+fn is_dictionary(dt: &DataType) -> bool {
+    matches!(dt, DataType::Dictionary(..))
 }
 
 /// The unit a time column's values are in, or an error if it cannot be a time column.

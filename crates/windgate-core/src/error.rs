@@ -132,13 +132,22 @@ impl Lifecycle {
     /// Passes a state-changing step's result through, poisoning the operator on error.
     pub fn record<T>(&mut self, r: Result<T>) -> Result<T> {
         if let Err(e) = &r {
-            self.poisoned = Some(e.message().to_string());
+            self.poison(e.message());
         }
         r
     }
 
+    /// Marks the operator unusable. The first cause is kept: later failures (including the "failed earlier"
+    /// refusals themselves) never wrap it again, so messages do not nest.
     pub fn poison(&mut self, why: impl Into<String>) {
-        self.poisoned = Some(why.into());
+        if self.poisoned.is_none() {
+            self.poisoned = Some(why.into());
+        }
+    }
+
+    /// Whether an error left the operator unusable.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.is_some()
     }
 
     /// End of stream: later calls fail.

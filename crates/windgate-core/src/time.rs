@@ -77,6 +77,11 @@ pub fn assign_panes(
     (panes, max)
 }
 
+/// Most windows one row may fall in (`ceil(size / slide)`). Each row is part of the output of every window
+/// it falls in, so this bounds the output (and the work) per input row: a million windows per row is far
+/// beyond any dashboard's needs, while `size=2**40, slide=1` would never finish.
+pub const MAX_WINDOWS_PER_ROW: i64 = 1 << 20;
+
 /// A validated sliding-window specification with its pane grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowSpec {
@@ -118,6 +123,17 @@ impl WindowSpec {
                 "slide",
                 format!(
                     "slide ({slide}) must not exceed size ({size}): rows between windows would be lost"
+                ),
+            ));
+        }
+        // ceil(size / slide) without overflow (both are positive).
+        let windows_per_row = size / slide + i64::from(size % slide != 0);
+        if windows_per_row > MAX_WINDOWS_PER_ROW {
+            return Err(Error::param(
+                "slide",
+                format!(
+                    "size / slide = {windows_per_row} windows per row; at most {MAX_WINDOWS_PER_ROW} \
+                     (every row is output in each of its windows): use a larger slide"
                 ),
             ));
         }

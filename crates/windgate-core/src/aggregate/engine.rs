@@ -2,11 +2,15 @@
 
 use super::emission::Emission;
 use super::farm_engine::{Admitted, FarmEngine};
-use super::keys::KeyOrder;
+use super::keys::{KeyDict, KeyOrder};
 use super::pane_engine::PaneEngine;
 use super::reference::ReferenceEngine;
 use super::slots::SlotStore;
 use crate::error::Result;
+
+/// Fewer keys than this are never forgotten: renumbering costs a pass over the open state, and a dictionary
+/// this small costs a few megabytes at most.
+pub(super) const FORGET_MIN_KEYS: usize = 1 << 16;
 
 pub(super) enum Engine {
     Pane(PaneEngine),
@@ -39,9 +43,38 @@ impl Engine {
         match self {
             Engine::Pane(e) => e.emit_until(last, keys, out),
             Engine::Reference(e) => e.emit_until(last, keys, out),
-            Engine::Farm(e) => return e.emit_until(last, keys, out, wait),
+            Engine::Farm(e) => e.emit_until(last, keys, out, wait),
         }
-        Ok(())
+    }
+
+    /// Forgets the keys that hold no open state once they are most of the dictionary (and at least
+    /// [`FORGET_MIN_KEYS`]), so that a stream of ever-new keys keeps memory bounded by its open state. The
+    /// parallel engines keep key ids in their workers' state and do not forget (documented in the README).
+    pub(super) fn forget_idle_keys(&mut self, keys: &mut KeyDict) {
+        let n = keys.len();
+        if n < FORGET_MIN_KEYS {
+            return;
+        }
+        let held = match self {
+            Engine::Pane(e) => e.key_entries(),
+            Engine::Reference(e) => e.key_entries(),
+            Engine::Farm(_) => return,
+        };
+        if n <= 2 * held {
+            return;
+        }
+        let mut live = vec![false; n];
+        match self {
+            Engine::Pane(e) => e.mark_live_keys(&mut live),
+            Engine::Reference(e) => e.mark_live_keys(&mut live),
+            Engine::Farm(_) => unreachable!("returned above"),
+        }
+        let remap = keys.retain(&live);
+        match self {
+            Engine::Pane(e) => e.remap_keys(&remap),
+            Engine::Reference(e) => e.remap_keys(&remap),
+            Engine::Farm(_) => unreachable!("returned above"),
+        }
     }
 
     pub(super) fn last_window(&self) -> Option<i64> {

@@ -209,7 +209,7 @@ impl KeyDict {
     /// The output order of keys (ascending by the `by` columns, nulls first), recomputed when keys were added.
     pub fn order(&mut self) -> KeyOrder<'_> {
         let n = self.len();
-        if self.ranks.len() != n {
+        if self.ranks.len() != n || self.sorted.len() != n {
             let mut sorted: Vec<u32> = (0..n as u32).collect();
             if self.converter.is_some() {
                 sorted.sort_unstable_by(|&a, &b| self.bytes(a).cmp(self.bytes(b)));
@@ -234,6 +234,56 @@ impl KeyDict {
         let parser = converter.parser();
         let rows: Vec<_> = ids.iter().map(|&id| parser.parse(self.bytes(id))).collect();
         Ok(converter.convert_rows(rows)?)
+    }
+
+    /// Forgets every key whose `live[id]` is false (keys that hold no open state) and renumbers the rest
+    /// densely, keeping their relative order; returns `remap[old id] = new id` (`u32::MAX` for forgotten
+    /// keys). A key seen again later gets a fresh id, so memory follows the open state, not the stream.
+    pub fn retain(&mut self, live: &[bool]) -> Vec<u32> {
+        let n = self.len();
+        let mut remap = vec![NO_KEY; n];
+        if self.converter.is_none() {
+            remap.fill(0);
+            return remap;
+        }
+        let (old_arena, old_offsets) = (
+            std::mem::take(&mut self.arena),
+            std::mem::replace(&mut self.offsets, vec![0]),
+        );
+        for id in (0..n).filter(|&id| live.get(id).copied().unwrap_or(false)) {
+            remap[id] = self.push_bytes(&old_arena[old_offsets[id]..old_offsets[id + 1]]);
+        }
+        self.table.clear();
+        if !self.single_int {
+            let (arena, offsets, hasher) = (&self.arena, &self.offsets, &self.hasher);
+            let bytes = |id: u32| &arena[offsets[id as usize]..offsets[id as usize + 1]];
+            for id in 0..(offsets.len() - 1) as u32 {
+                self.table
+                    .insert_unique(hasher.hash_one(bytes(id)), id, |&i| {
+                        hasher.hash_one(bytes(i))
+                    });
+            }
+        }
+        self.by_int.retain(|_, id| {
+            *id = remap[*id as usize];
+            *id != NO_KEY
+        });
+        self.by_int.shrink_to_fit();
+        self.null_id = self
+            .null_id
+            .map(|id| remap[id as usize])
+            .filter(|&id| id != NO_KEY);
+        for d in &mut self.dense {
+            if *d != NO_KEY {
+                *d = remap[*d as usize];
+            }
+        }
+        self.arena.shrink_to_fit();
+        self.offsets.shrink_to_fit();
+        // The output order is recomputed for the new ids.
+        self.ranks.clear();
+        self.sorted.clear();
+        remap
     }
 
     /// Approximate heap bytes held (for `stats`).

@@ -29,7 +29,10 @@ use super::reference::ReferenceEngine;
 use super::ring::RingKind;
 use super::slots::SlotStore;
 use super::state::{AggMeta, InputValues};
-use crate::arrow_io::{as_i64, check_same_type, column, input_values, int_column_as};
+use crate::arrow_io::{
+    as_i64, check_same_type, check_unambiguous, column, decode_dictionaries, input_values,
+    int_column_as, plain_schema,
+};
 use crate::error::{Error, ErrorKind, Lifecycle, Result};
 use crate::order::admission::{Rules, admit};
 use crate::order::kslack::{KSlack, Lateness};
@@ -141,6 +144,9 @@ pub struct WindowAggregator {
     /// `auto` runs on the farm instead once the window spec is known, if windows have few panes (set for large
     /// in-memory input, [`super::batch::AUTO_FARM_ROWS`], and a large first push, `AUTO_FARM_PUSH_ROWS`).
     farm_if_few_panes: bool,
+    /// Output of a push that failed (or was interrupted) after earlier batches of the same stream had closed
+    /// windows: those windows are final and must not be lost, so the next call returns them first.
+    carry: Vec<RecordBatch>,
 }
 
 /// Most panes per window for which `auto` picks the farm over the pane engine. The farm's WLQ merges every pane
@@ -201,6 +207,7 @@ impl WindowAggregator {
             deferred: false,
             strategy,
             farm_if_few_panes: false,
+            carry: Vec::new(),
         })
     }
 
@@ -236,6 +243,11 @@ impl WindowAggregator {
     pub fn bind(&mut self, schema: &SchemaRef) -> Result<()> {
         if self.bound.is_some() {
             return Ok(());
+        }
+        // Dictionary-encoded columns (pandas Categorical) are read as their values: see `push_checked`.
+        let schema = &plain_schema(schema);
+        for name in used_columns(&self.opts, &self.specs) {
+            check_unambiguous(schema, name, "data")?;
         }
         let o = &self.opts;
         let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
@@ -336,7 +348,12 @@ impl WindowAggregator {
             None => Engine::Pane(PaneEngine::new(spec, store(), store())),
             Some(parallel) => {
                 let cfg = o.farm.config(self.stats.threads as usize);
-                Engine::Farm(Box::new(FarmEngine::new(spec, &metas, &cfg, parallel)))
+                let mut farm = FarmEngine::new(spec, &metas, &cfg, parallel);
+                // Sources closed before the first row (empty partitions) are closed in the engine too.
+                for (j, _) in self.sources.iter().enumerate().filter(|(_, s)| s.closed) {
+                    farm.close_source(j)?;
+                }
+                Engine::Farm(Box::new(farm))
             }
         };
         self.bound = Some(Bound {
@@ -352,7 +369,8 @@ impl WindowAggregator {
 
     /// Pushes one batch of source `source`; returns the rows of the windows that became final.
     pub fn push(&mut self, batch: &RecordBatch, source: usize) -> Result<RecordBatch> {
-        self.push_checked(batch, source, true)
+        let out = self.push_checked(batch, source, true)?;
+        self.deliver(out)
     }
 
     /// Pushes every batch of a stream as one push: credits are checked before the first batch only, so a
@@ -362,11 +380,30 @@ impl WindowAggregator {
         batches: impl IntoIterator<Item = Result<RecordBatch>>,
         source: usize,
     ) -> Result<Vec<RecordBatch>> {
-        let mut out = Vec::new();
+        let mut out = std::mem::take(&mut self.carry);
         for (i, batch) in batches.into_iter().enumerate() {
-            out.push(self.push_checked(&batch?, source, i == 0)?);
+            match batch.and_then(|b| self.push_checked(&b, source, i == 0)) {
+                Ok(b) => out.push(b),
+                Err(e) => {
+                    out.retain(|b| b.num_rows() > 0);
+                    self.carry = out;
+                    return Err(e);
+                }
+            }
         }
         Ok(out)
+    }
+
+    /// `out`, after the output a failed push left behind (see `carry`).
+    fn deliver(&mut self, out: RecordBatch) -> Result<RecordBatch> {
+        if self.carry.is_empty() {
+            return Ok(out);
+        }
+        let mut all = std::mem::take(&mut self.carry);
+        let schema = all[0].schema();
+        all.push(out);
+        all.retain(|b| b.num_rows() > 0);
+        Ok(arrow_select::concat::concat_batches(&schema, &all)?)
     }
 
     fn push_checked(
@@ -394,6 +431,7 @@ impl WindowAggregator {
         if !self.deferred && batch.num_rows() >= AUTO_FARM_PUSH_ROWS {
             self.prefer_farm();
         }
+        let batch = &decode_dictionaries(batch)?;
         self.bind(batch.schema_ref())?;
         if credits {
             self.check_credits(source, batch.num_rows() as u64)?;
@@ -415,6 +453,16 @@ impl WindowAggregator {
             }
             if farm {
                 self.guard(|this| this.advance())?;
+            }
+            if let Err(e) = crate::interrupt::check() {
+                // Between slices the operator is whole: the rows before `start` are in, the rest are not,
+                // and the windows they closed come out with the next call.
+                self.note_pending(source, start as u64);
+                return Err(crate::interrupt::interrupted(&format!(
+                    "{}; the first {start} of this batch's {n} rows were consumed, the rest were not \
+                     (push batch.slice({start}) to go on)",
+                    e.message()
+                )));
             }
         }
         self.note_pending(source, n as u64);
@@ -486,19 +534,20 @@ impl WindowAggregator {
             ));
         }
         self.sources[source].closed = true;
-        self.guard(|this| {
+        let out = self.guard(|this| {
             if let Some(Engine::Farm(f)) = this.bound.as_mut().map(|b| &mut b.engine) {
                 f.close_source(source)?;
             }
             this.emit_ready()
-        })
+        })?;
+        self.deliver(out)
     }
 
     /// End of stream: emits every window still open.
     pub fn flush(&mut self) -> Result<RecordBatch> {
         self.check_usable("flush")?;
         self.life.end();
-        self.guard(|this| {
+        let out = self.guard(|this| {
             let Some(b) = this.bound.as_mut() else {
                 return Ok(RecordBatch::new_empty(Arc::new(Schema::empty())));
             };
@@ -511,7 +560,8 @@ impl WindowAggregator {
                 Some(last) => this.emit_through(last, true),
                 None => Ok(RecordBatch::new_empty(b.output_schema.clone())),
             }
-        })
+        })?;
+        self.deliver(out)
     }
 
     fn check_usable(&self, what: &str) -> Result<()> {
@@ -556,7 +606,7 @@ impl WindowAggregator {
     pub(super) fn bind_source(&mut self, s: usize, schema: &SchemaRef) -> Result<()> {
         self.bind(schema)?;
         let bound = self.bound.as_ref().expect("bound");
-        let empty = RecordBatch::new_empty(schema.clone());
+        let empty = RecordBatch::new_empty(plain_schema(schema));
         for name in used_columns(&self.opts, &self.specs) {
             check_same_type(&bound.schema, &empty, name, &format!("source {s}"))?;
         }
@@ -591,7 +641,10 @@ impl WindowAggregator {
     }
 
     fn emit_ready(&mut self) -> Result<RecordBatch> {
-        let b = self.bound.as_ref().expect("bound before emitting");
+        // A source may end before any row arrived (an empty partition, an idle sensor): nothing to emit.
+        let Some(b) = self.bound.as_ref() else {
+            return Ok(RecordBatch::new_empty(Arc::new(Schema::empty())));
+        };
         let wait = !self.deferred;
         match self.watermark() {
             Some(i64::MAX) => match b.engine.last_window() {
@@ -626,6 +679,7 @@ impl WindowAggregator {
         let out = assemble(b, &emission);
         b.engine.scratch().clear();
         let out = out?;
+        b.engine.forget_idle_keys(&mut b.keys);
         self.stats.rows_out += out.num_rows() as u64;
         self.stats.windows_out += emission.window_count;
         Ok(out)
@@ -643,6 +697,7 @@ impl WindowAggregator {
         };
         for name in used_columns(&self.opts, &self.specs) {
             check_same_type(&b.schema, batch, name, &what)?;
+            check_unambiguous(batch.schema_ref(), name, "data")?;
         }
         let n = batch.num_rows();
         let time_col = column(batch, &o.time, "time")?;

@@ -264,6 +264,12 @@ pub struct WindowAggregateOptions {
     pub order_by: Option<String>,
 }
 
+/// Most worker threads of one operator (and sources of a design that runs a thread per source).
+pub const MAX_THREADS: usize = 254;
+
+/// Most sources of one operator: each keeps a K-slack, a watermark and credits of its own.
+pub const MAX_SOURCES: usize = 1 << 16;
+
 /// Default [`WindowAggregateOptions::credits`]: about a million rows per source, a few tens of MB of
 /// pending state, far above any skew between live sources, well below an out-of-memory.
 pub const DEFAULT_CREDITS: u64 = 1 << 20;
@@ -332,8 +338,11 @@ impl WindowAggregateOptions {
                 "expected a positive number of threads or None (all cores)",
             ));
         }
-        if self.threads.is_some_and(|t| t > 254) {
-            return Err(Error::param("threads", "expected at most 254 threads"));
+        if self.threads.is_some_and(|t| t > MAX_THREADS) {
+            return Err(Error::param(
+                "threads",
+                format!("expected at most {MAX_THREADS} threads"),
+            ));
         }
         self.farm.validate()?;
         if self.order_by.as_deref() == Some("") {
@@ -347,6 +356,25 @@ impl WindowAggregateOptions {
         }
         if self.sources == 0 {
             return Err(Error::param("sources", "expected at least one source"));
+        }
+        if self.sources > MAX_SOURCES {
+            return Err(Error::param(
+                "sources",
+                format!(
+                    "expected at most {MAX_SOURCES} sources, got {} (each keeps its own watermark)",
+                    self.sources
+                ),
+            ));
+        }
+        if self.strategy.is_multiway() && self.sources > MAX_THREADS {
+            return Err(Error::param(
+                "sources",
+                format!(
+                    "strategy {:?} runs a thread per source: at most {MAX_THREADS} sources, got {}",
+                    self.strategy.name(),
+                    self.sources
+                ),
+            ));
         }
         if self.strategy.is_multiway() && self.lateness != LatenessOpt::Exact {
             return Err(Error::param(

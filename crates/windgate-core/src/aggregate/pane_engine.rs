@@ -10,7 +10,11 @@ use super::emission::Emission;
 use super::keys::KeyOrder;
 use super::slots::{KeySlots, SlotStore};
 use super::state::{InputValues, RowOrder, SKIP};
+use crate::error::Result;
 use crate::time::{PaneCursor, WindowSpec};
+
+/// Windows emitted between two interruption checks: a window costs at least a few hundred nanoseconds.
+const CHECK_EVERY: u64 = 256;
 
 pub struct PaneEngine {
     spec: WindowSpec,
@@ -74,8 +78,8 @@ impl PaneEngine {
     }
 
     /// Emits every window up to and including `last` that holds a row, and drops the panes no later window
-    /// needs.
-    pub fn emit_until(&mut self, last: i64, keys: KeyOrder<'_>, out: &mut Emission) {
+    /// needs. Checks for an interruption every [`CHECK_EVERY`] windows (the caller poisons the operator then).
+    pub fn emit_until(&mut self, last: i64, keys: KeyOrder<'_>, out: &mut Emission) -> Result<()> {
         let wp = self.spec.panes_per_window();
         let mut j = self.next_window;
         let mut rows: Vec<(u32, u32)> = Vec::new();
@@ -85,6 +89,9 @@ impl PaneEngine {
             j = j.max(self.spec.windows_of_pane(p).0);
             if j > last {
                 break;
+            }
+            if (j as u64) % CHECK_EVERY == 0 {
+                crate::interrupt::check()?;
             }
             let first = self.spec.first_pane(j);
             rows.clear();
@@ -135,6 +142,7 @@ impl PaneEngine {
             }
             entry.remove();
         }
+        Ok(())
     }
 
     /// The last window that holds a row (for the end of the stream).
@@ -142,6 +150,29 @@ impl PaneEngine {
         self.panes
             .last_key_value()
             .map(|(&p, _)| self.spec.windows_of_pane(p).1)
+    }
+
+    /// How many (key, pane) entries the open panes hold: an upper bound on the keys with open state.
+    pub fn key_entries(&self) -> usize {
+        self.panes.values().map(|p| p.entries.len()).sum()
+    }
+
+    /// Marks `live[key]` for every key with state in an open pane.
+    pub fn mark_live_keys(&self, live: &mut [bool]) {
+        for pane in self.panes.values() {
+            for &(key, _) in &pane.entries {
+                live[key as usize] = true;
+            }
+        }
+    }
+
+    /// Renames key ids after the dictionary forgot keys without open state (see `KeyDict::retain`).
+    pub fn remap_keys(&mut self, remap: &[u32]) {
+        for pane in self.panes.values_mut() {
+            pane.remap_keys(remap);
+        }
+        // Between emissions every entry is SKIP: only the length depends on the ids.
+        self.window_slot_of_key = Vec::new();
     }
 
     pub fn open_panes(&self) -> usize {

@@ -8,6 +8,7 @@ use super::emission::Emission;
 use super::keys::KeyOrder;
 use super::slots::SlotStore;
 use super::state::{InputValues, OrderKey, RowOrder};
+use crate::error::Result;
 use crate::time::WindowSpec;
 
 struct Row {
@@ -66,7 +67,7 @@ impl ReferenceEngine {
     }
 
     /// Emits every window up to and including `last`.
-    pub fn emit_until(&mut self, last: i64, keys: KeyOrder<'_>, out: &mut Emission) {
+    pub fn emit_until(&mut self, last: i64, keys: KeyOrder<'_>, out: &mut Emission) -> Result<()> {
         let ranks = keys.ranks;
         let mut groups: Vec<(i64, u32, OrderKey, usize)> = Vec::new();
         for (r, row) in self.rows.iter().enumerate() {
@@ -79,6 +80,7 @@ impl ReferenceEngine {
         let mut i = 0;
         let mut window_rows: Vec<(u32, u32)> = Vec::new();
         while i < groups.len() {
+            crate::interrupt::check()?;
             let window = groups[i].0;
             window_rows.clear();
             while i < groups.len() && groups[i].0 == window {
@@ -104,6 +106,24 @@ impl ReferenceEngine {
             if !alive {
                 *c = None;
             }
+        }
+        Ok(())
+    }
+
+    /// Rows kept: an upper bound on the keys with open state.
+    pub fn key_entries(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn mark_live_keys(&self, live: &mut [bool]) {
+        for row in &self.rows {
+            live[row.key as usize] = true;
+        }
+    }
+
+    pub fn remap_keys(&mut self, remap: &[u32]) {
+        for row in &mut self.rows {
+            row.key = remap[row.key as usize];
         }
     }
 

@@ -2,6 +2,9 @@
 
 use std::sync::Arc;
 
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
+
 use super::state::{AggMeta, AggState, InputValues, RowOrder, SKIP};
 
 /// The partial states of all aggregates, slot `i` of each belonging to the same (key, pane) or (key, window).
@@ -80,21 +83,42 @@ impl SlotStore {
 }
 
 /// The slots of one group of rows (a pane, a pane partition or a window): a slot per key present.
+///
+/// The key -> slot map is a dense array indexed by key id while the group's keys are dense (the common case:
+/// a few thousand keys, each in most panes), and a hash map once they are sparse: with a million distinct
+/// keys each pane holds only its own few, and a dense array per pane would cost 4 bytes per key of the
+/// whole stream (gigabytes over hundreds of open panes).
 #[derive(Debug, Default, Clone)]
 pub struct KeySlots {
-    /// Dense map key id -> slot (`SKIP` when the key has no row here).
+    /// Dense map key id -> slot (`SKIP` when the key has no row here); unused once `sparse` is set.
     slot_of_key: Vec<u32>,
+    sparse: Option<HashMap<u32, u32, FixedState>>,
     /// `(key, slot)` in order of first appearance.
     pub entries: Vec<(u32, u32)>,
 }
+
+/// A group stays dense while its array would hold at most this many slots per key present (or is small).
+const DENSE_SLACK: usize = 8;
+const DENSE_ALWAYS: usize = 1 << 12;
 
 impl KeySlots {
     /// The key's slot in `store`, allocated on first use.
     #[inline]
     pub fn slot(&mut self, key: u32, store: &mut SlotStore) -> u32 {
         let k = key as usize;
-        if k >= self.slot_of_key.len() {
-            self.slot_of_key.resize(k + 1, SKIP);
+        if self.sparse.is_none() && k >= self.slot_of_key.len() {
+            if k >= DENSE_ALWAYS && k > DENSE_SLACK * (self.entries.len() + 1) {
+                self.go_sparse();
+            } else {
+                self.slot_of_key.resize(k + 1, SKIP);
+            }
+        }
+        if let Some(map) = &mut self.sparse {
+            return *map.entry(key).or_insert_with(|| {
+                let slot = store.alloc();
+                self.entries.push((key, slot));
+                slot
+            });
         }
         let slot = self.slot_of_key[k];
         if slot != SKIP {
@@ -106,13 +130,49 @@ impl KeySlots {
         slot
     }
 
+    #[cold]
+    fn go_sparse(&mut self) {
+        let mut map = HashMap::with_capacity_and_hasher(
+            self.entries.len() * 2,
+            FixedState::with_seed(0x5107),
+        );
+        map.extend(self.entries.iter().copied());
+        self.sparse = Some(map);
+        self.slot_of_key = Vec::new();
+    }
+
     /// The key's slot, if the key has one here.
     #[inline]
     pub fn get(&self, key: u32) -> Option<u32> {
+        if let Some(map) = &self.sparse {
+            return map.get(&key).copied();
+        }
         self.slot_of_key
             .get(key as usize)
             .copied()
             .filter(|&s| s != SKIP)
+    }
+
+    /// Renames key ids after the key dictionary forgot keys (`remap[old]` is the new id; every key here is
+    /// live, so none maps to nothing).
+    pub fn remap_keys(&mut self, remap: &[u32]) {
+        for (key, _) in &mut self.entries {
+            *key = remap[*key as usize];
+        }
+        self.slot_of_key.clear();
+        self.sparse = None;
+        let entries = std::mem::take(&mut self.entries);
+        let max = entries.iter().map(|e| e.0 as usize + 1).max().unwrap_or(0);
+        if max >= DENSE_ALWAYS && max > DENSE_SLACK * (entries.len() + 1) {
+            self.entries = entries;
+            self.go_sparse();
+        } else {
+            self.slot_of_key.resize(max, SKIP);
+            for &(key, slot) in &entries {
+                self.slot_of_key[key as usize] = slot;
+            }
+            self.entries = entries;
+        }
     }
 
     /// Combines `(key, slot)` entries of `from` into this group's slots (allocated in `store` as needed).

@@ -81,7 +81,7 @@ impl Engine {
             .first_pane(last)
             .saturating_add(self.spec.panes_per_window());
         match &mut self.runner {
-            Runner::Pane(f) => f.punctuate(frontier),
+            Runner::Pane(f) => f.punctuate(frontier)?,
             Runner::Farm(f) => f.punctuate(frontier)?,
             Runner::Rows(_) => {}
         }
@@ -94,7 +94,7 @@ impl Engine {
         let windows = match &mut self.runner {
             Runner::Pane(f) => f.collect(last),
             Runner::Farm(f) => f.collect(last, wait)?,
-            Runner::Rows(r) => return Ok(r.emit_until(last, &self.kernel)),
+            Runner::Rows(r) => return r.emit_until(last, &self.kernel),
         };
         Ok(windows
             .into_iter()
@@ -166,7 +166,7 @@ impl RowEngine {
         }
     }
 
-    fn emit_until(&mut self, last: i64, kernel: &KernelSpec) -> Vec<WindowPicks> {
+    fn emit_until(&mut self, last: i64, kernel: &KernelSpec) -> Result<Vec<WindowPicks>> {
         // Every window holding a stored pane, up to `last`, not emitted yet.
         let mut windows: Vec<i64> = self
             .panes
@@ -180,8 +180,11 @@ impl RowEngine {
         windows.dedup();
         let out = windows
             .iter()
-            .map(|&j| (j, self.window(j, kernel)))
-            .collect();
+            .map(|&j| {
+                crate::interrupt::check()?;
+                Ok((j, self.window(j, kernel)))
+            })
+            .collect::<Result<_>>()?;
         self.done = self.done.max(last);
         // Panes whose every window is emitted go.
         while let Some(e) = self.panes.first_entry() {
@@ -190,7 +193,7 @@ impl RowEngine {
             }
             e.remove();
         }
-        out
+        Ok(out)
     }
 
     /// Window `j`'s picks per group.

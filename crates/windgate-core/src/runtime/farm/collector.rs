@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
@@ -40,7 +39,9 @@ impl<W> Collector<W> {
         self.check()?;
         loop {
             let msg = if wait && self.progress < until {
-                match self.rx.recv_timeout(Duration::from_millis(100)) {
+                // The caller's Ctrl-C is honoured while it waits (the operator is poisoned by its caller).
+                crate::interrupt::check()?;
+                match self.rx.recv_timeout(crate::interrupt::PERIOD) {
                     Ok(m) => Some(m),
                     Err(RecvTimeoutError::Timeout) => {
                         if threads.iter().any(|t| t.is_finished()) {

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::{FarmQuery, NOT_ROUTED, Routed, last_complete};
+use crate::error::Result;
 use crate::time::WindowSpec;
 
 pub struct InlineFarm<Q: FarmQuery> {
@@ -42,20 +43,27 @@ impl<Q: FarmQuery> InlineFarm<Q> {
         self.query.ingest(&mut self.worker, &routed, 0..n, 0);
     }
 
-    /// Closes the panes below `frontier` and merges them into their windows.
-    pub fn punctuate(&mut self, frontier: i64) {
+    /// Closes the panes below `frontier` and merges them into their windows. An interruption (checked per
+    /// pane: a pane may belong to many windows) leaves the windows half merged, so the caller must poison.
+    pub fn punctuate(&mut self, frontier: i64) -> Result<()> {
         if frontier <= self.frontier {
-            return;
+            return Ok(());
         }
         self.frontier = frontier;
         let (query, spec, windows) = (&self.query, &self.spec, &mut self.windows);
+        let mut interrupted = Ok(());
         query.close_below(&mut self.worker, frontier, &mut |pane, part| {
+            if interrupted.is_err() {
+                return;
+            }
+            interrupted = crate::interrupt::check();
             let (lo, hi) = spec.windows_of_pane(pane);
             for j in lo..=hi {
                 let w = windows.entry(j).or_insert_with(|| query.new_window());
                 query.merge(w, &part);
             }
         });
+        interrupted
     }
 
     /// The finished windows up to `until`, in window order.
