@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from . import _args, _native
+from ._serial import Serialised
 from .errors import (
     BackpressureError,
     ColumnNotFoundError,
@@ -159,10 +160,15 @@ def window_aggregate(
         farm=farm,
     )
     sources = _args.sources(data)
-    return _native.window_aggregate(sources, **kwargs, order_by=order_by, in_memory=_args.in_memory(sources))
+    return _native.window_aggregate(
+        sources,
+        **kwargs,
+        order_by=_args.optional_name(order_by, "order_by"),
+        in_memory=_args.in_memory(sources),
+    )
 
 
-class WindowAggregator:
+class WindowAggregator(Serialised):
     """Streaming window aggregation: push batches as they arrive, get each window once it is final.
 
     Takes the keyword arguments of :func:`window_aggregate` plus ``sources`` (how many sources push into it).
@@ -221,7 +227,13 @@ class WindowAggregator:
             strategy=strategy,
             farm=farm,
         )
-        self._inner = _native.WindowAggregator(**kwargs, sources=sources, credits=credits, order_by=order_by)
+        super().__init__()
+        self._inner = _native.WindowAggregator(
+            **kwargs,
+            sources=_args.integer(sources, "sources", minimum=1),
+            credits=_args.optional_integer(credits, "credits", minimum=1),
+            order_by=_args.optional_name(order_by, "order_by"),
+        )
 
     def push(self, batch: Any, source: int = 0) -> pa.RecordBatch:
         """Pushes a batch (or a table or stream, batch by batch) of ``source``.
@@ -229,15 +241,16 @@ class WindowAggregator:
         Returns the rows of the windows that became final (a possibly empty ``pyarrow.RecordBatch``). Raises
         :class:`windgate.errors.BackpressureError` (nothing consumed) when ``source`` is out of credits.
         """
-        return self._inner.push(_args.arrow_source(batch, "batch"), source)
+        source = _args.integer(source, "source", minimum=0)
+        return self._call(self._inner.push, _args.arrow_source(batch, "batch"), source)
 
     def close_source(self, source: int) -> pa.RecordBatch:
         """Marks ``source`` as finished so that it no longer holds windows back."""
-        return self._inner.close_source(source)
+        return self._call(self._inner.close_source, _args.integer(source, "source", minimum=0))
 
     def flush(self) -> pa.RecordBatch:
         """End of stream: returns every window still open. The operator takes no more batches after it."""
-        return self._inner.flush()
+        return self._call(self._inner.flush)
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -246,7 +259,7 @@ class WindowAggregator:
         ``open_panes``, ``keys``, ``watermark``, ``slack``, ``threads``, ``strategy``; with the pane farm also
         ``plq_busy_s`` and ``wlq_busy_s`` (busy seconds per worker), ``punctuations``, ``panes_closed``,
         ``panes_split``, ``split_factor``, ``theta_b``, ``alpha`` and ``utilisation`` (mean PLQ rho)."""
-        return self._inner.stats
+        return self._call(lambda: self._inner.stats)
 
     @property
     def schema(self) -> pa.Schema | None:

@@ -20,15 +20,62 @@ def span(value: Span | None, param: str) -> int | str | None:
         if _dt.timedelta(microseconds=micros) != value:
             raise InvalidParameterError(f"{param}: timedelta {value!r} is finer than a microsecond")
         return f"{micros}us"
-    if isinstance(value, bool) or not isinstance(value, int):
-        # numpy integers are fine; floats and the rest are not.
-        if hasattr(value, "__index__") and not isinstance(value, bool):
-            return int(value.__index__())
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        # ints and numpy integers are fine; floats and the rest are not.
         raise ColumnTypeError(
             f"{param}: expected an int, a duration string such as '10s', or a timedelta, "
             f"got {type(value).__name__}"
         )
+    return integer(value, param, minimum=-INT64_MAX - 1)
+
+
+INT64_MAX = 2**63 - 1
+
+
+def integer(value: Any, param: str, *, minimum: int | None = None, maximum: int = INT64_MAX) -> int:
+    """An int parameter (numpy integers too; not bool or float), checked against its range, with errors that
+    name ``param``."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise ColumnTypeError(f"{param}: expected an int, got {type(value).__name__} {value!r}")
+    n = int(value.__index__())
+    if (minimum is not None and n < minimum) or n > maximum:
+        lo = "" if minimum is None else f"from {minimum} "
+        raise InvalidParameterError(f"{param}: expected an int {lo}to {maximum}, got {n}")
+    return n
+
+
+def optional_integer(value: Any, param: str, *, minimum: int | None = None) -> int | None:
+    """:func:`integer`, or ``None``."""
+    return None if value is None else integer(value, param, minimum=minimum)
+
+
+def name(value: Any, param: str) -> str:
+    """A column name."""
+    if not isinstance(value, str):
+        raise ColumnTypeError(f"{param}: expected a column name (a str), got {type(value).__name__} {value!r}")
     return value
+
+
+def optional_name(value: Any, param: str) -> str | None:
+    return None if value is None else name(value, param)
+
+
+def choice(value: Any, param: str) -> str:
+    """A keyword such as ``on_late="drop"`` (the extension checks the value)."""
+    if not isinstance(value, str):
+        raise ColumnTypeError(f"{param}: expected a str, got {type(value).__name__} {value!r}")
+    return value
+
+
+def options_dict(value: Any, param: str) -> dict[str, Any] | None:
+    """A dict of options such as ``farm={"scheduler": "as"}``, or ``None``."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ColumnTypeError(
+            f"{param}: expected a dict of options such as {{'scheduler': 'as_pid'}}, got {type(value).__name__}"
+        )
+    return dict(value)
 
 
 def columns(value: str | list[str] | tuple[str, ...] | None, param: str) -> list[str]:
@@ -61,8 +108,13 @@ def agg_list(aggs: Mapping[str, str | list[str] | tuple[str, ...]]) -> list[tupl
     for column, funcs in aggs.items():
         if not isinstance(column, str):
             raise ColumnTypeError(f"aggs: column names must be strings, got {column!r}")
-        names = [funcs] if isinstance(funcs, str) else list(funcs)
-        if not all(isinstance(f, str) for f in names):
+        if isinstance(funcs, str):
+            names = [funcs]
+        elif isinstance(funcs, (list, tuple)):
+            names = list(funcs)
+        else:
+            names = [funcs]
+        if not names or not all(isinstance(f, str) for f in names):
             raise ColumnTypeError(f"aggs: functions of column {column!r} must be names, got {funcs!r}")
         out.append((column, names))
     return out
@@ -123,17 +175,17 @@ def window_kwargs(
     """The keyword arguments every windowed operator of the extension takes (window aggregation and the
     preference queries), normalised."""
     return {
-        "time": time,
+        "time": name(time, "time"),
         "size": span(size, "size"),
         "slide": span(slide, "slide"),
         "offset": span(offset, "offset"),
         "by": by_columns(by),
         "lateness": span(lateness, "lateness"),
-        "on_late": on_late,
-        "null_time": null_time,
-        "threads": threads,
-        "strategy": strategy,
-        "farm": dict(farm) if farm is not None else None,
+        "on_late": choice(on_late, "on_late"),
+        "null_time": choice(null_time, "null_time"),
+        "threads": optional_integer(threads, "threads"),
+        "strategy": choice(strategy, "strategy"),
+        "farm": options_dict(farm, "farm"),
     }
 
 

@@ -23,7 +23,8 @@ from typing import Any
 import pyarrow as pa
 
 from . import _args, _native
-from .errors import ColumnTypeError, InvalidParameterError
+from ._serial import Serialised
+from .errors import ColumnTypeError
 
 __all__ = ["skyline", "top_dominant", "topk", "SkylineQuery", "TopDominantQuery", "TopKQuery"]
 
@@ -47,12 +48,7 @@ def _prefer(prefer: Prefer) -> list[str]:
 
 def _count(value: int, param: str) -> int:
     """A row count (``delta``, ``k``): an int >= 0."""
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise ColumnTypeError(f"{param}: expected an int >= 0, got {type(value).__name__}")
-    n = int(value.__index__())
-    if n < 0:
-        raise InvalidParameterError(f"{param}: expected an int >= 0, got {n}")
-    return n
+    return _args.integer(value, param, minimum=0)
 
 
 def _dims(dims: str | Sequence[str]) -> list[str]:
@@ -289,7 +285,7 @@ def topk(
     return _native.preference(_args.arrow_source(data), **kwargs)
 
 
-class _PreferenceQuery:
+class _PreferenceQuery(Serialised):
     """push/flush/stats/schema over ``_native.PreferenceQuery``."""
 
     _inner: Any
@@ -299,11 +295,11 @@ class _PreferenceQuery:
 
         Returns the rows of the windows that became final (a possibly empty ``pyarrow.RecordBatch``).
         """
-        return self._inner.push(_args.arrow_source(batch, "batch"))
+        return self._call(self._inner.push, _args.arrow_source(batch, "batch"))
 
     def flush(self) -> pa.RecordBatch:
         """End of stream: returns the rows of every window still open. The query takes no more batches."""
-        return self._inner.flush()
+        return self._call(self._inner.flush)
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -311,7 +307,7 @@ class _PreferenceQuery:
         ``windows_out``, ``watermark``, ``slack``, ``threads``, ``strategy``; with the farm also
         ``plq_busy_s`` and ``wlq_busy_s`` (busy seconds per worker), ``punctuations``, ``panes_closed``,
         ``panes_split``, ``split_factor``, ``theta_b``, ``alpha``, ``utilisation`` and ``window_tasks``."""
-        return self._inner.stats
+        return self._call(lambda: self._inner.stats)
 
     @property
     def schema(self) -> pa.Schema | None:
@@ -372,6 +368,7 @@ class SkylineQuery(_PreferenceQuery):
             dims=dims,
             prefer=prefer,
         )
+        super().__init__()
         self._inner = _native.PreferenceQuery(**kwargs)
 
 
@@ -423,6 +420,7 @@ class TopDominantQuery(_PreferenceQuery):
             prefer=prefer,
             delta=delta,
         )
+        super().__init__()
         self._inner = _native.PreferenceQuery(**kwargs)
 
 
@@ -473,4 +471,5 @@ class TopKQuery(_PreferenceQuery):
             k=k,
             descending=descending,
         )
+        super().__init__()
         self._inner = _native.PreferenceQuery(**kwargs)

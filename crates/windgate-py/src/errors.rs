@@ -57,6 +57,11 @@ pub fn to_py(err: Error) -> PyErr {
                 pyo3::exceptions::PyKeyboardInterrupt::new_err(err.message().to_string())
             });
     }
+    // A Python generator behind an Arrow stream that was interrupted: the stream reports the exception as
+    // text only. Ctrl-C must stay a KeyboardInterrupt (never an InputError that `except ValueError` eats).
+    if err.kind() == ErrorKind::Input && err.message().contains("KeyboardInterrupt") {
+        return pyo3::exceptions::PyKeyboardInterrupt::new_err(err.message().to_string());
+    }
     Python::attach(|py| match exception_class(py, class_name(err.kind())) {
         Ok(cls) => PyErr::from_type(cls, err.message().to_string()),
         Err(e) => e,

@@ -117,6 +117,9 @@ enum Kind {
         s: Vec<ExactSum>,
         q: Vec<ExactSum>,
         n: Vec<i64>,
+        /// Squares of values of magnitude >= 2^BIG_EXP, scaled by 2^-2*SCALE (their squares would overflow
+        /// f64); allocated only for the slots that saw one.
+        big: Vec<Option<Box<ExactSum>>>,
     },
     ExtremeInt {
         v: Vec<i64>,
@@ -225,6 +228,7 @@ impl AggState {
                 s: vec![],
                 q: vec![],
                 n: vec![],
+                big: vec![],
             },
             (AggFunc::Min | AggFunc::Max, ValueClass::Int) => Kind::ExtremeInt {
                 v: vec![],
@@ -270,7 +274,9 @@ impl AggState {
             Kind::Count(c) => c.reserve(n),
             Kind::SumInt { sum, n: c } => (sum.reserve(n), c.reserve(n)).1,
             Kind::SumFloat { sum, n: c } => (sum.reserve(n), c.reserve(n)).1,
-            Kind::Moments { s, q, n: c } => (s.reserve(n), q.reserve(n), c.reserve(n)).2,
+            Kind::Moments { s, q, n: c, big } => {
+                (s.reserve(n), q.reserve(n), c.reserve(n), big.reserve(n)).2
+            }
             Kind::ExtremeInt { v, n: c } => (v.reserve(n), c.reserve(n)).1,
             Kind::ExtremeFloat { v, n: c } => (v.reserve(n), c.reserve(n)).1,
             Kind::PickInt(p) => (p.v.reserve(n), p.at.reserve(n), p.n.reserve(n)).2,
@@ -285,11 +291,12 @@ impl AggState {
             Kind::Count(c) => c.resize(len, 0),
             Kind::SumInt { sum, n } => (sum.resize(len, 0), n.resize(len, 0)).1,
             Kind::SumFloat { sum, n } => (sum.resize(len, ExactSum::new()), n.resize(len, 0)).1,
-            Kind::Moments { s, q, n } => {
+            Kind::Moments { s, q, n, big } => {
                 (
                     s.resize(len, ExactSum::new()),
                     q.resize(len, ExactSum::new()),
                     n.resize(len, 0),
+                    big.resize(len, None),
                 )
                     .2
             }
@@ -320,8 +327,14 @@ impl AggState {
             Kind::Count(c) => c.push(0),
             Kind::SumInt { sum, n } => (sum.push(0), n.push(0)).1,
             Kind::SumFloat { sum, n } => (sum.push(ExactSum::new()), n.push(0)).1,
-            Kind::Moments { s, q, n } => {
-                (s.push(ExactSum::new()), q.push(ExactSum::new()), n.push(0)).2
+            Kind::Moments { s, q, n, big } => {
+                (
+                    s.push(ExactSum::new()),
+                    q.push(ExactSum::new()),
+                    n.push(0),
+                    big.push(None),
+                )
+                    .2
             }
             Kind::ExtremeInt { v, n } => (v.push(0), n.push(0)).1,
             Kind::ExtremeFloat { v, n } => (v.push(0.0), n.push(0)).1,
@@ -336,7 +349,9 @@ impl AggState {
             Kind::Count(c) => c[i] = 0,
             Kind::SumInt { sum, n } => (sum[i], n[i]) = (0, 0),
             Kind::SumFloat { sum, n } => (sum[i], n[i]) = (ExactSum::new(), 0),
-            Kind::Moments { s, q, n } => (s[i], q[i], n[i]) = (ExactSum::new(), ExactSum::new(), 0),
+            Kind::Moments { s, q, n, big } => {
+                (s[i], q[i], n[i], big[i]) = (ExactSum::new(), ExactSum::new(), 0, None)
+            }
             Kind::ExtremeInt { n, .. } | Kind::ExtremeFloat { n, .. } => n[i] = 0,
             Kind::PickInt(Picked { n, .. }) | Kind::PickFloat(Picked { n, .. }) => n[i] = 0,
         }
@@ -348,7 +363,7 @@ impl AggState {
             Kind::Count(c) => c.clear(),
             Kind::SumInt { sum, n } => (sum.clear(), n.clear()).1,
             Kind::SumFloat { sum, n } => (sum.clear(), n.clear()).1,
-            Kind::Moments { s, q, n } => (s.clear(), q.clear(), n.clear()).2,
+            Kind::Moments { s, q, n, big } => (s.clear(), q.clear(), n.clear(), big.clear()).2,
             Kind::ExtremeInt { v, n } => (v.clear(), n.clear()).1,
             Kind::ExtremeFloat { v, n } => (v.clear(), n.clear()).1,
             Kind::PickInt(p) => (p.v.clear(), p.at.clear(), p.n.clear()).2,
@@ -382,7 +397,7 @@ impl AggState {
                     n[s] += 1;
                 })
             }
-            (Kind::Moments { s: sx, q, n }, input) => {
+            (Kind::Moments { s: sx, q, n, big }, input) => {
                 let (ints, floats, nulls) = match input {
                     InputValues::Int(v, nl) => (Some(v), None, nl.as_ref()),
                     InputValues::Float(v, nl) => (None, Some(v), nl.as_ref()),
@@ -395,9 +410,13 @@ impl AggState {
                         _ => unreachable!(),
                     };
                     sx[s].add(x);
-                    let (hi, lo) = two_product(x, x);
-                    q[s].add(hi);
-                    q[s].add(lo);
+                    if x.abs() < BIG {
+                        let (hi, lo) = two_product(x, x);
+                        q[s].add(hi);
+                        q[s].add(lo);
+                    } else {
+                        add_big_square(&mut big[s], x);
+                    }
                     n[s] += 1;
                 })
             }
@@ -457,16 +476,20 @@ impl AggState {
                 })
             }
             (
-                Kind::Moments { s: sx, q, n },
+                Kind::Moments { s: sx, q, n, big },
                 Kind::Moments {
                     s: s2,
                     q: q2,
                     n: n2,
+                    big: big2,
                 },
             ) => for_pairs(pairs, |d, s| {
                 sx[d].merge(&s2[s]);
                 q[d].merge(&q2[s]);
                 n[d] += n2[s];
+                if let Some(b) = &big2[s] {
+                    big[d].get_or_insert_with(Default::default).merge(b);
+                }
             }),
             (Kind::ExtremeInt { v, n }, Kind::ExtremeInt { v: v2, n: n2 }) => {
                 for_pairs(pairs, |d, s| {
@@ -558,10 +581,10 @@ impl AggState {
                 });
                 floats(vals.collect(), valid(n, 1))
             }
-            Kind::Moments { s, q, n } => {
+            Kind::Moments { s, q, n, big } => {
                 let vals = slots.iter().map(|&i| {
                     let i = i as usize;
-                    let var = sample_variance(&s[i], &q[i], n[i]);
+                    let var = sample_variance(&s[i], &q[i], big[i].as_deref(), n[i]);
                     if func == AggFunc::Std {
                         var.sqrt()
                     } else {
@@ -597,21 +620,59 @@ fn better_float(candidate: f64, current: f64, max: bool) -> bool {
 /// `m = round(S / n)` is summed exactly (every product split with FMA), less the `(S - n m)^2 / n` that `m`
 /// being off the true mean adds. Every input is exact, so the result has the same bits for any order of the
 /// rows.
-fn sample_variance(s: &ExactSum, q: &ExactSum, n: i64) -> f64 {
+///
+/// Squares of values of magnitude `>= BIG` would overflow (or, summed, leave the f64 range), so they are kept
+/// scaled in `big`; when there are any, the whole computation runs on values scaled by `2^-SCALE` and the
+/// result is scaled back (to +inf when the variance itself overflows, as the exact result does).
+fn sample_variance(s: &ExactSum, q: &ExactSum, big: Option<&ExactSum>, n: i64) -> f64 {
     if n < 2 {
         return f64::NAN; // masked as null by the caller
     }
-    let nf = n as f64;
     let s_hi = s.value();
-    if !s_hi.is_finite() || !q.value().is_finite() {
-        return f64::NAN;
+    if !s_hi.is_finite() {
+        return f64::NAN; // a NaN or infinite input
     }
     // S to ~106 bits: S = s_hi + s_lo + (tiny).
     let mut rest = s.clone();
     rest.add(-s_hi);
     let s_lo = rest.value();
+    let Some(big) = big else {
+        if !q.value().is_finite() {
+            return f64::NAN;
+        }
+        return centred_moment(s_hi, s_lo, s.clone(), q.clone(), n);
+    };
+    // Scaling by a power of two is exact but for the tiny parts that fall below f64's range, which cannot
+    // change a variance this large; multiplications by 2^-SCALE are done one at a time (2^-2*SCALE is 0).
+    let down = 2f64.powi(-SCALE);
+    let mut acc = big.clone();
+    acc.add(q.value() * down * down);
+    let mut scaled = ExactSum::new();
+    scaled.add(s_hi * down);
+    scaled.add(s_lo * down);
+    let up = 2f64.powi(SCALE);
+    centred_moment(s_hi * down, s_lo * down, scaled, acc, n) * up * up
+}
+
+/// Values of at least this magnitude have their squares kept scaled (`2^480`: a square below `2^960` leaves
+/// room to sum 2^60 of them without leaving the f64 range).
+const BIG: f64 = 3.1217485503159922e144; // 2^480
+/// The scale of big squares: `(x * 2^-SCALE)^2` is exact and well inside the f64 range for any finite `x >= BIG`.
+const SCALE: i32 = 600;
+
+fn add_big_square(slot: &mut Option<Box<ExactSum>>, x: f64) {
+    let scaled = x * 2f64.powi(-SCALE);
+    let (hi, lo) = two_product(scaled, scaled);
+    let acc = slot.get_or_insert_with(Default::default);
+    acc.add(hi);
+    acc.add(lo);
+}
+
+/// `sum (x - mean)^2 / (n - 1)` from `S = s_hi + s_lo` (and `S` exactly) and `Q = sum x^2`.
+fn centred_moment(s_hi: f64, s_lo: f64, s: ExactSum, q: ExactSum, n: i64) -> f64 {
+    let nf = n as f64;
     let m = s_hi / nf;
-    let mut acc = q.clone();
+    let mut acc = q;
     for part in [s_hi, s_lo] {
         let (hi, lo) = two_product(-2.0 * m, part);
         acc.add(hi);
@@ -625,7 +686,7 @@ fn sample_variance(s: &ExactSum, q: &ExactSum, n: i64) -> f64 {
     }
     // Sum (x - m)^2 = Sum (x - mean)^2 + n (mean - m)^2: take off the second term, with d = S - n m (exact
     // until one rounding) so that n (mean - m)^2 = d^2 / n.
-    let mut d = s.clone();
+    let mut d = s;
     let (nm_hi, nm_lo) = two_product(nf, m);
     d.add(-nm_hi);
     d.add(-nm_lo);
@@ -638,14 +699,34 @@ mod tests {
     use super::*;
 
     fn variance(xs: &[f64]) -> f64 {
-        let (mut s, mut q) = (ExactSum::new(), ExactSum::new());
-        for &x in xs {
-            s.add(x);
+        let mut s = ExactSum::new();
+        xs.iter().for_each(|&x| s.add(x));
+        let mut big = None;
+        for &x in xs.iter().filter(|x| x.abs() >= BIG) {
+            add_big_square(&mut big, x);
+        }
+        let mut q = ExactSum::new();
+        for &x in xs.iter().filter(|x| x.abs() < BIG) {
             let (hi, lo) = two_product(x, x);
             q.add(hi);
             q.add(lo);
         }
-        sample_variance(&s, &q, xs.len() as i64)
+        sample_variance(&s, &q, big.as_deref(), xs.len() as i64)
+    }
+
+    #[test]
+    fn variance_of_huge_values_overflows_like_the_exact_result() {
+        assert_eq!(variance(&[1e200, -1e200]), f64::INFINITY);
+        assert_eq!(variance(&[1e200, 1e200, 1e200]), 0.0);
+        // a, a + d, a + 2d: variance d^2 exactly, finite, though every square overflows f64.
+        let (a, d) = (2f64.powi(531), 2f64.powi(480));
+        assert_eq!(variance(&[a, a + d, a + 2.0 * d]), d * d);
+        // Big and small values in one window.
+        assert_eq!(
+            variance(&[3e150, -3e150, 1.0]),
+            variance(&[-3e150, 1.0, 3e150])
+        );
+        assert!(variance(&[3e150, -3e150, 1.0]).is_finite());
     }
 
     #[test]
