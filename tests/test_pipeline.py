@@ -306,6 +306,81 @@ def test_tpcxbb_query_equals_duckdb_brute_force(tpcxbb_data, query):
     assert got.to_pylist() == want
 
 
+# ------------------------------------------------------------------------------------- deep expressions
+
+DEEP_SCRIPT = """
+import sys
+from functools import reduce
+from operator import and_, or_
+import pyarrow as pa
+from windgate import Pipeline, col
+from windgate.errors import InvalidParameterError
+
+shape, depth = sys.argv[1], int(sys.argv[2])
+t = pa.table({"a": list(range(10))})
+if shape == "and":
+    p = Pipeline().filter(reduce(and_, [col("a") != i for i in range(depth)]))
+elif shape == "or":
+    p = Pipeline().filter(reduce(or_, [col("a") == i % 10 for i in range(depth)]))
+elif shape == "not":
+    e = col("a") < 3
+    for _ in range(depth):
+        e = ~e
+    p = Pipeline().filter(e)
+elif shape == "alternating":
+    e = col("a") != 0
+    for d in range(1, depth):
+        e = ~e if d % 2 else (col("a") != d % 10) & e
+    p = Pipeline().filter(e)
+else:
+    e = col("a")
+    for d in range(1, depth):
+        e = e + 1 if d % 2 else e * 1
+    p = Pipeline().project({"x": e})
+for mode in ({"threads": 1}, {"threads": 2}, {"sequential": True}):
+    try:
+        out = p.run(t, **mode)
+        print(out.column(0).to_pylist())
+    except InvalidParameterError as err:
+        print("error:", err)
+"""
+
+
+def run_deep(shape: str, depth: int) -> list[str]:
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        [sys.executable, "-c", DEEP_SCRIPT, shape, str(depth)], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    assert len(lines) == 3 and len(set(lines)) == 1, lines  # threads=1, threads=2 and sequential agree
+    return lines
+
+
+@pytest.mark.parametrize("depth", [1000, 2000, 100_000])
+def test_long_and_or_chains_run_on_workers(depth):
+    assert run_deep("and", depth) == ["[]"] * 3
+    assert run_deep("or", depth) == [str(list(range(10)))] * 3
+
+
+def test_deep_double_negation_runs():
+    assert run_deep("not", 2001) == [str(list(range(3, 10)))] * 3
+    assert run_deep("not", 100_000) == [str(list(range(3)))] * 3
+
+
+@pytest.mark.parametrize("shape", ["alternating", "arith"])
+def test_deep_nesting_runs_up_to_the_bound_then_is_a_named_error(shape):
+    assert not run_deep(shape, 999)[0].startswith("error")
+    if shape == "arith":
+        assert run_deep(shape, 999)[0] == str([a + 499 for a in range(10)])
+    for depth in (2000, 100_000):
+        line = run_deep(shape, depth)[0]
+        param = "filter: predicate" if shape == "alternating" else 'project: columns["x"]'
+        assert line.startswith(f"error: {param}: ") and "at most 1000" in line, line
+
+
 # ------------------------------------------------------------------------------------------------- CLI
 
 

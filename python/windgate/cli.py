@@ -15,8 +15,10 @@ the PySpark demo.
     windgate tpcxbb run --query q2 --data data/tpcxbb --threads 2 --out out/q2.parquet
 
 Progress and reports use rich; without a terminal (CI, pipes) rich prints plain lines and final states only.
-Bad input that windgate rejects (its ``WindgateError`` family, subclasses of ``ValueError``/``TypeError``)
-prints one ``error: ...`` line and exits with status 2; set ``WINDGATE_TRACEBACK=1`` to see the traceback.
+Bad input that windgate rejects (its ``WindgateError`` family, subclasses of ``ValueError``/``TypeError``),
+a bad option value (``--batch-rows 0``, ``--compression bogus``) and a file that cannot be read or written
+print one ``error: ...`` line naming the option and exit with status 2; set ``WINDGATE_TRACEBACK=1`` to see
+the traceback. Ctrl-C prints ``interrupted`` and exits with status 130.
 """
 
 from __future__ import annotations
@@ -32,13 +34,22 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main"]
+from ._cli_io import (
+    COMPRESSIONS,
+    CliError,
+    OneLineParser,
+    check_out_path,
+    make_out_dir,
+    open_writer,
+    positive_int,
+    read_failed,
+    write_failed,
+    write_table,
+)
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+__all__ = ["main", "CliError"]
 
-
-class CliError(Exception):
-    """A problem with the command line or the files it names: printed as one line, exit status 2."""
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -166,20 +177,24 @@ def _fmt_rate(rows: float, seconds: float) -> str:
 
 def _write_parquet(table, path: Path, console, *, row_group_rows: int, compression: str, label: str) -> None:
     """Write ``table`` to ``path`` in row groups of ``row_group_rows``, with a progress bar."""
-    import pyarrow.parquet as pq
+    import pyarrow as pa
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with (
-        _progress(console) as progress,
-        pq.ParquetWriter(path, table.schema, compression=compression) as writer,
-    ):
-        task = progress.add_task(label, total=table.num_rows)
-        for start in range(0, table.num_rows, row_group_rows):
-            part = table.slice(start, row_group_rows)
-            writer.write_table(part, row_group_size=row_group_rows)
-            progress.advance(task, part.num_rows)
-        if table.num_rows == 0:
-            writer.write_table(table)
+    writer = open_writer(path, table.schema, compression)
+    try:
+        with _progress(console) as progress, writer:
+            task = progress.add_task(label, total=table.num_rows)
+            for start in range(0, table.num_rows, row_group_rows):
+                part = table.slice(start, row_group_rows)
+                writer.write_table(part, row_group_size=row_group_rows)
+                progress.advance(task, part.num_rows)
+            if table.num_rows == 0:
+                writer.write_table(table)
+    except (OSError, pa.ArrowException) as exc:
+        path.unlink(missing_ok=True)
+        raise write_failed(exc, path) from exc
+    except BaseException:
+        path.unlink(missing_ok=True)  # no half-written output
+        raise
 
 
 def _mib(path: Path) -> str:
@@ -316,6 +331,7 @@ def _generate_sources(args: argparse.Namespace, headline: str, make: Callable[[]
         )
     if args.sources is not None and args.sources < 1:
         raise CliError(f"--sources {args.sources}: expected a positive number of sources")
+    make_out_dir(out)
     console.print(headline)
     t0 = time.perf_counter()
     with console.status("generating rows"):
@@ -323,7 +339,6 @@ def _generate_sources(args: argparse.Namespace, headline: str, make: Callable[[]
     gen_s = time.perf_counter() - t0
     console.print(f"  generated in {gen_s:.2f} s ({_fmt_rate(args.rows, gen_s)})")
     t1 = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob("source-*.parquet"):  # a previous run with more sources must not leave extra files
         stale.unlink()
     for i, table in enumerate(tables):
@@ -349,6 +364,7 @@ def _generate_to_file(args: argparse.Namespace, headline: str, make: Callable[[]
 
     console = _console()
     out = Path(args.out)
+    check_out_path(out)
     console.print(headline)
     t0 = time.perf_counter()
     with console.status("generating rows"):
@@ -378,6 +394,7 @@ def _generate_bandjoin(args: argparse.Namespace) -> int:
     start = _int_or_duration(args.start)
     if not isinstance(start, int):
         raise CliError(f"--start {args.start!r}: bandjoin times are plain integers (time units)")
+    make_out_dir(out)
     console.print(
         f"Generating [bold]{args.rows:,}[/] band-join rows per side (R: ts, x, y, z; S: ts, a, b, c, d): "
         f"{args.rate:g} rows per time unit per side, disorder {args.disorder:g} units, start {start}, "
@@ -420,10 +437,20 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
     src = Path(args.input)
     if not src.exists():
         raise CliError(f"--input {str(src)!r}: no such file")
+    if src.is_dir():
+        raise CliError(f"--input {str(src)!r}: is a directory; expected a Parquet file")
+    out = Path(args.out)
+    check_out_path(out)
+    columns = None if args.columns is None else _split_list(args.columns)
     try:
         pf = pq.ParquetFile(src)
+        input_schema = pf.schema_arrow
+        if columns is not None:
+            input_schema = pa.schema([input_schema.field(c) for c in columns])
+    except KeyError as exc:
+        raise CliError(f"--columns: {exc} is not a column of {str(src)!r}") from exc
     except (OSError, pa.ArrowException) as exc:
-        raise CliError(f"--input {str(src)!r}: cannot read it as Parquet ({_one_line(exc)})") from exc
+        raise read_failed(exc, src, "--input") from exc
     total = pf.metadata.num_rows
 
     kwargs: dict[str, Any] = dict(
@@ -445,22 +472,30 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
         kwargs["null_time"] = args.null_time
     agg = windgate.WindowAggregator(**kwargs)
 
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     writer: pq.ParquetWriter | None = None
     rows_in = rows_out = 0
-    columns = None if args.columns is None else _split_list(args.columns)
 
     def write(batch: pa.RecordBatch) -> None:
         nonlocal writer, rows_out
         if writer is None:
-            writer = pq.ParquetWriter(out, batch.schema, compression=args.compression)
+            # The operator's output schema once bound, so that no output row still gives its columns.
+            schema = agg.schema if agg.schema is not None and len(agg.schema) else batch.schema
+            writer = open_writer(out, schema, args.compression)
         if batch.num_rows:
             table = pa.Table.from_batches([batch])
             if table.schema != writer.schema:
                 table = table.cast(writer.schema)
-            writer.write_table(table)
+            try:
+                writer.write_table(table)
+            except (OSError, pa.ArrowException) as exc:
+                raise write_failed(exc, out) from exc
             rows_out += batch.num_rows
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        try:
+            yield from pf.iter_batches(batch_size=args.batch_rows, columns=columns)
+        except (OSError, pa.ArrowException) as exc:
+            raise read_failed(exc, src, "--input") from exc
 
     console.print(
         f"Aggregating [bold]{escape(str(src))}[/] ({total:,} rows, {pf.metadata.num_row_groups} row groups): "
@@ -474,15 +509,24 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
     try:
         with _progress(console) as progress:
             task = progress.add_task("aggregating", total=total)
-            for batch in pf.iter_batches(batch_size=args.batch_rows, columns=columns):
+            for batch in batches():
                 write(agg.push(batch))
                 rows_in += batch.num_rows
                 progress.advance(task, batch.num_rows)
+            if agg.schema is None:  # no batch at all: bind the input's schema for the output's
+                write(agg.push(pa.RecordBatch.from_pylist([], schema=input_schema)))
             write(agg.flush())
+            if writer is None:
+                write(pa.RecordBatch.from_pylist([], schema=agg.schema))
         done = True
     finally:
         if writer is not None:
-            writer.close()
+            try:
+                writer.close()
+            except (OSError, pa.ArrowException) as exc:
+                if done:
+                    out.unlink(missing_ok=True)
+                    raise write_failed(exc, out) from exc
             if not done:
                 out.unlink(missing_ok=True)  # no half-written output
     seconds = time.perf_counter() - t0
@@ -545,13 +589,13 @@ def _cmd_multiway(args: argparse.Namespace) -> int:
 
     console = _console()
     query = queries.QUERIES[args.query]
+    out = Path(args.out)
+    check_out_path(out)
     files = _source_files(Path(args.data))
     try:
         tables = [pq.read_table(f) for f in files]
     except (OSError, pa.ArrowException) as exc:
-        raise CliError(
-            f"--data {args.data!r}: cannot read the sources as Parquet ({_one_line(exc)})"
-        ) from exc
+        raise read_failed(exc, args.data, "--data") from exc
     rows_in = sum(t.num_rows for t in tables)
     console.print(
         f"Query [bold]{query.name}[/] ({escape(query.description)}: {escape(query.function)} by {query.by}, "
@@ -562,9 +606,7 @@ def _cmd_multiway(args: argparse.Namespace) -> int:
     with console.status("aggregating"):
         out_table = queries.run_query(query, tables, strategy=args.strategy, threads=args.threads)
     seconds = time.perf_counter() - t0
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(out_table, out, compression=args.compression)
+    write_table(out_table, out, args.compression)
 
     report = Table(title=f"windgate multiway {query.name}", show_header=False, title_justify="left")
     report.add_column("what")
@@ -586,7 +628,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="windgate",
         description="windgate: deterministic sliding-window stream operators. "
         "Generate data, aggregate Parquet files, run the Spark demo.",
@@ -610,7 +652,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--sources",
-        type=int,
+        type=positive_int,
         default=None,
         help="smartgrid, soundcloud: split the rows into this many time-sorted sources, one file each "
         "(--out/source-000.parquet, ...); soundcloud default 1",
@@ -672,8 +714,12 @@ def _parser() -> argparse.ArgumentParser:
         "default: regular arrivals",
     )
     g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--row-group-rows", type=int, default=1 << 20, help="Parquet row group size (default 1Mi)")
-    g.add_argument("--compression", default="zstd", help="Parquet compression (default zstd)")
+    g.add_argument(
+        "--row-group-rows", type=positive_int, default=1 << 20, help="Parquet row group size (default 1Mi)"
+    )
+    g.add_argument(
+        "--compression", choices=COMPRESSIONS, default="zstd", help="Parquet compression (default zstd)"
+    )
     g.add_argument(
         "--out",
         required=True,
@@ -707,7 +753,7 @@ def _parser() -> argparse.ArgumentParser:
         help="watermark = max ts - lateness (int, duration or 'adaptive'); default: exact, no late rows",
     )
     a.add_argument("--on-late", choices=["drop", "error"], default="drop")
-    a.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    a.add_argument("--threads", type=positive_int, default=None, help="worker threads (default: all cores)")
     a.add_argument(
         "--strategy",
         choices=["auto", "pane", "farm", "rrcpa", "hsa", "rra", "hoa", "rrca", "reference"],
@@ -721,8 +767,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--null-time", choices=["error", "drop"], default=None)
     a.add_argument("--columns", action="append", default=None, help="read only these input columns")
-    a.add_argument("--batch-rows", type=int, default=65_536, help="rows per pushed batch (default 65536)")
-    a.add_argument("--compression", default="zstd", help="Parquet compression of the output (default zstd)")
+    a.add_argument(
+        "--batch-rows", type=positive_int, default=65_536, help="rows per pushed batch (default 65536)"
+    )
+    a.add_argument(
+        "--compression", choices=COMPRESSIONS, default="zstd", help="Parquet compression (default zstd)"
+    )
     a.set_defaults(func=_cmd_aggregate)
 
     m = sub.add_parser(
@@ -747,18 +797,24 @@ def _parser() -> argparse.ArgumentParser:
         default="auto",
         help="auto, pane, reference, or a multiway design: mq, mqlf, tumlsc, tumlmc, wiml (default auto)",
     )
-    m.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    m.add_argument("--threads", type=positive_int, default=None, help="worker threads (default: all cores)")
     m.add_argument("--out", required=True, help="output Parquet file")
-    m.add_argument("--compression", default="zstd", help="Parquet compression of the output (default zstd)")
+    m.add_argument(
+        "--compression", choices=COMPRESSIONS, default="zstd", help="Parquet compression (default zstd)"
+    )
     m.set_defaults(func=_cmd_multiway)
 
     d = sub.add_parser("demo", help="generate data and compare windgate on Spark with Spark's window()")
-    d.add_argument("--rows", type=int, default=2_000_000, help="rows to generate (default 2,000,000)")
+    d.add_argument(
+        "--rows", type=positive_int, default=2_000_000, help="rows to generate (default 2,000,000)"
+    )
     d.add_argument("--out", default="out/demo", help="output directory (default out/demo)")
     d.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     d.add_argument("--disorder", type=float, default=5.0, help="max arrival delay in seconds (default 5)")
     d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--repeat", type=int, default=3, help="timed runs of each job, alternating (default 3)")
+    d.add_argument(
+        "--repeat", type=positive_int, default=3, help="timed runs of each job, alternating (default 3)"
+    )
     d.set_defaults(func=_cmd_demo)
 
     from .cli_tpcxbb import add_parser as add_tpcxbb
@@ -768,25 +824,41 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 failed check, 2 bad input)."""
-    parser = _parser()
-    args = parser.parse_args(argv)
+    """Run the command line; returns the exit status (0 ok, 1 failed check, 2 bad input, 130 Ctrl-C)."""
+    command = "windgate"
+    try:
+        parser = _parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help (0) or a bad argument (2, one line printed): a status, as below
+            return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+        command = f"windgate {args.command}"
+        return _run(args, command)
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(args: argparse.Namespace, command: str) -> int:
     try:
         clean = _error_classes()
     except Exception:
         clean = (CliError,)
     try:
+        import pyarrow as pa
+
+        files: tuple[type[BaseException], ...] = (OSError, pa.ArrowException)
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        files = (OSError,)
+    try:
         _rich()
         return args.func(args)
-    except clean as exc:
+    except clean + files as exc:
         if os.environ.get("WINDGATE_TRACEBACK"):
             raise
         name = "error" if isinstance(exc, CliError) else f"error: {type(exc).__name__}"
-        print(f"windgate {args.command}: {name}: {_one_line(exc)}", file=sys.stderr)
+        print(f"{command}: {name}: {_one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print(f"windgate {args.command}: interrupted", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,6 +15,8 @@ import argparse
 import time
 from pathlib import Path
 
+from ._cli_io import COMPRESSIONS, check_out_path, make_out_dir, positive_int, read_failed, write_table
+
 __all__ = ["add_parser"]
 
 QUERIES = ("q1", "q2", "q3", "q4", "q15")
@@ -33,22 +35,30 @@ def add_parser(sub) -> None:
     g.add_argument("--items", type=int, default=5000, help="items (default 5000)")
     g.add_argument("--users", type=int, default=None, help="users (default max(1000, rows / 20))")
     g.add_argument("--stores", type=int, default=20, help="stores (default 20)")
-    g.add_argument("--row-group-rows", type=int, default=1 << 20, help="Parquet row group size (default 1Mi)")
-    g.add_argument("--compression", default="zstd", help="Parquet compression (default zstd)")
+    g.add_argument(
+        "--row-group-rows", type=positive_int, default=1 << 20, help="Parquet row group size (default 1Mi)"
+    )
+    g.add_argument(
+        "--compression", choices=COMPRESSIONS, default="zstd", help="Parquet compression (default zstd)"
+    )
     g.add_argument("--out", required=True, help="output directory")
     g.set_defaults(func=_cmd_generate)
 
     r = tsub.add_parser("run", help="run one query over a directory written by `tpcxbb generate`")
     r.add_argument("--query", required=True, choices=QUERIES, help="see docs/tpcxbb.md")
     r.add_argument("--data", required=True, help="directory with clickstream.parquet and store_sales.parquet")
-    r.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    r.add_argument("--threads", type=positive_int, default=None, help="worker threads (default: all cores)")
     r.add_argument("--scheduler", choices=SCHEDULERS, default="ct", help="scheduling heuristic (default ct)")
     r.add_argument("--reorder", choices=["nonblocking", "locked"], default="nonblocking")
     r.add_argument("--partitioning", choices=["hybrid", "partitioned"], default="hybrid")
     r.add_argument("--sequential", action="store_true", help="the sequential executor (the reference)")
-    r.add_argument("--chunk-rows", type=int, default=None, help="rows per pipeline item (default 8192)")
+    r.add_argument(
+        "--chunk-rows", type=positive_int, default=None, help="rows per pipeline item (default 8192)"
+    )
     r.add_argument("--out", required=True, help="output Parquet file")
-    r.add_argument("--compression", default="zstd", help="Parquet compression of the output (default zstd)")
+    r.add_argument(
+        "--compression", choices=COMPRESSIONS, default="zstd", help="Parquet compression (default zstd)"
+    )
     r.set_defaults(func=_cmd_run)
 
 
@@ -59,8 +69,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     if args.rows < 0:
         raise cli.CliError(f"--rows: expected a non-negative count, got {args.rows}")
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise cli.CliError(f"--out {args.out!r}: exists and is not a directory")
+    make_out_dir(out)
     console.print(f"TPCx-BB-like streams: {args.rows:,} rows per table, seed {args.seed}, {args.days} days")
     with cli._step(console, 1, 2, "generating"):
         tables = tpcxbb.generate(
@@ -91,6 +100,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     console = cli._console()
     name = tpcxbb.table_of(args.query)
     path = Path(args.data) / f"{name}.parquet"
+    out = Path(args.out)
+    check_out_path(out)
     if not path.is_file():
         raise cli.CliError(
             f"--data {args.data!r}: no {name}.parquet (windgate tpcxbb generate --out DIR writes it)"
@@ -98,7 +109,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         data = pq.read_table(path)
     except (OSError, pa.ArrowException) as exc:
-        raise cli.CliError(f"--data: cannot read {path} as Parquet ({cli._one_line(exc)})") from exc
+        raise read_failed(exc, path, "--data") from exc
     pipeline = tpcxbb.query(args.query)
     how = "sequential executor" if args.sequential else f"scheduler {args.scheduler}"
     console.print(
@@ -117,9 +128,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             chunk_rows=args.chunk_rows,
         )
     seconds = time.perf_counter() - t0
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(result, out, compression=args.compression)
+    write_table(result, out, args.compression)
 
     stats = pipeline.stats or {}
     report = Table(title=f"windgate tpcxbb {args.query}", title_justify="left")

@@ -8,7 +8,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::{PySchema, PyTable};
-use windgate_core::columnar::{ColumnarPipeline, DEFAULT_CHUNK_ROWS, RunMode, Value};
+use windgate_core::columnar::{
+    ColumnarPipeline, DEFAULT_CHUNK_ROWS, MAX_SPEC_NESTING, RunMode, Value,
+};
 use windgate_core::runtime::pipeline::{
     Partitioning, PipelineOptions, PipelineStats, ReorderScheme, SchedulerPolicy,
 };
@@ -17,49 +19,122 @@ use windgate_core::{Error, ErrorKind};
 use crate::convert::threads_opt;
 use crate::errors::{detached_batch_call, to_py};
 
-/// A Python value (None, bool, int, float, str, list, tuple, dict with str keys) in spec form.
-pub fn to_value(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Value> {
+/// A list, tuple or dict being converted: its children still to convert and the values converted so far.
+struct Open<'py> {
+    /// The dict's keys, in order (`None` for a list or tuple).
+    keys: Option<Vec<String>>,
+    children: std::vec::IntoIter<Bound<'py, PyAny>>,
+    done: Vec<Value>,
+    param: String,
+}
+
+impl Open<'_> {
+    /// The label of the next child: `param["key"]` inside a dict, `param` inside a list.
+    fn child_param(&self) -> String {
+        match &self.keys {
+            Some(keys) => format!("{}[{:?}]", self.param, keys[self.done.len()]),
+            None => self.param.clone(),
+        }
+    }
+
+    fn close(self) -> Value {
+        match self.keys {
+            Some(keys) => Value::Map(keys.into_iter().zip(self.done).collect()),
+            None => Value::List(self.done),
+        }
+    }
+}
+
+/// A scalar as its value, or a container opened for its children.
+fn open<'py>(obj: &Bound<'py, PyAny>, param: &str) -> PyResult<Result<Value, Open<'py>>> {
     if obj.is_none() {
-        return Ok(Value::Null);
+        return Ok(Ok(Value::Null));
     }
     if obj.is_instance_of::<PyBool>() {
-        return Ok(Value::Bool(obj.extract()?));
+        return Ok(Ok(Value::Bool(obj.extract()?)));
     }
     if obj.is_instance_of::<PyInt>() {
         return obj
             .extract::<i64>()
-            .map(Value::Int)
+            .map(|i| Ok(Value::Int(i)))
             .map_err(|_| to_py(Error::param(param, "an integer does not fit in int64")));
     }
     if obj.is_instance_of::<PyFloat>() {
-        return Ok(Value::Float(obj.extract()?));
+        return Ok(Ok(Value::Float(obj.extract()?)));
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::Str(s.to_str()?.to_string()));
+        return Ok(Ok(Value::Str(s.to_str()?.to_string())));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
-        let mut entries = Vec::with_capacity(d.len());
+        let (mut keys, mut children) = (Vec::with_capacity(d.len()), Vec::with_capacity(d.len()));
         for (k, v) in d.iter() {
             let key: String = k
                 .extract()
                 .map_err(|_| to_py(Error::param(param, "dict keys must be strings")))?;
-            let value = to_value(&v, &format!("{param}[{key:?}]"))?;
-            entries.push((key, value));
+            keys.push(key);
+            children.push(v);
         }
-        return Ok(Value::Map(entries));
+        return Ok(Err(Open {
+            done: Vec::with_capacity(keys.len()),
+            keys: Some(keys),
+            children: children.into_iter(),
+            param: param.to_string(),
+        }));
     }
     if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
-        let items = obj
-            .try_iter()?
-            .map(|v| to_value(&v?, param))
-            .collect::<PyResult<Vec<_>>>()?;
-        return Ok(Value::List(items));
+        let children = obj.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+        return Ok(Err(Open {
+            keys: None,
+            done: Vec::with_capacity(children.len()),
+            children: children.into_iter(),
+            param: param.to_string(),
+        }));
     }
     let tname = obj.get_type().name()?.to_string();
     Err(to_py(Error::new(
         ErrorKind::ColumnType,
         format!("{param}: expected None, a bool, number, string, list, tuple or dict, got {tname}"),
     )))
+}
+
+/// A Python value (None, bool, int, float, str, list, tuple, dict with str keys) in spec form.
+///
+/// Converted with a heap stack, not by recursion, so that a deeply nested value (a chain of 100 000 `&`
+/// nests that deep) cannot overflow the thread's stack; nesting deeper than `MAX_SPEC_NESTING` (which a
+/// self-referential list would) is an error naming `param`.
+pub fn to_value(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Value> {
+    let mut stack = match open(obj, param)? {
+        Ok(v) => return Ok(v),
+        Err(o) => vec![o],
+    };
+    loop {
+        let top = stack.last_mut().expect("an open container");
+        match top.children.next() {
+            Some(child) => {
+                let p = top.child_param();
+                match open(&child, &p)? {
+                    Ok(v) => top.done.push(v),
+                    Err(_) if stack.len() >= MAX_SPEC_NESTING => {
+                        return Err(to_py(Error::param(
+                            param,
+                            format!(
+                                "the value nests more than {MAX_SPEC_NESTING} lists, tuples or dicts deep \
+                                 (a list containing itself?); at most {MAX_SPEC_NESTING}"
+                            ),
+                        )));
+                    }
+                    Err(o) => stack.push(o),
+                }
+            }
+            None => {
+                let v = stack.pop().expect("an open container").close();
+                match stack.last_mut() {
+                    Some(parent) => parent.done.push(v),
+                    None => return Ok(v),
+                }
+            }
+        }
+    }
 }
 
 /// A spec value back to Python (lists as tuples, so that predicates read as written).

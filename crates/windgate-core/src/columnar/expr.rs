@@ -19,7 +19,7 @@ use arrow_cast::{CastOptions, cast_with_options};
 use arrow_schema::{DataType, Schema};
 
 use super::keys::column_index;
-use super::value::Value;
+use super::value::{MAX_EXPR_DEPTH, Value};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A literal of a predicate or an expression.
@@ -102,9 +102,91 @@ pub enum Predicate {
 const PREDICATE_FORMS: &str = "(\"==\"|\"!=\"|\"<\"|\"<=\"|\">\"|\">=\", column, literal), (\"is_null\"|\"is_not_null\", \
      column), (\"isin\", column, [literals]), (\"and\"|\"or\", predicate, ...) or (\"not\", predicate)";
 
+/// The error for an expression nesting deeper than [`MAX_EXPR_DEPTH`].
+pub(crate) fn too_deep(param: &str, what: &str) -> Error {
+    Error::param(
+        param,
+        format!(
+            "the {what} nests more than {MAX_EXPR_DEPTH} levels deep (after merging chains of one \"and\" or \"or\"); \
+             at most {MAX_EXPR_DEPTH}"
+        ),
+    )
+}
+
 impl Predicate {
     /// Parses the spec form; `param` names the parameter in errors.
+    ///
+    /// Chains of one `"and"` (or `"or"`), however deep, become one n-ary node and `("not", ("not", p))`
+    /// becomes `p` (both exact under three-valued logic), without recursing on the chain. What still nests
+    /// may nest at most [`MAX_EXPR_DEPTH`] levels; deeper is an error naming `param`.
     pub fn parse(v: &Value, param: &str) -> Result<Self> {
+        Self::parse_at(v, param, 1)
+    }
+
+    fn parse_at(v: &Value, param: &str, depth: usize) -> Result<Self> {
+        if depth > MAX_EXPR_DEPTH {
+            return Err(too_deep(param, "predicate"));
+        }
+        let (op, args) = match v {
+            Value::List(items) => match items.as_slice() {
+                [Value::Str(op), args @ ..]
+                    if (op == "and" || op == "or") && !args.is_empty()
+                        || op == "not" && args.len() == 1 =>
+                {
+                    (op.as_str(), args)
+                }
+                _ => return Self::parse_leaf(v, param),
+            },
+            _ => return Self::parse_leaf(v, param),
+        };
+        Ok(match op {
+            "and" | "or" => {
+                // Operands that are the same operator are spliced in place (a heap stack, in order).
+                let mut todo: Vec<&Value> = args.iter().rev().collect();
+                let mut parts = Vec::new();
+                while let Some(a) = todo.pop() {
+                    if let Value::List(inner) = a {
+                        if inner.len() > 1 && matches!(&inner[0], Value::Str(o) if o == op) {
+                            todo.extend(inner[1..].iter().rev());
+                            continue;
+                        }
+                    }
+                    parts.push(Predicate::parse_at(a, param, depth + 1)?);
+                }
+                if op == "and" {
+                    Predicate::And(parts)
+                } else {
+                    Predicate::Or(parts)
+                }
+            }
+            "not" => {
+                // Strip pairs of negations without recursing on them.
+                let mut inner = &args[0];
+                let mut negated = true;
+                while let Value::List(items) = inner {
+                    match items.as_slice() {
+                        [Value::Str(o), p] if o == "not" => {
+                            inner = p;
+                            negated = !negated;
+                        }
+                        _ => break,
+                    }
+                }
+                let p = Predicate::parse_at(inner, param, depth + 1)?;
+                if negated {
+                    Predicate::Not(Box::new(p))
+                } else {
+                    p
+                }
+            }
+            _ => unreachable!("only and, or and not reach here"),
+        })
+    }
+
+    /// Everything but `and`, `or` and `not` (which [`Predicate::parse_at`] handles, recursing): kept apart so
+    /// that the recursive function's stack frame stays small.
+    #[inline(never)]
+    fn parse_leaf(v: &Value, param: &str) -> Result<Self> {
         let bad = |why: String| Error::param(param, format!("{why}; expected {PREDICATE_FORMS}"));
         let Value::List(items) = v else {
             return Err(bad(format!("got {}", v.describe())));
@@ -149,6 +231,14 @@ impl Predicate {
             });
         }
         Ok(match op.as_str() {
+            "and" | "or" => return Err(bad(format!("{op:?} takes at least one predicate"))),
+            // `parse_at` takes a one-argument "not".
+            "not" => {
+                return Err(bad(format!(
+                    "\"not\" takes 1 arguments, got {}",
+                    args.len()
+                )));
+            }
             "is_null" => {
                 arity(1)?;
                 Predicate::IsNull(column(0)?)
@@ -173,73 +263,78 @@ impl Predicate {
                         .collect::<Result<_>>()?,
                 }
             }
-            "and" | "or" => {
-                if args.is_empty() {
-                    return Err(bad(format!("{op:?} takes at least one predicate")));
-                }
-                let parts = args
-                    .iter()
-                    .map(|a| Predicate::parse(a, param))
-                    .collect::<Result<Vec<_>>>()?;
-                if op == "and" {
-                    Predicate::And(parts)
-                } else {
-                    Predicate::Or(parts)
-                }
-            }
-            "not" => {
-                arity(1)?;
-                Predicate::Not(Box::new(Predicate::parse(&args[0], param)?))
-            }
             _ => return Err(bad(format!("unknown operator {op:?}"))),
         })
     }
 
     /// Checks the columns and literal types against `schema`; `param` names the parameter in errors.
     pub(crate) fn bind(&self, schema: &Schema, param: &str) -> Result<BoundPredicate> {
+        let mut steps = Vec::new();
+        self.emit(schema, param, 1, &mut steps)?;
+        Ok(BoundPredicate { steps })
+    }
+
+    /// Appends the predicate in postfix order (operands, then the operator).
+    fn emit(&self, schema: &Schema, param: &str, depth: usize, out: &mut Vec<Step>) -> Result<()> {
+        if depth > MAX_EXPR_DEPTH {
+            return Err(too_deep(param, "predicate"));
+        }
+        match self {
+            Predicate::And(ps) | Predicate::Or(ps) => {
+                for p in ps {
+                    p.emit(schema, param, depth + 1, out)?;
+                }
+                out.push(if matches!(self, Predicate::And(_)) {
+                    Step::And(ps.len())
+                } else {
+                    Step::Or(ps.len())
+                });
+            }
+            Predicate::Not(p) => {
+                p.emit(schema, param, depth + 1, out)?;
+                out.push(Step::Not);
+            }
+            _ => self.emit_leaf(schema, param, out)?,
+        }
+        Ok(())
+    }
+
+    /// A comparison or null test (kept apart from the recursive [`Predicate::emit`] so that its frame
+    /// stays small).
+    #[inline(never)]
+    fn emit_leaf(&self, schema: &Schema, param: &str, out: &mut Vec<Step>) -> Result<()> {
         let col = |name: &str| column_index(schema, name, param);
-        Ok(match self {
+        match self {
             Predicate::Cmp { column, op, value } => {
                 let index = col(column)?;
                 let (lit, as_float) = bind_literal(schema, index, value, param)?;
-                BoundPredicate::Cmp {
+                out.push(Step::Cmp {
                     index,
                     op: *op,
                     lit,
                     as_float,
-                }
+                });
             }
-            Predicate::IsNull(c) => BoundPredicate::IsNull(col(c)?, true),
-            Predicate::IsNotNull(c) => BoundPredicate::IsNull(col(c)?, false),
+            Predicate::IsNull(c) => out.push(Step::IsNull(col(c)?, true)),
+            Predicate::IsNotNull(c) => out.push(Step::IsNull(col(c)?, false)),
             Predicate::IsIn { column, values } => {
                 let index = col(column)?;
-                let lits = values
-                    .iter()
-                    .map(|v| bind_literal(schema, index, v, param))
-                    .collect::<Result<Vec<_>>>()?;
-                BoundPredicate::Or(
-                    lits.into_iter()
-                        .map(|(lit, as_float)| BoundPredicate::Cmp {
-                            index,
-                            op: CmpOp::Eq,
-                            lit,
-                            as_float,
-                        })
-                        .collect(),
-                )
+                for v in values {
+                    let (lit, as_float) = bind_literal(schema, index, v, param)?;
+                    out.push(Step::Cmp {
+                        index,
+                        op: CmpOp::Eq,
+                        lit,
+                        as_float,
+                    });
+                }
+                out.push(Step::Or(values.len()));
             }
-            Predicate::And(ps) => BoundPredicate::And(
-                ps.iter()
-                    .map(|p| p.bind(schema, param))
-                    .collect::<Result<_>>()?,
-            ),
-            Predicate::Or(ps) => BoundPredicate::Or(
-                ps.iter()
-                    .map(|p| p.bind(schema, param))
-                    .collect::<Result<_>>()?,
-            ),
-            Predicate::Not(p) => BoundPredicate::Not(Box::new(p.bind(schema, param)?)),
-        })
+            Predicate::And(_) | Predicate::Or(_) | Predicate::Not(_) => {
+                unreachable!("emit handles and, or and not")
+            }
+        }
+        Ok(())
     }
 }
 
@@ -295,9 +390,9 @@ fn bind_literal(
     Ok((Scalar::new(cast), false))
 }
 
-/// A predicate checked against a schema, ready to evaluate.
+/// One step of a bound predicate, in postfix order.
 #[derive(Debug)]
-pub(crate) enum BoundPredicate {
+enum Step {
     Cmp {
         index: usize,
         op: CmpOp,
@@ -306,51 +401,68 @@ pub(crate) enum BoundPredicate {
     },
     /// Column index; `true` for is_null.
     IsNull(usize, bool),
-    And(Vec<BoundPredicate>),
-    Or(Vec<BoundPredicate>),
-    Not(Box<BoundPredicate>),
+    /// Kleene `and` of the last `n` results.
+    And(usize),
+    /// Kleene `or` of the last `n` results (`n` = 0 for an empty `isin`: false everywhere).
+    Or(usize),
+    Not,
+}
+
+/// A predicate checked against a schema, ready to evaluate: a postfix program run on a stack of results,
+/// so evaluation never recurses however deeply the predicate nests (workers run it on small stacks).
+#[derive(Debug)]
+pub(crate) struct BoundPredicate {
+    steps: Vec<Step>,
 }
 
 impl BoundPredicate {
     /// Three-valued result per row.
     pub fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray> {
         use arrow_ord::cmp;
-        Ok(match self {
-            BoundPredicate::Cmp {
-                index,
-                op,
-                lit,
-                as_float,
-            } => {
-                let mut col = batch.column(*index).clone();
-                if *as_float {
-                    col = arrow_cast::cast(&col, &DataType::Float64)?;
+        let mut stack: Vec<BooleanArray> = Vec::new();
+        for step in &self.steps {
+            let v = match step {
+                Step::Cmp {
+                    index,
+                    op,
+                    lit,
+                    as_float,
+                } => {
+                    let mut col = batch.column(*index).clone();
+                    if *as_float {
+                        col = arrow_cast::cast(&col, &DataType::Float64)?;
+                    }
+                    let c: &dyn arrow_array::Datum = &col;
+                    match op {
+                        CmpOp::Eq => cmp::eq(c, lit)?,
+                        CmpOp::Ne => cmp::neq(c, lit)?,
+                        CmpOp::Lt => cmp::lt(c, lit)?,
+                        CmpOp::Le => cmp::lt_eq(c, lit)?,
+                        CmpOp::Gt => cmp::gt(c, lit)?,
+                        CmpOp::Ge => cmp::gt_eq(c, lit)?,
+                    }
                 }
-                let c: &dyn arrow_array::Datum = &col;
-                match op {
-                    CmpOp::Eq => cmp::eq(c, lit)?,
-                    CmpOp::Ne => cmp::neq(c, lit)?,
-                    CmpOp::Lt => cmp::lt(c, lit)?,
-                    CmpOp::Le => cmp::lt_eq(c, lit)?,
-                    CmpOp::Gt => cmp::gt(c, lit)?,
-                    CmpOp::Ge => cmp::gt_eq(c, lit)?,
+                Step::IsNull(index, want_null) => {
+                    let col = batch.column(*index);
+                    let valid = match col.logical_nulls() {
+                        Some(n) => n.inner().clone(),
+                        None => BooleanBuffer::new_set(col.len()),
+                    };
+                    BooleanArray::new(if *want_null { !&valid } else { valid }, None)
                 }
-            }
-            BoundPredicate::IsNull(index, want_null) => {
-                let col = batch.column(*index);
-                let valid = match col.logical_nulls() {
-                    Some(n) => n.inner().clone(),
-                    None => BooleanBuffer::new_set(col.len()),
-                };
-                BooleanArray::new(if *want_null { !&valid } else { valid }, None)
-            }
-            BoundPredicate::And(ps) => fold(ps, batch, true)?,
-            BoundPredicate::Or(ps) => fold(ps, batch, false)?,
-            BoundPredicate::Not(p) => {
-                let v = p.evaluate(batch)?;
-                BooleanArray::new(!v.values(), v.nulls().cloned())
-            }
-        })
+                Step::And(n) | Step::Or(n) => {
+                    let parts = stack.split_off(stack.len() - n);
+                    fold(&parts, batch.num_rows(), matches!(step, Step::And(_)))
+                }
+                Step::Not => {
+                    let v = stack.pop().expect("not has an operand");
+                    BooleanArray::new(!v.values(), v.nulls().cloned())
+                }
+            };
+            stack.push(v);
+        }
+        debug_assert_eq!(stack.len(), 1);
+        Ok(stack.pop().expect("a predicate leaves one result"))
     }
 
     /// Rows where the predicate is true (null counts as false).
@@ -367,21 +479,23 @@ fn truth(a: &BooleanArray) -> (BooleanBuffer, BooleanBuffer) {
     }
 }
 
-/// Kleene `and` (`conj`) or `or` over the parts.
-fn fold(ps: &[BoundPredicate], batch: &RecordBatch, conj: bool) -> Result<BooleanArray> {
+/// Kleene `and` (`conj`) or `or` over the parts (of `rows` rows; no parts: `conj`, i.e. true for `and`).
+fn fold(parts: &[BooleanArray], rows: usize, conj: bool) -> BooleanArray {
     let mut acc: Option<(BooleanBuffer, BooleanBuffer)> = None;
-    for p in ps {
-        let (t, f) = truth(&p.evaluate(batch)?);
+    for p in parts {
+        let (t, f) = truth(p);
         acc = Some(match acc {
             None => (t, f),
             Some((at, af)) if conj => (&at & &t, &af | &f),
             Some((at, af)) => (&at | &t, &af & &f),
         });
     }
-    let (t, f) = acc.expect("and/or has at least one part");
+    let Some((t, f)) = acc else {
+        return BooleanArray::new(BooleanBuffer::collect_bool(rows, |_| conj), None);
+    };
     let known = &t | &f;
     let nulls = (known.count_set_bits() != known.len()).then(|| NullBuffer::new(known));
-    Ok(BooleanArray::new(t, nulls))
+    BooleanArray::new(t, nulls)
 }
 
 #[cfg(test)]

@@ -72,7 +72,7 @@ pub use regression::Regression;
 pub use running_mean::RunningMean;
 pub use sessionize::Sessionize;
 pub use topk::TopK;
-pub use value::Value;
+pub use value::{MAX_EXPR_DEPTH, MAX_SPEC_NESTING, Value};
 pub use window_count::WindowCount;
 
 use std::sync::Arc;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::{Field, Schema, SchemaRef};
 
-use super::arith::Expr;
+use super::arith::{BoundExpr, Expr};
 use super::value::{Params, Value};
 use super::{Bound, Chunk, ColumnarOp, check_schema};
 use crate::error::{Error, Result};
@@ -78,6 +78,7 @@ impl ColumnarOp for Project {
 
     fn bind(&self, input: &SchemaRef) -> Result<Bound> {
         let mut fields = Vec::with_capacity(self.columns.len());
+        let mut columns = Vec::with_capacity(self.columns.len());
         for (i, (name, expr)) in self.columns.iter().enumerate() {
             if self.columns[..i].iter().any(|(n, _)| n == name) {
                 return Err(Error::param(
@@ -86,16 +87,17 @@ impl ColumnarOp for Project {
                 ));
             }
             let param = format!("project: columns[{name:?}]");
-            let dt = expr.data_type(input, &param)?;
+            let bound = expr.bind(input, &param)?;
             let field = match expr {
                 Expr::Column(c) => input.field_with_name(c)?.clone().with_name(name),
-                _ => Field::new(name, dt, true),
+                _ => Field::new(name, bound.data_type().clone(), true),
             };
             fields.push(field);
+            columns.push((param, bound));
         }
         let output = Arc::new(Schema::new(fields));
         let op = ProjectOp {
-            columns: self.columns.clone(),
+            columns,
             input: input.clone(),
             output: output.clone(),
         };
@@ -104,7 +106,8 @@ impl ColumnarOp for Project {
 }
 
 struct ProjectOp {
-    columns: Vec<(String, Expr)>,
+    /// Each output column's label for errors (`project: columns["name"]`) and bound expression.
+    columns: Vec<(String, BoundExpr)>,
     input: SchemaRef,
     output: SchemaRef,
 }
@@ -120,7 +123,7 @@ impl Stateless<Chunk> for ProjectOp {
         let cols = self
             .columns
             .iter()
-            .map(|(name, e)| e.evaluate(&batch, &format!("project: columns[{name:?}]")))
+            .map(|(param, e)| e.evaluate(&batch, param))
             .collect::<Result<Vec<_>>>()?;
         out.push(Chunk::new(RecordBatch::try_new(self.output.clone(), cols)?));
         Ok(())

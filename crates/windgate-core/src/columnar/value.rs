@@ -5,6 +5,17 @@
 use crate::aggregate::Span;
 use crate::error::{Error, Result};
 
+/// How deeply a spec value may nest (lists and dicts inside each other) when converted from a caller's
+/// data, e.g. Python's. Converting, dropping and merging chains of one `"and"`/`"or"` never recurse on the
+/// nesting, so this only guards against runaway (e.g. self-referential) values.
+pub const MAX_SPEC_NESTING: usize = 1_000_000;
+
+/// How deeply a predicate or an arithmetic expression may nest once chains of one `"and"` or `"or"` are
+/// merged into one n-ary node and double negations removed: `("and", ("and", p, q), r)` is one level above
+/// its comparisons, `("not", ("and", p, ("not", q)))` three. Building and checking an expression recurse
+/// on this depth on the caller's thread; evaluating it does not recurse at all.
+pub const MAX_EXPR_DEPTH: usize = 1_000;
+
 /// A parameter value in spec form.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -50,6 +61,42 @@ impl Value {
                 .map(|(k, v)| (k.to_string(), v))
                 .collect(),
         )
+    }
+}
+
+/// Dropping a deeply nested value must not recurse once per level (a chain of 100 000 `&` built in Python
+/// nests that deep before the predicate parser merges it): children are moved onto a heap stack instead.
+impl Drop for Value {
+    fn drop(&mut self) {
+        fn nested(v: &Value) -> bool {
+            match v {
+                Value::List(items) => !items.is_empty(),
+                Value::Map(entries) => !entries.is_empty(),
+                _ => false,
+            }
+        }
+        fn take(v: &mut Value, into: &mut Vec<Value>) {
+            match v {
+                Value::List(items) => into.extend(items.drain(..).filter(nested)),
+                Value::Map(entries) => {
+                    into.extend(entries.drain(..).map(|(_, v)| v).filter(nested))
+                }
+                _ => {}
+            }
+        }
+        let shallow = match self {
+            Value::List(items) => !items.iter().any(nested),
+            Value::Map(entries) => !entries.iter().any(|(_, v)| nested(v)),
+            _ => true,
+        };
+        if shallow {
+            return;
+        }
+        let mut stack = Vec::new();
+        take(self, &mut stack);
+        while let Some(mut v) = stack.pop() {
+            take(&mut v, &mut stack);
+        }
     }
 }
 

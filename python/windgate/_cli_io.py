@@ -1,0 +1,116 @@
+"""Argument types and file handling of the ``windgate`` command line (:mod:`windgate.cli`): every problem
+with an argument or a file it names becomes a :class:`CliError` (one ``error: ...`` line, exit status 2)
+that names the option and what was expected, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+__all__ = [
+    "COMPRESSIONS",
+    "CliError",
+    "OneLineParser",
+    "check_out_path",
+    "make_out_dir",
+    "open_writer",
+    "positive_int",
+    "read_failed",
+    "write_failed",
+    "write_table",
+]
+
+#: Parquet compressions pyarrow writes (``--compression``).
+COMPRESSIONS = ("zstd", "snappy", "gzip", "brotli", "lz4", "none")
+
+#: Exit status of a command line that argparse or windgate rejects.
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A problem with the command line or the files it names: printed as one line, exit status 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr (``windgate aggregate: error: argument
+    --batch-rows: expected a positive int, got '0'``) with exit status 2, without the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {' '.join(message.split())} (see --help)", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def positive_int(text: str) -> int:
+    """argparse ``type=``: an int of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive int, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive int, got {text!r}")
+    return value
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def check_out_path(path: Path, param: str = "--out") -> None:
+    """Refuses a directory and creates the parent directory of an output file."""
+    if path.is_dir():
+        raise CliError(f"{param} {str(path)!r}: is a directory; expected a Parquet file path")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"{param} {str(path)!r}: cannot create its directory ({_reason(exc)})") from exc
+
+
+def make_out_dir(path: Path, param: str = "--out") -> None:
+    """Creates an output directory; a file in the way or no permission is a :class:`CliError`."""
+    if path.exists() and not path.is_dir():
+        raise CliError(f"{param} {str(path)!r}: exists and is not a directory; expected a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"{param} {str(path)!r}: cannot create the directory ({_reason(exc)})") from exc
+
+
+def open_writer(path: Path, schema: Any, compression: str, *, param: str = "--out"):
+    """A ``pyarrow.parquet.ParquetWriter`` on ``path``; an unwritable path or a directory is a
+    :class:`CliError` naming ``param``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    check_out_path(path, param)
+    try:
+        return pq.ParquetWriter(path, schema, compression=compression)
+    except (OSError, pa.ArrowException) as exc:
+        raise CliError(f"{param} {str(path)!r}: cannot write it ({_reason(exc)})") from exc
+
+
+def write_table(table: Any, path: Path, compression: str, *, param: str = "--out") -> None:
+    """``pyarrow.parquet.write_table`` whose failures name ``param`` (the schema is kept for zero rows)."""
+    import pyarrow as pa
+
+    writer = open_writer(path, table.schema, compression, param=param)
+    try:
+        with writer:
+            writer.write_table(table)
+    except (OSError, pa.ArrowException) as exc:
+        path.unlink(missing_ok=True)
+        raise CliError(f"{param} {str(path)!r}: cannot write it ({_reason(exc)})") from exc
+
+
+def write_failed(exc: BaseException, path: Path, param: str = "--out") -> CliError:
+    """The error for a write that failed midway (disk full, ...)."""
+    return CliError(f"{param} {str(path)!r}: cannot write it ({_reason(exc)})")
+
+
+def read_failed(exc: BaseException, path: Path | str, param: str) -> CliError:
+    """The error for an input that cannot be read as Parquet."""
+    return CliError(f"{param} {str(path)!r}: cannot read it as Parquet ({_reason(exc)})")
