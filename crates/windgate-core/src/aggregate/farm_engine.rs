@@ -278,26 +278,26 @@ impl FarmEngine {
         metas: &[Arc<AggMeta>],
         cfg: &FarmConfig,
         engine: Parallel,
-    ) -> Self {
+    ) -> Result<Self> {
         let query = AggQuery {
             metas: metas.to_vec(),
         };
         let (pus, queue) = (cfg.plq_workers, cfg.queue_messages);
         let runner = match engine {
-            Parallel::Farm => Runner::Farm(Farm::new(query, spec, cfg)),
-            Parallel::Rrcpa => Runner::Rrcpa(Rrcpa::new(query, spec, pus, queue)),
-            Parallel::Line(kind) => Runner::Line(LineEngine::new(kind, spec, metas, pus, queue)),
-            Parallel::Ring(kind) => Runner::Ring(RingEngine::new(kind, spec, metas, pus, queue)),
+            Parallel::Farm => Runner::Farm(Farm::new(query, spec, cfg)?),
+            Parallel::Rrcpa => Runner::Rrcpa(Rrcpa::new(query, spec, pus, queue)?),
+            Parallel::Line(kind) => Runner::Line(LineEngine::new(kind, spec, metas, pus, queue)?),
+            Parallel::Ring(kind) => Runner::Ring(RingEngine::new(kind, spec, metas, pus, queue)?),
             Parallel::Multiway(design, sources) => {
-                Runner::Multiway(MultiwayEngine::new(design, spec, metas, sources))
+                Runner::Multiway(MultiwayEngine::new(design, spec, metas, sources)?)
             }
         };
-        Self {
+        Ok(Self {
             runner,
             spec,
             max_pane: None,
             scratch: SlotStore::new(metas),
-        }
+        })
     }
 
     pub fn ingest(&mut self, rows: Admitted) -> Result<()> {

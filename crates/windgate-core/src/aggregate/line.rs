@@ -118,7 +118,7 @@ impl LineEngine {
         metas: &[Arc<AggMeta>],
         pus: usize,
         queue: usize,
-    ) -> Self {
+    ) -> Result<Self> {
         let p = pus.max(1);
         let (out_tx, out_rx) = unbounded();
         let mut threads = vec![];
@@ -143,17 +143,17 @@ impl LineEngine {
                 out: out_tx.clone(),
                 counters: c.clone(),
             };
-            threads.push(spawn(format!("windgate-line-{me}"), move || pu.run()));
+            threads.push(spawn(format!("windgate-line-{me}"), move || pu.run())?);
             counters.push(c);
         }
         counters.reverse();
-        Self {
+        Ok(Self {
             first: right_input.expect("at least one PU"),
             counters,
             collector: Collector::new(out_rx),
             threads,
             frontier: i64::MIN,
-        }
+        })
     }
 
     pub fn workers(&self) -> usize {

@@ -348,7 +348,7 @@ impl WindowAggregator {
             None => Engine::Pane(PaneEngine::new(spec, store(), store())),
             Some(parallel) => {
                 let cfg = o.farm.config(self.stats.threads as usize);
-                let mut farm = FarmEngine::new(spec, &metas, &cfg, parallel);
+                let mut farm = FarmEngine::new(spec, &metas, &cfg, parallel)?;
                 // Sources closed before the first row (empty partitions) are closed in the engine too.
                 for (j, _) in self.sources.iter().enumerate().filter(|(_, s)| s.closed) {
                     farm.close_source(j)?;

@@ -130,7 +130,7 @@ impl RingEngine {
         metas: &[Arc<AggMeta>],
         pus: usize,
         queue: usize,
-    ) -> Self {
+    ) -> Result<Self> {
         let p = pus.max(1);
         let (out_tx, out_rx) = unbounded();
         let (credit_tx, credit_rx) = bounded(queue.max(1) * p);
@@ -173,14 +173,16 @@ impl RingEngine {
                 counters: c.clone(),
             };
             let metas = metas.to_vec();
-            threads.push(spawn(format!("windgate-ring-{me}"), move || pu.run(&metas)));
+            threads.push(spawn(format!("windgate-ring-{me}"), move || {
+                pu.run(&metas)
+            })?);
             counters.push(c);
         }
         let rows_per_message = match kind {
             RingKind::Hoa => (ROUTE_BUDGET / windows_per_row(&spec)).max(1),
             RingKind::Rrca => usize::MAX,
         };
-        Self {
+        Ok(Self {
             inputs,
             credits: credit_tx,
             next_seq: 0,
@@ -189,7 +191,7 @@ impl RingEngine {
             collector: Collector::new(out_rx),
             threads,
             frontier: i64::MIN,
-        }
+        })
     }
 
     pub fn workers(&self) -> usize {
@@ -550,7 +552,7 @@ mod tests {
             for pus in [1, 2, 3, 5] {
                 // 300 windows per row: HOA cuts a chunk into messages of ROUTE_BUDGET / 300 rows.
                 let spec = WindowSpec::new(300, Some(1), 0).unwrap();
-                let mut e = RingEngine::new(kind, spec, &count(), pus, 1);
+                let mut e = RingEngine::new(kind, spec, &count(), pus, 1).unwrap();
                 let mut got = vec![];
                 let mut seq = 0;
                 for b in 0..40i64 {

@@ -43,22 +43,27 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(kind: EngineKind, spec: WindowSpec, kernel: KernelSpec, cfg: &FarmConfig) -> Self {
+    pub fn new(
+        kind: EngineKind,
+        spec: WindowSpec,
+        kernel: KernelSpec,
+        cfg: &FarmConfig,
+    ) -> Result<Self> {
         let query = || PrefQuery {
             spec: kernel.clone(),
         };
         let runner = match kind {
             EngineKind::Pane => Runner::Pane(InlineFarm::new(query(), spec)),
-            EngineKind::Farm => Runner::Farm(Farm::new(query(), spec, cfg)),
+            EngineKind::Farm => Runner::Farm(Farm::new(query(), spec, cfg)?),
             EngineKind::Recompute => Runner::Rows(RowEngine::new(spec, false)),
             EngineKind::Reference => Runner::Rows(RowEngine::new(spec, true)),
         };
-        Self {
+        Ok(Self {
             runner,
             spec,
             kernel,
             max_pane: None,
-        }
+        })
     }
 
     /// Adds admitted rows (`keep[i]` false: row i is not admitted).

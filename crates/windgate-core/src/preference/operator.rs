@@ -204,7 +204,7 @@ impl PreferenceOperator {
             schema: nullable(schema),
             spec: resolved.spec,
             keys: KeyDict::new(o.by.clone(), key_types)?,
-            engine: Engine::new(self.engine, resolved.spec, self.kernel.clone(), &cfg),
+            engine: Engine::new(self.engine, resolved.spec, self.kernel.clone(), &cfg)?,
             output_schema: Arc::new(Schema::new(fields)),
             window_type: resolved.window_type,
             kappa,

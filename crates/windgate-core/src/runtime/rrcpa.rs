@@ -65,7 +65,7 @@ pub struct Rrcpa<Q: FarmQuery> {
 }
 
 impl<Q: FarmQuery> Rrcpa<Q> {
-    pub fn new(query: Q, spec: WindowSpec, pus: usize, queue_messages: usize) -> Self {
+    pub fn new(query: Q, spec: WindowSpec, pus: usize, queue_messages: usize) -> Result<Self> {
         let p = pus.clamp(1, (NOT_ROUTED - 1) as usize);
         let query = Arc::new(query);
         let (out_tx, out_rx) = unbounded();
@@ -90,13 +90,13 @@ impl<Q: FarmQuery> Rrcpa<Q> {
                 out: out_tx.clone(),
                 counters: c.clone(),
             };
-            threads.push(spawn(format!("windgate-rrcpa-{i}"), move || pu.run()));
+            threads.push(spawn(format!("windgate-rrcpa-{i}"), move || pu.run())?);
             inputs.push(tx);
             counters.push(c);
         }
         inputs.reverse();
         counters.reverse();
-        Self {
+        Ok(Self {
             query,
             spec,
             pus: inputs,
@@ -106,7 +106,7 @@ impl<Q: FarmQuery> Rrcpa<Q> {
             frontier: i64::MIN,
             collector: Collector::new(out_rx),
             threads,
-        }
+        })
     }
 
     pub fn workers(&self) -> usize {

@@ -126,16 +126,21 @@ struct Back {
 }
 
 impl MultiwayEngine {
-    pub fn new(design: Design, spec: WindowSpec, metas: &[Arc<AggMeta>], sources: usize) -> Self {
+    pub fn new(
+        design: Design,
+        spec: WindowSpec,
+        metas: &[Arc<AggMeta>],
+        sources: usize,
+    ) -> Result<Self> {
         let n = sources.max(1);
         let (out_tx, out_rx) = unbounded();
         let in_flight = Arc::new(AtomicU64::new(0));
         let back = match design {
             Design::Mq | Design::MqLf | Design::TuMlSc => {
-                merge_back(design, spec, metas, n, &out_tx, &in_flight)
+                merge_back(design, spec, metas, n, &out_tx, &in_flight)?
             }
-            Design::TuMlMc(u) => tumlmc_back(u.max(1), spec, metas, n, &out_tx),
-            Design::WiMl => wiml_back(spec, metas, n, &out_tx),
+            Design::TuMlMc(u) => tumlmc_back(u.max(1), spec, metas, n, &out_tx)?,
+            Design::WiMl => wiml_back(spec, metas, n, &out_tx)?,
         };
         let wake: Vec<Thread> = back.threads.iter().map(|t| t.thread().clone()).collect();
         let mut threads = vec![];
@@ -155,20 +160,20 @@ impl MultiwayEngine {
             };
             threads.push(spawn(format!("windgate-multiway-i{j}"), move || {
                 input.run(j)
-            }));
+            })?);
             inputs.push(Some(tx));
             counters.push(c);
         }
         threads.extend(back.threads);
         counters.extend(back.counters);
-        Self {
+        Ok(Self {
             inputs,
             collector: Collector::new(out_rx),
             threads,
             counters,
             in_flight,
             wake,
-        }
+        })
     }
 
     pub fn workers(&self) -> usize {
@@ -234,7 +239,7 @@ fn merge_back(
     n: usize,
     out: &Sender<OutMsg<AggWindow>>,
     in_flight: &Arc<AtomicU64>,
-) -> Back {
+) -> Result<Back> {
     let (feeds, merge) = if design == Design::TuMlSc {
         let (srcs, mut readers) = ScaleGate::new::<OrderKey, RowRef>(n, 1, GATE_LEVELS);
         let feeds = srcs.into_iter().map(Feed::Gate).collect::<Vec<_>>();
@@ -264,11 +269,11 @@ fn merge_back(
         counters: c.clone(),
         in_flight: in_flight.clone(),
     };
-    Back {
+    Ok(Back {
         feeds,
-        threads: vec![spawn("windgate-multiway-o".into(), move || o.run())],
+        threads: vec![spawn("windgate-multiway-o".into(), move || o.run())?],
         counters: vec![c],
-    }
+    })
 }
 
 /// TuMLMC: a T-Gate read by `u` updaters over a W-Hive, and O emitting.
@@ -278,7 +283,7 @@ fn tumlmc_back(
     metas: &[Arc<AggMeta>],
     n: usize,
     out: &Sender<OutMsg<AggWindow>>,
-) -> Back {
+) -> Result<Back> {
     let (srcs, readers) = ScaleGate::new::<OrderKey, RowRef>(n, u, GATE_LEVELS);
     let (updaters, output) = WHive::new::<Part>(spec, u);
     let mut threads = vec![];
@@ -295,17 +300,17 @@ fn tumlmc_back(
             out: out.clone(),
             counters: c.clone(),
         };
-        threads.push(spawn(format!("windgate-multiway-u{me}"), move || h.run()));
+        threads.push(spawn(format!("windgate-multiway-u{me}"), move || h.run())?);
         counters.push(c);
     }
-    let (o, c) = hive_output(spec, metas, output, out);
+    let (o, c) = hive_output(spec, metas, output, out)?;
     threads.push(o);
     counters.push(c);
-    Back {
+    Ok(Back {
         feeds: srcs.into_iter().map(Feed::Gate).collect(),
         threads,
         counters,
-    }
+    })
 }
 
 /// WiML: each input thread updates the W-Hive with its own rows; O emits.
@@ -314,17 +319,17 @@ fn wiml_back(
     metas: &[Arc<AggMeta>],
     n: usize,
     out: &Sender<OutMsg<AggWindow>>,
-) -> Back {
+) -> Result<Back> {
     let (updaters, output) = WHive::new::<Part>(spec, n);
-    let (o, c) = hive_output(spec, metas, output, out);
-    Back {
+    let (o, c) = hive_output(spec, metas, output, out)?;
+    Ok(Back {
         feeds: updaters
             .into_iter()
             .map(|u| Feed::Hive(Some(u), metas.to_vec(), spec))
             .collect(),
         threads: vec![o],
         counters: vec![c],
-    }
+    })
 }
 
 fn hive_output(
@@ -332,7 +337,7 @@ fn hive_output(
     metas: &[Arc<AggMeta>],
     output: super::w_hive::Output<Part>,
     out: &Sender<OutMsg<AggWindow>>,
-) -> (JoinHandle<()>, Arc<WorkerCounters>) {
+) -> Result<(JoinHandle<()>, Arc<WorkerCounters>)> {
     let c = Arc::new(WorkerCounters::default());
     let o = HiveOutput {
         spec,
@@ -341,7 +346,7 @@ fn hive_output(
         out: out.clone(),
         counters: c.clone(),
     };
-    (spawn("windgate-multiway-o".into(), move || o.run()), c)
+    Ok((spawn("windgate-multiway-o".into(), move || o.run())?, c))
 }
 
 struct InputThread {

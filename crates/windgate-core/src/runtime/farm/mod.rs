@@ -249,7 +249,7 @@ pub struct Farm<Q: FarmQuery> {
 }
 
 impl<Q: FarmQuery> Farm<Q> {
-    pub fn new(query: Q, spec: WindowSpec, cfg: &FarmConfig) -> Self {
+    pub fn new(query: Q, spec: WindowSpec, cfg: &FarmConfig) -> Result<Self> {
         let n = cfg.plq_workers.clamp(1, (NOT_ROUTED - 1) as usize);
         let m = cfg.wlq_workers.max(1);
         let query = Arc::new(query);
@@ -264,7 +264,7 @@ impl<Q: FarmQuery> Farm<Q> {
             let (q, wlq, out, c2) = (query.clone(), wlq_tx.clone(), out_tx.clone(), c.clone());
             threads.push(spawn(format!("windgate-plq-{me}"), move || {
                 plq::run(q, me as u8, rx, wlq, out, c2)
-            }));
+            })?);
             plq.push(tx);
             plq_counters.push(c);
         }
@@ -276,7 +276,7 @@ impl<Q: FarmQuery> Farm<Q> {
             let (q, fb, out, c2) = (query.clone(), wlq_tx.clone(), out_tx.clone(), c.clone());
             threads.push(spawn(format!("windgate-wlq-{me}"), move || {
                 wlq::run_worker(q, me, rx, fb, out, c2)
-            }));
+            })?);
             tasks.push(tx);
             wlq_counters.push(c);
         }
@@ -290,8 +290,8 @@ impl<Q: FarmQuery> Farm<Q> {
             out: out_tx,
             plq_workers: n,
         };
-        threads.push(spawn("windgate-wlq-emitter".into(), move || emitter.run()));
-        Self {
+        threads.push(spawn("windgate-wlq-emitter".into(), move || emitter.run())?);
+        Ok(Self {
             plq,
             plq_counters,
             wlq_counters,
@@ -305,7 +305,7 @@ impl<Q: FarmQuery> Farm<Q> {
             frontier: i64::MIN,
             punctuations: 0,
             threads,
-        }
+        })
     }
 
     pub fn workers(&self) -> usize {
@@ -475,9 +475,16 @@ pub(crate) fn last_complete(spec: &WindowSpec, frontier: i64) -> i64 {
     )
 }
 
-pub(crate) fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
+/// Starts a named worker thread. The system may refuse (too many threads, too little memory): that is an error
+/// for the caller, which drops what it had started (the workers see their channels close and exit).
+pub(crate) fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
     std::thread::Builder::new()
-        .name(name)
+        .name(name.clone())
         .spawn(f)
-        .expect("spawning a farm thread")
+        .map_err(|e| {
+            crate::error::Error::new(
+                crate::error::ErrorKind::Poisoned,
+                format!("could not start worker thread {name}: {e} (too many threads, or too little memory?)"),
+            )
+        })
 }
