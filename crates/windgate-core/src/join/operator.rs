@@ -354,7 +354,8 @@ impl BandJoiner {
                     eq: t.eq,
                     band: Default::default(),
                 });
-                e.insert(t, &mut self.pairs)?;
+                self.merge.count_ready();
+                e.insert(t, self.merge.ready_count(), &mut self.pairs)?;
             }
             _ => self.merge.push(t),
         }

@@ -19,6 +19,7 @@ use std::time::Duration;
 use crossbeam_utils::{Backoff, CachePadded};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::interrupt;
 use crate::order::scale_gate::{Next, Reader, ScaleGate, Source};
 use crate::runtime::farm::panic_message;
 
@@ -27,7 +28,8 @@ use super::processor::{OutKey, OutPair, Processor};
 
 /// Gate levels: sources search from their previous position, so few levels are needed (brief 002 §2.2).
 const LEVELS: usize = 4;
-/// How far (in tuples) the caller may run ahead of the slowest thread before it waits: bounds SG_in.
+/// How far (in ready tuples) the caller may run ahead of the slowest thread before it waits: bounds the
+/// ready part of SG_in.
 const MAX_LAG: u64 = 1 << 16;
 /// The caller wakes sleeping threads and drains outputs every this many insertions.
 const WAKE_EVERY: u64 = 1024;
@@ -120,18 +122,23 @@ impl ScaleJoin {
         })
     }
 
-    /// Adds one tuple of its side (in the side's key order). Drains ready outputs into `out` now and then,
-    /// and waits when the threads lag too far behind.
-    pub fn insert(&mut self, t: JoinTuple, out: &mut Vec<OutPair>) -> Result<()> {
+    /// Adds one tuple of its side (in the side's key order); `ready` is the length of the merged stream's
+    /// ready prefix after it (the caller's [`ReadyMerge`](super::merge::ReadyMerge) counts it). Drains ready
+    /// outputs into `out` now and then, and waits when the threads lag too far behind the ready prefix.
+    ///
+    /// Only ready tuples count towards the lag: the threads cannot process a tuple the other side has not
+    /// passed yet, so a bound on every inserted tuple would wait for progress that cannot happen (a side
+    /// pushed alone, or all of one side before the other). Unready tuples are bounded by the joiner's
+    /// credits instead.
+    pub fn insert(&mut self, t: JoinTuple, ready: u64, out: &mut Vec<OutPair>) -> Result<()> {
         let side = t.key.side;
         self.inputs[side.index()].add(t.key, t);
         self.inserted += 1;
         if self.inserted % WAKE_EVERY == 0 {
             self.wake_threads();
             self.drain(out);
-            let inserted = self.inserted;
-            if inserted - self.slowest() > MAX_LAG {
-                self.wait(out, |s| inserted - s.slowest() <= MAX_LAG / 2)?;
+            if ready.saturating_sub(self.slowest()) > MAX_LAG {
+                self.wait(out, |s| ready.saturating_sub(s.slowest()) <= MAX_LAG / 2)?;
             }
         }
         Ok(())
@@ -172,6 +179,7 @@ impl ScaleJoin {
                 Next::End => break,
                 Next::Pending => {
                     self.check_failed()?;
+                    interrupt::check()?;
                     self.park();
                 }
             }
@@ -219,11 +227,14 @@ impl ScaleJoin {
         }
     }
 
-    /// Drains outputs (so SG_out stays short) until `done` holds or a thread failed.
+    /// Drains outputs (so SG_out stays short) until `done` holds, a thread failed or the caller is
+    /// interrupted. `done` must only wait for work the threads can do on their own (ready tuples, flush
+    /// markers): nothing the caller would have to insert.
     fn wait(&mut self, out: &mut Vec<OutPair>, done: impl Fn(&Self) -> bool) -> Result<()> {
         let backoff = Backoff::new();
         while !done(self) {
             self.check_failed()?;
+            interrupt::check()?;
             self.drain(out);
             self.wake_threads();
             if backoff.is_completed() {
