@@ -9,7 +9,9 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use windgate_core::aggregate::{LatenessOpt, Span};
+use windgate_core::ErrorKind;
+use windgate_core::aggregate::{LatenessOpt, OnLate, Span};
+use windgate_core::interrupt;
 use windgate_core::join::{BandJoinOptions, BandJoiner, JoinStrategy, Side, band_join};
 
 /// More than the threaded engine's lag bound (2^16 tuples), so the caller's back-pressure wait runs.
@@ -159,5 +161,97 @@ fn interleaved_pushes_of_every_size() {
                 ),
             }
         }
+    }
+}
+
+/// A batch rejected for a late row leaves the joiner exactly as before: pushing it again without the late row
+/// gives the rows of a joiner that never saw it (the rows before the late one are not kept twice), and the
+/// error names the row within the batch.
+#[test]
+fn a_rejected_batch_can_be_retried() {
+    for (strategy, threads) in [
+        (JoinStrategy::Reference, 1),
+        (JoinStrategy::Serial, 1),
+        (JoinStrategy::ScaleJoin, 3),
+    ] {
+        let mut o = opts(10, Some(0), strategy, threads);
+        o.on_late = OnLate::Error;
+        let run = |retry: bool| {
+            let mut j = BandJoiner::new(o.clone()).unwrap();
+            let mut outs = vec![j.push(&ts_batch([2, 6]), Side::Right).unwrap()];
+            let mut error = None;
+            if retry {
+                let e = j.push(&ts_batch([7, 0, 8]), Side::Left).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::LateRow);
+                error = Some(e.message().to_string());
+            }
+            outs.push(j.push(&ts_batch([7, 8]), Side::Left).unwrap());
+            outs.push(j.push(&ts_batch([20]), Side::Right).unwrap());
+            outs.push(j.flush().unwrap());
+            (pairs(&outs), j.stats().rows_in, error)
+        };
+        let (want, rows_in, _) = run(false);
+        assert_eq!(want, vec![(7, 2), (7, 6), (8, 2), (8, 6)], "{strategy:?}");
+        let (got, got_rows_in, error) = run(true);
+        assert_eq!((got, got_rows_in), (want, rows_in), "{strategy:?}");
+        let error = error.unwrap();
+        assert!(error.contains("row 1 of this batch"), "{error}");
+    }
+}
+
+/// A rejected first batch does not bind its side: a batch of another schema is then accepted.
+#[test]
+fn a_rejected_first_batch_binds_nothing() {
+    let mut o = opts(10, Some(0), JoinStrategy::Serial, 1);
+    o.on_late = OnLate::Error;
+    let mut j = BandJoiner::new(o).unwrap();
+    assert!(j.push(&ts_batch([7, 0]), Side::Left).is_err());
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("ts", DataType::Int64, false),
+        Field::new("v", DataType::Int64, false),
+    ]));
+    let wide = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int64Array::from(vec![1])),
+            Arc::new(Int64Array::from(vec![5])),
+        ],
+    )
+    .unwrap();
+    j.push(&wide, Side::Left).unwrap();
+    j.push(&ts_batch([1, 2]), Side::Right).unwrap();
+    let out = j.flush().unwrap();
+    assert_eq!(out.num_rows(), 2);
+    assert!(out.column_by_name("left_v").is_some());
+}
+
+/// Ctrl-C while a push runs: the push returns `Interrupted` unchanged (the bindings raise the signal
+/// handler's exception), and the joiner, whose engine may be mid-flight, refuses further work.
+#[test]
+fn an_interrupted_push_poisons_the_joiner() {
+    fn stop() -> windgate_core::Result<()> {
+        Err(windgate_core::Error::new(ErrorKind::Input, "Ctrl-C"))
+    }
+    for (strategy, threads) in [
+        (JoinStrategy::Reference, 1),
+        (JoinStrategy::Serial, 1),
+        (JoinStrategy::ScaleJoin, 2),
+    ] {
+        within(120, "interrupt", move || {
+            let mut j = BandJoiner::new(opts(1, Some(0), strategy, threads)).unwrap();
+            j.push(&ts_batch(0..BIG), Side::Left).unwrap();
+            let e = interrupt::scope(stop, || {
+                std::thread::sleep(interrupt::PERIOD + Duration::from_millis(5));
+                j.push(&ts_batch(0..BIG), Side::Right).unwrap_err()
+            });
+            assert_eq!(e.kind(), ErrorKind::Interrupted, "{strategy:?}");
+            let again = j.push(&ts_batch([BIG]), Side::Right).unwrap_err();
+            assert_eq!(again.kind(), ErrorKind::Poisoned, "{strategy:?}");
+            assert!(
+                again.message().contains("interrupted"),
+                "{}",
+                again.message()
+            );
+        });
     }
 }

@@ -16,6 +16,7 @@ use arrow_schema::{Field, Schema, SchemaRef};
 use crate::aggregate::keys::KeyDict;
 use crate::aggregate::options::OnLate;
 use crate::error::{Error, ErrorKind, Result};
+use crate::interrupt;
 use crate::order::kslack::{Admission, KSlack};
 
 use super::merge::ReadyMerge;
@@ -24,6 +25,9 @@ use super::prepare::{self, JoinKey, JoinTuple, Side, SideSchema};
 use super::processor::{OutPair, Processor};
 use super::reference::ReferenceJoin;
 use super::scale_join::ScaleJoin;
+
+/// Tuples fed or processed on the caller's thread between two Ctrl-C checks.
+const CHECK_EVERY: usize = 4096;
 
 /// Counters of a join (Python: `BandJoiner.stats`).
 #[derive(Debug, Clone, Default)]
@@ -215,8 +219,11 @@ impl BandJoiner {
             ));
         }
         let r = f(self);
+        // An interruption can come while the threads are mid-flight (or between two tuples of a release): the
+        // state is then unknown, so the joiner refuses further work. The error itself goes back unchanged, so
+        // the bindings raise the signal handler's exception.
         if let Err(e) = &r
-            && e.kind() == ErrorKind::Poisoned
+            && matches!(e.kind(), ErrorKind::Poisoned | ErrorKind::Interrupted)
         {
             self.poisoned = Some(e.clone());
         }
@@ -230,8 +237,19 @@ impl BandJoiner {
                 "the joiner was flushed; create a new one",
             ));
         }
+        let (was_bound, had_window) = (self.sides[side.index()].is_some(), self.window.is_some());
         self.bind(side, &batch.schema())?;
-        self.admit(batch, side)?;
+        if let Err(e) = self.admit(batch, side) {
+            // A rejected first batch does not bind the side either: the joiner is exactly as before.
+            if !was_bound {
+                self.sides[side.index()] = None;
+                if !had_window {
+                    self.window = None;
+                    self.eq_dict = None;
+                }
+            }
+            return Err(e);
+        }
         let wm = self.sides[side.index()]
             .as_ref()
             .expect("bound")
@@ -278,38 +296,47 @@ impl BandJoiner {
         self.output()
     }
 
-    /// Reads a batch's tuples and runs them past the side's K-slack into its buffer.
+    /// Reads a batch's tuples and runs them past the side's K-slack into its buffer. All or nothing: the rows
+    /// are decided on a copy of the K-slack, committed only once the whole batch is accepted, so a batch
+    /// rejected for a late row leaves the side as it was and can be pushed again without that row.
     fn admit(&mut self, batch: &RecordBatch, side: Side) -> Result<()> {
         let st = self.sides[side.index()].as_mut().expect("bound");
         let dict = self.eq_dict.as_mut().expect("bound with the first side");
+        // Interning values of a rejected batch changes no output: ids are only compared.
         let tuples = prepare::tuples(&st.schema, batch, st.rows, dict)?;
+        let mut kslack = st.kslack.clone();
+        let mut admitted = Vec::with_capacity(tuples.len());
+        let mut late = 0;
         let mut max_ts = i64::MIN;
-        for t in tuples {
-            match st.kslack.observe(t.key.ts) {
+        for (i, t) in tuples.into_iter().enumerate() {
+            match kslack.observe(t.key.ts) {
                 Admission::Admit => {
                     max_ts = max_ts.max(t.key.ts);
-                    st.buffer.push(t);
+                    admitted.push(t);
                 }
                 Admission::Late { watermark } => {
                     if self.opts.on_late == OnLate::Error {
                         return Err(Error::new(
                             ErrorKind::LateRow,
                             format!(
-                                "{} input: row {} has time {} below the watermark {watermark} (lateness {}); \
-                                 pass on_late=\"drop\" to drop such rows",
+                                "{} input: row {i} of this batch has time {} below the watermark {watermark} \
+                                 (lateness {}); pass on_late=\"drop\" to drop such rows (the batch was not \
+                                 consumed)",
                                 side.name(),
-                                t.key.seq,
                                 t.key.ts,
-                                st.kslack.k()
+                                kslack.k()
                             ),
                         ));
                     }
-                    self.stats.late_rows[side.index()] += 1;
+                    late += 1;
                 }
             }
         }
+        st.kslack = kslack;
+        st.buffer.append(&mut admitted);
         st.chunks.push_back((st.rows, batch.clone(), max_ts));
         st.rows += batch.num_rows() as u64;
+        self.stats.late_rows[side.index()] += late;
         self.stats.rows_in[side.index()] += batch.num_rows() as u64;
         Ok(())
     }
@@ -322,7 +349,15 @@ impl BandJoiner {
         let n = st.buffer.partition_point(&below);
         let released: Vec<JoinTuple> = st.buffer.drain(..n).collect();
         self.ensure_engine()?;
-        for t in released {
+        self.feed_all(released)
+    }
+
+    /// Feeds tuples in order, checking for Ctrl-C every [`CHECK_EVERY`] of them.
+    fn feed_all(&mut self, tuples: Vec<JoinTuple>) -> Result<()> {
+        for (i, t) in tuples.into_iter().enumerate() {
+            if i % CHECK_EVERY == CHECK_EVERY - 1 {
+                interrupt::check()?;
+            }
             self.feed(t)?;
         }
         Ok(())
@@ -338,10 +373,7 @@ impl BandJoiner {
             }
         }
         all.sort_by_key(|t| t.key);
-        for t in all {
-            self.feed(t)?;
-        }
-        Ok(())
+        self.feed_all(all)
     }
 
     fn feed(&mut self, t: JoinTuple) -> Result<()> {
@@ -379,11 +411,19 @@ impl BandJoiner {
             Engine::Inline(p) => {
                 while let Some(t) = self.merge.pop() {
                     p.process(&t, |_, pair| pairs.push(pair));
+                    if p.processed() % CHECK_EVERY as u64 == 0 {
+                        interrupt::check()?;
+                    }
                 }
             }
             Engine::Reference(r) => {
+                let mut n = 0usize;
                 while let Some(t) = self.merge.pop() {
                     r.process(t, |_, pair| pairs.push(pair));
+                    n += 1;
+                    if n % CHECK_EVERY == 0 {
+                        interrupt::check()?;
+                    }
                 }
             }
             Engine::Threads(e) => {

@@ -213,9 +213,9 @@ pub fn tuples(
         return Err(Error::new(
             ErrorKind::NullValue,
             format!(
-                "column '{}': null time at row {} of the {} input; expected a time on every row",
+                "column '{}': null time at row {row} of this batch of the {} input; expected a time on \
+                 every row",
                 s.time,
-                first_seq + row as u64,
                 s.side.name()
             ),
         ));
@@ -290,7 +290,7 @@ fn mark_nulls(col: &ArrayRef, valid: &mut [bool]) {
 /// A band column as float64; integers must be exact in float64.
 fn band_values(col: &ArrayRef, name: &str, side: Side) -> Result<Vec<f64>> {
     exact_f64(col, name, "band predicates", |i| {
-        format!("row {i} of the {} input", side.name())
+        format!("row {i} of this batch of the {} input", side.name())
     })
 }
 
