@@ -46,6 +46,11 @@ impl ReadyMerge {
         self.pending.iter().map(VecDeque::len).sum()
     }
 
+    /// Tuples of `side` released to the engine but not ready yet.
+    pub fn pending_of(&self, side: Side) -> usize {
+        self.pending[side.index()].len()
+    }
+
     /// The next ready tuple: the smaller front, if every open side has published a key above it (a side's
     /// own latest item is not ready; a side that has published nothing blocks).
     pub fn pop(&mut self) -> Option<JoinTuple> {

@@ -5,6 +5,7 @@
 pub mod merge;
 pub mod operator;
 pub mod options;
+mod output;
 pub mod prepare;
 pub mod processor;
 pub mod reference;

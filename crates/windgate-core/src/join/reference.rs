@@ -38,6 +38,11 @@ impl ReferenceJoin {
         }
     }
 
+    /// Tuples in both windows.
+    pub fn stored(&self) -> usize {
+        self.windows.iter().map(VecDeque::len).sum()
+    }
+
     fn matches(&self, a: &JoinTuple, b: &JoinTuple) -> bool {
         a.valid
             && b.valid

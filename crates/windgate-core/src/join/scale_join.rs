@@ -51,6 +51,10 @@ struct ThreadState {
     exited: AtomicBool,
     comparisons: AtomicU64,
     pairs: AtomicU64,
+    /// Tuples in this thread's window portions. Like the two counters above, a statistic published
+    /// (Relaxed) whenever the thread runs out of ready tuples, so it is current once a flush was
+    /// acknowledged.
+    stored: AtomicU64,
 }
 
 struct Shared {
@@ -202,6 +206,15 @@ impl ScaleJoin {
             .collect()
     }
 
+    /// Tuples stored in every thread's window portions (as last published).
+    pub fn stored(&self) -> u64 {
+        self.shared
+            .threads
+            .iter()
+            .map(|t| t.stored.load(Ordering::Relaxed))
+            .sum()
+    }
+
     fn drain(&mut self, out: &mut Vec<OutPair>) {
         while let Next::Item(_, p) = self.output.next_ready() {
             out.push(*p);
@@ -313,6 +326,7 @@ fn run_thread(
                 Next::Pending => {
                     me.comparisons.store(proc.comparisons, Ordering::Relaxed);
                     me.pairs.store(proc.pairs, Ordering::Relaxed);
+                    me.stored.store(proc.stored() as u64, Ordering::Relaxed);
                     let target = shared.flush.load(Ordering::Acquire);
                     if target > me.acked.load(Ordering::Relaxed) && proc.processed() >= target {
                         output.advance(OutKey {
