@@ -18,12 +18,12 @@ pub enum Predicate {
     Eq { left: String, right: String },
 }
 
-/// Which pairs a join emits (brief 002 §1.2).
+/// Which pairs a join emits (Gulisano et al., ScaleJoin).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Semantics {
     /// `|l.ts - r.ts| <= window` and the predicates: the pairs of an interval join (Flink, Spark).
     Interval,
-    /// Seed 002's three-step procedure exactly: compare with the opposite window, store, purge the *own*
+    /// ScaleJoin's three-step procedure exactly: compare with the opposite window, store, purge the *own*
     /// window strictly below `ts - window`; pairs further apart than `window` can match.
     ScaleJoin,
 }
@@ -53,7 +53,7 @@ impl Semantics {
 pub enum JoinStrategy {
     /// `scalejoin` with more than one thread, else `serial`.
     Auto,
-    /// ScaleGate in, `threads` processing threads, ScaleGate out (seed 002).
+    /// ScaleGate in, `threads` processing threads, ScaleGate out (Gulisano et al., ScaleJoin).
     ScaleJoin,
     /// One processing thread's logic run inline on the caller's thread (no gates, no threads).
     Serial,

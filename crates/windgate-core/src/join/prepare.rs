@@ -56,7 +56,7 @@ impl Side {
     }
 }
 
-/// A tuple's place in the merged total order (brief 002 §1.5): time, then left before right, then its
+/// A tuple's place in the merged total order (Gulisano et al., ScaleJoin): time, then left before right, then its
 /// position among its side's rows in arrival order. Independent of batch splits and thread counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct JoinKey {

@@ -1,4 +1,4 @@
-//! ScaleJoin's threads (brief 002 §3.1): the caller feeds SG_in through one source handle per side; `n`
+//! ScaleJoin's threads (Gulisano et al., ScaleJoin): the caller feeds SG_in through one source handle per side; `n`
 //! processing threads each read every ready tuple, run [`Processor`] and add their outputs to SG_out, whose
 //! one reader (the caller) receives them merged in [`OutKey`] order. No central sequential step.
 //!
@@ -6,7 +6,7 @@
 //! the caller unparks sleepers after each batch of insertions, each flush request and each close.
 //!
 //! Flushing a push: outputs of the *last* tuples would stay in SG_out, because each thread's latest output is
-//! not ready (brief 002 §3.6). When the caller needs every output of the first `c` ready tuples, it publishes
+//! not ready (Gulisano et al., ScaleJoin). When the caller needs every output of the first `c` ready tuples, it publishes
 //! `c`; each thread, once it processed `c` tuples, adds a marker `(ts, c - 1, MAX)` to SG_out and
 //! acknowledges. With every thread's marker written, everything below is ready.
 
@@ -26,7 +26,7 @@ use crate::runtime::farm::panic_message;
 use super::prepare::{JoinKey, JoinTuple, Side};
 use super::processor::{OutKey, OutPair, Processor};
 
-/// Gate levels: sources search from their previous position, so few levels are needed (brief 002 §2.2).
+/// Gate levels: sources search from their previous position, so few levels are needed (Gulisano et al., ScaleGate).
 const LEVELS: usize = 4;
 /// How far (in ready tuples) the caller may run ahead of the slowest thread before it waits: bounds the
 /// ready part of SG_in.

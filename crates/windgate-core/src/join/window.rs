@@ -1,4 +1,4 @@
-//! One processing thread's share of one side's window (its *portion*, brief 002 §3.1): the tuples it stored,
+//! One processing thread's share of one side's window (its *portion*, Gulisano et al., ScaleJoin): the tuples it stored,
 //! in time order, columnar, and optionally indexed so that a probe compares candidates only.
 //!
 //! The index: cells of width `eps` over the first band column, keyed by the equality id too. A probe `v`
