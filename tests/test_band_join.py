@@ -1,5 +1,5 @@
-"""band_join and BandJoiner (seed 002's ScaleJoin) against a brute force, across strategies, threads,
-batch splits and side interleavings; seed 002's data against DuckDB; errors; windgate.spark.band_join on
+"""band_join and BandJoiner (ScaleJoin, Gulisano et al.) against a brute force, across strategies, threads,
+batch splits and side interleavings; the paper's data against DuckDB; errors; windgate.spark.band_join on
 local[2]."""
 
 from __future__ import annotations
@@ -92,7 +92,8 @@ def _holds(preds, lrow: dict, rrow: dict) -> bool:
 
 
 def brute_join(left: list[dict], right: list[dict], window: int, preds, semantics: str, time=("ts", "ts")):
-    """A sequential three-step join (brief 002 §1.2) over the merged order (ts, left before right, arrival).
+    """A sequential three-step join (Gulisano et al., ScaleJoin) over the merged order (ts, left before right,
+    arrival).
 
     "scalejoin": compare with the opposite window, add, purge the own window of ts < t.ts - window.
     "interval": purge the opposite window of ts < t.ts - window first (the paper's "modified" variant).
@@ -356,7 +357,7 @@ def test_streaming_emits_before_flush_and_counts_late_rows():
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Seed 002's data and worked example
+# The ScaleJoin paper's data and worked example
 
 
 def test_seed_002_data_equals_duckdb_range_join():
@@ -384,7 +385,7 @@ def test_seed_002_data_equals_duckdb_range_join():
     assert no_index.equals(got)
 
 
-def test_worked_example_of_brief_002():
+def test_worked_example_of_the_scalejoin_paper():
     # WS = 4; t1 = R@1, t2 = S@2, t3 = R@3, t4 = S@6, t5 = S@7 (R = left, S = right).
     r = pa.table({"ts": [1, 3], "name": ["t1", "t3"]})
     s = pa.table({"ts": [2, 6, 7], "name": ["t2", "t4", "t5"]})
@@ -544,7 +545,9 @@ def test_data_errors():
     left, right = _lr()
     j = windgate.band_join
     nulls = left.set_column(0, "ts", pa.array([0, None], pa.int64()))
-    with pytest.raises(windgate.NullTimeError, match=r"column 'ts': null time at row 1 of the left input"):
+    with pytest.raises(
+        windgate.NullTimeError, match=r"column 'ts': null time at row 1 of this batch of the left input"
+    ):
         j(nulls, right, time="ts", window=1)
     with pytest.raises(windgate.NullTimeError, match=r"right input"):
         j(
@@ -561,7 +564,9 @@ def test_data_errors():
     with pytest.raises(windgate.SchemaMismatchError, match=r'on: eq\("x", "k"\)'):
         j(left, right, time="ts", window=1, on=[windgate.eq("x", "k")])
     late = left.set_column(0, "ts", pa.array([5, 0]))
-    with pytest.raises(windgate.LateRowError, match=r"left input: row 1 has time 0 below the watermark 4"):
+    with pytest.raises(
+        windgate.LateRowError, match=r"left input: row 1 of this batch has time 0 below the watermark 4"
+    ):
         j(late, right, time="ts", window=1, lateness=1, on_late="error")
     dropped = windgate.BandJoiner(time="ts", window=1, lateness=1)
     dropped.push(late, side="left")
@@ -586,7 +591,7 @@ def test_joiner_errors():
         j.push(left, side="left")
     with pytest.raises(windgate.InvalidParameterError, match=r"flush: the joiner was already flushed"):
         j.flush()
-    with pytest.raises(windgate.LateRowError, match=r"right input: row 1 has time 0"):
+    with pytest.raises(windgate.LateRowError, match=r"right input: row 1 of this batch has time 0"):
         e = windgate.BandJoiner(time="ts", window=1, lateness=0, on_late="error")
         e.push(right.set_column(0, "ts", pa.array([3, 0])), side="right")
 

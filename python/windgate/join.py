@@ -1,4 +1,4 @@
-"""Sliding-window band joins: seed 002's ScaleJoin behind ``band_join`` and ``BandJoiner``.
+"""Sliding-window band joins: ScaleJoin (Gulisano et al.) behind ``band_join`` and ``BandJoiner``.
 
 >>> import pyarrow as pa, windgate
 >>> left = pa.table({"ts": [1, 5, 9], "x": [10, 20, 30]})
@@ -126,7 +126,7 @@ def band_join(
     index: bool = True,
     strategy: str = "auto",
 ) -> pa.Table:
-    """Sliding-window join of two streams on band and equality predicates (seed 002's ScaleJoin).
+    """Sliding-window join of two streams on band and equality predicates (ScaleJoin, Gulisano et al.).
 
     Every left row is paired with every right row within ``window`` of it in time for which all predicates
     hold. The answer and its order are the same for any thread count and batch split.
@@ -136,7 +136,7 @@ def band_join(
         time: the time column of both sides, or a ``(left, right)`` pair; same type on both sides.
         window: the time band: an int in the time column's unit or a duration string (``"5s"``).
         on: predicates, all of which must hold: :func:`band` and :func:`eq`. Nulls and NaN match nothing.
-        threads: processing threads (``None``: all cores).
+        threads: processing threads, at most 254 (``None``: all cores).
         lateness: ``None`` (exact whatever the order of each side), a bound K on each side's disorder, or
             ``"adaptive"``. Rows later than K are dropped (``on_late="drop"``, counted) or an error.
         on_late: ``"drop"`` or ``"error"``.
@@ -173,6 +173,24 @@ class BandJoiner:
     each side's watermark is its largest time minus ``lateness``. With ``lateness=None`` nothing is final
     before :meth:`flush` (exact whatever the order). Each push returns the same rows for any thread count.
 
+    Args:
+        credits: rows a side may have pending (past its own watermark, but not ready because the other side
+            has not moved past them) before its pushes are refused with :class:`windgate.BackpressureError`
+            naming the side to feed; the refused batch is not consumed, so push the other side (or flush) and
+            push it again. Default ``2**20``; ``None``: unbounded. A side with nothing pending may push a
+            batch of any size, and the side that holds the other back is never refused.
+
+    Memory: the joiner keeps, per side, the rows within ``window`` of the rows being joined (each thread
+    stores its share), the input batches holding them (a batch is let go once every row of it is out of the
+    window), the rows within ``lateness`` of the side's largest time (waiting for its watermark) and the
+    pending rows (at most ``credits``, plus one batch). That is bounded by the window, the lateness and the
+    credits, not by the stream's length. With ``lateness=None`` every row waits for :meth:`flush`, so the
+    joiner holds the whole input; ``stats`` reports ``retained_rows``, ``window_rows``, ``buffered_rows``
+    and ``pending_rows``.
+
+    A push that fails (a late row with ``on_late="error"``, a refused push) leaves the joiner as it was; a
+    push interrupted by Ctrl-C leaves it unusable (create a new one).
+
     Example:
         >>> import pyarrow as pa, windgate
         >>> j = windgate.BandJoiner(time="ts", window=2, on=[], lateness=0)
@@ -198,14 +216,19 @@ class BandJoiner:
         semantics: str = "interval",
         index: bool = True,
         strategy: str = "auto",
+        credits: int | None = 2**20,
     ) -> None:
         kwargs = _kwargs(time, window, on, threads, lateness, on_late, semantics, index, strategy)
-        self._inner = _native.BandJoiner(**kwargs)
+        if credits is not None and (isinstance(credits, bool) or not isinstance(credits, int)):
+            raise InvalidParameterError(f"credits: expected a positive int or None, got {credits!r}")
+        self._inner = _native.BandJoiner(**kwargs, credits=credits)
 
     def push(self, batch: Any, side: str = "left") -> pa.RecordBatch:
-        """Pushes a batch (or a table or stream, batch by batch) of ``side`` (``"left"`` or ``"right"``).
+        """Pushes a batch (or a table or stream, as one batch) of ``side`` (``"left"`` or ``"right"``).
 
-        Returns the pairs that became final (a possibly empty ``pyarrow.RecordBatch``).
+        Returns the pairs that became final (a possibly empty ``pyarrow.RecordBatch``). Raises
+        :class:`windgate.BackpressureError` when ``side`` has ``credits`` rows pending (see the class
+        docstring); nothing is consumed then.
         """
         return self._inner.push(_args.arrow_source(batch, "batch"), side)
 
@@ -216,8 +239,11 @@ class BandJoiner:
     @property
     def stats(self) -> dict[str, Any]:
         """Counters: ``rows_in_left``/``rows_in_right``, ``late_rows`` (and per side), ``pairs_out``,
-        ``comparisons`` (window tuples scanned, as seed 002 counts them) and ``comparisons_per_thread``,
-        ``pairs_per_thread``, ``buffered_rows``, ``watermark_left``/``watermark_right``, ``threads``,
+        ``comparisons`` (window tuples scanned, as ScaleJoin counts them) and ``comparisons_per_thread``,
+        ``pairs_per_thread``, ``buffered_rows`` (waiting for a watermark or the other side),
+        ``pending_rows`` (and per side: what ``credits`` bounds), ``retained_rows`` (and per side: rows of
+        the input batches kept for output rows), ``window_rows`` (rows stored in the windows),
+        ``backpressured`` (refused pushes), ``watermark_left``/``watermark_right``, ``threads``,
         ``strategy``, ``semantics``, ``index``."""
         return self._inner.stats
 

@@ -1,4 +1,4 @@
-//! Band join determinism (issue 5, brief 002 §5.2): the worked example, the reference against brute force,
+//! Band join determinism (Gulisano et al., ScaleJoin): the worked example, the reference against brute force,
 //! and every engine against the reference, push by push, for any thread count, batch split and disorder
 //! within the lateness bound.
 
@@ -85,7 +85,7 @@ fn run_batch(left: &[Row], right: &[Row], o: BandJoinOptions) -> Vec<RecordBatch
     out
 }
 
-/// Brief 002 §1.4: WS = 4, t1=R@1, t2=S@2, t3=R@3, t4=S@6, t5=S@7 (R left, S right), no predicate.
+/// The worked example of Gulisano et al., ScaleJoin: WS = 4, t1=R@1, t2=S@2, t3=R@3, t4=S@6, t5=S@7 (R left, S right), no predicate.
 #[test]
 fn worked_example_both_semantics() {
     let left = [(1, Some(0), 0.0, 0), (3, Some(0), 0.0, 0)];
@@ -121,7 +121,7 @@ fn worked_example_both_semantics() {
     }
 }
 
-/// With 3 threads the six comparisons split {2, 3, 1} over threads 0, 1, 2 (brief 002 §1.4).
+/// With 3 threads the six comparisons split {2, 3, 1} over threads 0, 1, 2 (the same example).
 #[test]
 fn worked_example_split_over_three_threads() {
     let mut o = opts(4, vec![]);

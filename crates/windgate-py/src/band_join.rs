@@ -28,6 +28,7 @@ fn options(
     semantics: &str,
     index: bool,
     strategy: &str,
+    credits: Option<i64>,
 ) -> PyResult<BandJoinOptions> {
     let on = on
         .into_iter()
@@ -47,6 +48,16 @@ fn options(
     o.semantics = Semantics::parse(semantics).map_err(to_py)?;
     o.index = index;
     o.strategy = JoinStrategy::parse(strategy).map_err(to_py)?;
+    o.credits = match credits {
+        None => None,
+        Some(c) if c >= 1 => Some(c as u64),
+        Some(c) => {
+            return Err(to_py(Error::param(
+                "credits",
+                format!("expected at least 1 row (or None: unbounded), got {c}"),
+            )));
+        }
+    };
     o.validate().map_err(to_py)?;
     Ok(o)
 }
@@ -70,8 +81,9 @@ pub fn band_join<'py>(
     index: bool,
     strategy: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
+    // The batch function is never refused: credits do not apply.
     let opts = options(
-        time, window, on, threads, lateness, on_late, semantics, index, strategy,
+        time, window, on, threads, lateness, on_late, semantics, index, strategy, None,
     )?;
     let (left, right) = (left.into_reader()?, right.into_reader()?);
     let (schema, batches) = detached_batch_call(py, "band_join", |check| {
@@ -92,7 +104,7 @@ pub struct BandJoiner {
 impl BandJoiner {
     #[new]
     #[pyo3(signature = (*, time, window, on, threads=None, lateness=None, on_late="drop",
-                        semantics="interval", index=true, strategy="auto"))]
+                        semantics="interval", index=true, strategy="auto", credits=Some(1 << 20)))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         time: (String, String),
@@ -104,16 +116,18 @@ impl BandJoiner {
         semantics: &str,
         index: bool,
         strategy: &str,
+        credits: Option<i64>,
     ) -> PyResult<Self> {
         let opts = options(
-            time, window, on, threads, lateness, on_late, semantics, index, strategy,
+            time, window, on, threads, lateness, on_late, semantics, index, strategy, credits,
         )?;
         Ok(Self {
             inner: core::BandJoiner::new(opts).map_err(to_py)?,
         })
     }
 
-    /// Pushes one batch (or every batch of a stream) of `side`; returns the pairs that became final.
+    /// Pushes one batch (or every batch of a stream, as one batch: all or nothing) of `side`; returns the
+    /// pairs that became final.
     #[pyo3(signature = (batch, side="left"))]
     fn push<'py>(
         &mut self,
@@ -126,12 +140,11 @@ impl BandJoiner {
         let schema = reader.schema();
         let inner = &mut self.inner;
         let out = detached(py, "push", || {
-            inner.bind(side, &schema)?;
-            let mut outs = vec![];
-            for b in reader {
-                outs.push(inner.push(&b.map_err(Error::from)?, side)?);
-            }
-            concat(inner, outs)
+            // Read the whole stream first: a failing stream or a refused push then consumes nothing.
+            let batches = reader
+                .map(|b| b.map_err(Error::from))
+                .collect::<Result<Vec<_>, _>>()?;
+            inner.push_all(&schema, batches, side)
         });
         finish(py, out)
     }
@@ -160,6 +173,14 @@ impl BandJoiner {
         d.set_item("comparisons_per_thread", per)?;
         d.set_item("pairs_per_thread", pairs)?;
         d.set_item("buffered_rows", s.buffered_rows)?;
+        d.set_item("pending_rows_left", s.pending_rows[0])?;
+        d.set_item("pending_rows_right", s.pending_rows[1])?;
+        d.set_item("pending_rows", s.pending_rows[0] + s.pending_rows[1])?;
+        d.set_item("retained_rows_left", s.retained_rows[0])?;
+        d.set_item("retained_rows_right", s.retained_rows[1])?;
+        d.set_item("retained_rows", s.retained_rows[0] + s.retained_rows[1])?;
+        d.set_item("window_rows", s.window_rows)?;
+        d.set_item("backpressured", s.backpressured)?;
         d.set_item("watermark_left", s.watermark[0])?;
         d.set_item("watermark_right", s.watermark[1])?;
         d.set_item("threads", s.threads)?;
@@ -178,22 +199,4 @@ impl BandJoiner {
 
 fn finish<'py>(py: Python<'py>, out: Result<RecordBatch, Error>) -> PyResult<Bound<'py, PyAny>> {
     PyRecordBatch::new(out.map_err(to_py)?).into_pyarrow(py)
-}
-
-fn concat(inner: &core::BandJoiner, outs: Vec<RecordBatch>) -> Result<RecordBatch, Error> {
-    // A push's output has the join's schema once both sides are bound, else none: take the widest.
-    let schema = inner
-        .output_schema()
-        .or_else(|| {
-            outs.iter()
-                .map(|b| b.schema())
-                .max_by_key(|s| s.fields().len())
-        })
-        .unwrap_or_else(|| std::sync::Arc::new(arrow_schema::Schema::empty()));
-    let outs: Vec<_> = outs.into_iter().filter(|b| b.schema() == schema).collect();
-    match outs.len() {
-        0 => Ok(RecordBatch::new_empty(schema)),
-        1 => Ok(outs.into_iter().next().expect("one")),
-        _ => Ok(arrow_select::concat::concat_batches(&schema, &outs)?),
-    }
 }

@@ -1,4 +1,4 @@
-//! The caller's view of readiness: which tuples of the two sides are ready (brief 002 Definition 2, as the
+//! The caller's view of readiness: which tuples of the two sides are ready (ScaleJoin's readiness, Gulisano et al., as the
 //! ScaleGate decides it), in merged order. The inline engines take their tuples from here; for the threaded
 //! engine it counts the ready prefix so the caller knows how many outputs a push owes.
 
@@ -44,6 +44,11 @@ impl ReadyMerge {
 
     pub fn pending_len(&self) -> usize {
         self.pending.iter().map(VecDeque::len).sum()
+    }
+
+    /// Tuples of `side` released to the engine but not ready yet.
+    pub fn pending_of(&self, side: Side) -> usize {
+        self.pending[side.index()].len()
     }
 
     /// The next ready tuple: the smaller front, if every open side has published a key above it (a side's

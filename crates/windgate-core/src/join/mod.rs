@@ -1,10 +1,11 @@
-//! Sliding-window joins (seed 002, brief 002): ScaleJoin's processing threads over a ScaleGate, each storing
+//! Sliding-window joins (Gulisano et al., ScaleJoin): ScaleJoin's processing threads over a ScaleGate, each storing
 //! every n-th tuple and probing its portion of the opposite window, outputs merged by a second ScaleGate in a
 //! total order that is the same for any thread count.
 
 pub mod merge;
 pub mod operator;
 pub mod options;
+mod output;
 pub mod prepare;
 pub mod processor;
 pub mod reference;

@@ -8,22 +8,25 @@
 //! engine and thread count.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
-use arrow_schema::{Field, Schema, SchemaRef};
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
 
 use crate::aggregate::keys::KeyDict;
 use crate::aggregate::options::OnLate;
 use crate::error::{Error, ErrorKind, Result};
+use crate::interrupt;
 use crate::order::kslack::{Admission, KSlack};
 
 use super::merge::ReadyMerge;
-use super::options::{BandJoinOptions, JoinStrategy, Predicate, Semantics};
+use super::options::{BandJoinOptions, JoinStrategy, Predicate};
 use super::prepare::{self, JoinKey, JoinTuple, Side, SideSchema};
 use super::processor::{OutPair, Processor};
 use super::reference::ReferenceJoin;
 use super::scale_join::ScaleJoin;
+
+/// Tuples fed or processed on the caller's thread between two Ctrl-C checks.
+const CHECK_EVERY: usize = 4096;
 
 /// Counters of a join (Python: `BandJoiner.stats`).
 #[derive(Debug, Clone, Default)]
@@ -40,6 +43,16 @@ pub struct JoinStats {
     pub index: bool,
     /// Rows waiting for their watermark or for the other side.
     pub buffered_rows: u64,
+    /// Rows per side past their own watermark but not ready, because the other side holds readiness back:
+    /// what `credits` bounds.
+    pub pending_rows: [u64; 2],
+    /// Rows per side of the input batches still held for output rows (a batch goes once every row of it
+    /// is out of the window).
+    pub retained_rows: [u64; 2],
+    /// Tuples stored in the windows (every thread's portions).
+    pub window_rows: u64,
+    /// Pushes refused with a backpressure error.
+    pub backpressured: u64,
     pub watermark: [Option<i64>; 2],
 }
 
@@ -49,32 +62,34 @@ enum Engine {
     Threads(Box<ScaleJoin>),
 }
 
-struct SideState {
-    schema: SideSchema,
-    kslack: KSlack,
+pub(super) struct SideState {
+    pub(super) schema: SideSchema,
+    pub(super) kslack: KSlack,
     /// Admitted rows not yet released (below the watermark they go, in key order).
-    buffer: Vec<JoinTuple>,
+    pub(super) buffer: Vec<JoinTuple>,
     /// Input batches still needed for output rows: `(first seq, batch, max ts)`.
-    chunks: VecDeque<(u64, RecordBatch, i64)>,
-    rows: u64,
+    pub(super) chunks: VecDeque<(u64, RecordBatch, i64)>,
+    pub(super) rows: u64,
 }
 
 /// The streaming band join.
 pub struct BandJoiner {
-    opts: BandJoinOptions,
-    threads: usize,
-    strategy: JoinStrategy,
-    eps: Vec<f64>,
-    has_eq: bool,
-    sides: [Option<SideState>; 2],
-    window: Option<i64>,
-    eq_dict: Option<KeyDict>,
+    pub(super) opts: BandJoinOptions,
+    pub(super) threads: usize,
+    pub(super) strategy: JoinStrategy,
+    pub(super) eps: Vec<f64>,
+    pub(super) has_eq: bool,
+    pub(super) sides: [Option<SideState>; 2],
+    pub(super) window: Option<i64>,
+    pub(super) eq_dict: Option<KeyDict>,
     engine: Option<Engine>,
-    merge: ReadyMerge,
-    pairs: Vec<OutPair>,
-    stats: JoinStats,
-    flushed: bool,
-    poisoned: Option<Error>,
+    pub(super) merge: ReadyMerge,
+    pub(super) pairs: Vec<OutPair>,
+    pub(super) stats: JoinStats,
+    pub(super) flushed: bool,
+    pub(super) poisoned: Option<Error>,
+    /// The batch function: every left batch comes before every right one, so credits do not apply.
+    pub(super) deferred: bool,
 }
 
 impl BandJoiner {
@@ -116,6 +131,7 @@ impl BandJoiner {
             stats,
             flushed: false,
             poisoned: None,
+            deferred: false,
             opts,
         })
     }
@@ -157,6 +173,36 @@ impl BandJoiner {
         self.guard(|j| j.push_inner(batch, side))
     }
 
+    /// Pushes every batch of one stream of `side` (all of `schema`) as one batch: all or nothing, and credits
+    /// counted once for the whole push.
+    pub fn push_all(
+        &mut self,
+        schema: &SchemaRef,
+        mut batches: Vec<RecordBatch>,
+        side: Side,
+    ) -> Result<RecordBatch> {
+        if let Some(b) = batches
+            .iter()
+            .find(|b| b.schema().fields() != schema.fields())
+        {
+            return Err(Error::new(
+                ErrorKind::SchemaMismatch,
+                format!(
+                    "{} input: a batch's schema differs from its stream's ({} vs {})",
+                    side.name(),
+                    b.schema(),
+                    schema
+                ),
+            ));
+        }
+        let batch = match batches.len() {
+            0 => RecordBatch::new_empty(schema.clone()),
+            1 => batches.pop().expect("one"),
+            _ => arrow_select::concat::concat_batches(schema, &batches)?,
+        };
+        self.push(&batch, side)
+    }
+
     /// End of both inputs: every remaining pair. The joiner takes no more input after it.
     pub fn flush(&mut self) -> Result<RecordBatch> {
         self.guard(|j| j.flush_inner())
@@ -171,37 +217,30 @@ impl BandJoiner {
             }
         }
         s.buffered_rows += self.merge.pending_len() as u64;
+        for side in Side::BOTH {
+            s.pending_rows[side.index()] = self.merge.pending_of(side) as u64;
+            if let Some(st) = &self.sides[side.index()] {
+                s.retained_rows[side.index()] =
+                    st.chunks.iter().map(|c| c.1.num_rows() as u64).sum();
+            }
+        }
         match &self.engine {
             Some(Engine::Inline(p)) => {
                 s.per_thread = vec![(p.comparisons, p.pairs)];
+                s.window_rows = p.stored() as u64;
             }
             Some(Engine::Reference(r)) => {
                 s.per_thread = vec![(r.comparisons, s.pairs_out)];
+                s.window_rows = r.stored() as u64;
             }
-            Some(Engine::Threads(t)) => s.per_thread = t.per_thread(),
+            Some(Engine::Threads(t)) => {
+                s.per_thread = t.per_thread();
+                s.window_rows = t.stored();
+            }
             None => {}
         }
         s.comparisons = s.per_thread.iter().map(|p| p.0).sum();
         s
-    }
-
-    /// The output schema: `left_*`, `right_*`, `ts`. Needs both sides bound.
-    pub fn output_schema(&self) -> Option<SchemaRef> {
-        let (Some(l), Some(r)) = (&self.sides[0], &self.sides[1]) else {
-            return None;
-        };
-        let mut fields: Vec<Field> = vec![];
-        for (prefix, s) in [("left_", l), ("right_", r)] {
-            for f in s.schema.schema.fields() {
-                fields.push(
-                    f.as_ref()
-                        .clone()
-                        .with_name(format!("{prefix}{}", f.name())),
-                );
-            }
-        }
-        fields.push(Field::new("ts", l.schema.time_type.clone(), false));
-        Some(Arc::new(Schema::new(fields)))
     }
 
     fn guard(&mut self, f: impl FnOnce(&mut Self) -> Result<RecordBatch>) -> Result<RecordBatch> {
@@ -215,8 +254,11 @@ impl BandJoiner {
             ));
         }
         let r = f(self);
+        // An interruption can come while the threads are mid-flight (or between two tuples of a release): the
+        // state is then unknown, so the joiner refuses further work. The error itself goes back unchanged, so
+        // the bindings raise the signal handler's exception.
         if let Err(e) = &r
-            && e.kind() == ErrorKind::Poisoned
+            && matches!(e.kind(), ErrorKind::Poisoned | ErrorKind::Interrupted)
         {
             self.poisoned = Some(e.clone());
         }
@@ -230,8 +272,20 @@ impl BandJoiner {
                 "the joiner was flushed; create a new one",
             ));
         }
+        let (was_bound, had_window) = (self.sides[side.index()].is_some(), self.window.is_some());
         self.bind(side, &batch.schema())?;
-        self.admit(batch, side)?;
+        self.check_credits(side, batch.num_rows() as u64)?;
+        if let Err(e) = self.admit(batch, side) {
+            // A rejected first batch does not bind the side either: the joiner is exactly as before.
+            if !was_bound {
+                self.sides[side.index()] = None;
+                if !had_window {
+                    self.window = None;
+                    self.eq_dict = None;
+                }
+            }
+            return Err(e);
+        }
         let wm = self.sides[side.index()]
             .as_ref()
             .expect("bound")
@@ -278,38 +332,91 @@ impl BandJoiner {
         self.output()
     }
 
-    /// Reads a batch's tuples and runs them past the side's K-slack into its buffer.
+    /// Refuses a push of `side` when it already has `credits` rows pending while the *other* side holds
+    /// readiness back (its watermark is below this side's): the caller must feed that side (or flush).
+    /// Nothing is consumed, so the joiner stays usable and the same batch can be pushed again. A side with
+    /// nothing pending may push any batch, and a side that holds readiness back itself is never refused:
+    /// that would deadlock. The batch function (all left, then all right) is never refused.
+    fn check_credits(&mut self, side: Side, rows: u64) -> Result<()> {
+        let Some(limit) = self.opts.credits.filter(|_| !self.deferred) else {
+            return Ok(());
+        };
+        let pending = self.merge.pending_of(side) as u64;
+        if rows == 0 || pending == 0 || pending + rows <= limit {
+            return Ok(());
+        }
+        let wm = |s: Side| {
+            self.sides[s.index()]
+                .as_ref()
+                .and_then(|st| st.kslack.watermark())
+        };
+        let (mine, theirs) = (wm(side), wm(side.other()));
+        let other_holds = match (theirs, mine) {
+            (None, _) => true,
+            (Some(theirs), Some(mine)) => theirs < mine,
+            (Some(_), None) => false,
+        };
+        if !other_holds {
+            return Ok(());
+        }
+        self.stats.backpressured += 1;
+        let theirs = theirs.map_or("none yet".to_string(), |t| t.to_string());
+        Err(Error::new(
+            ErrorKind::Backpressure,
+            format!(
+                "{side} input has {pending} rows pending (credits={limit}) while the {other} input holds \
+                 them back (its watermark is {theirs}, this side's {mine}): push {other} rows (or flush), \
+                 then push this batch again (it was not consumed)",
+                side = side.name(),
+                other = side.other().name(),
+                mine = mine.map_or("none".to_string(), |m| m.to_string()),
+            ),
+        ))
+    }
+
+    /// Reads a batch's tuples and runs them past the side's K-slack into its buffer. All or nothing: the rows
+    /// are decided on a copy of the K-slack, committed only once the whole batch is accepted, so a batch
+    /// rejected for a late row leaves the side as it was and can be pushed again without that row.
     fn admit(&mut self, batch: &RecordBatch, side: Side) -> Result<()> {
         let st = self.sides[side.index()].as_mut().expect("bound");
         let dict = self.eq_dict.as_mut().expect("bound with the first side");
+        // Interning values of a rejected batch changes no output: ids are only compared.
         let tuples = prepare::tuples(&st.schema, batch, st.rows, dict)?;
+        let mut kslack = st.kslack.clone();
+        let mut admitted = Vec::with_capacity(tuples.len());
+        let mut late = 0;
         let mut max_ts = i64::MIN;
-        for t in tuples {
-            match st.kslack.observe(t.key.ts) {
+        for (i, t) in tuples.into_iter().enumerate() {
+            match kslack.observe(t.key.ts) {
                 Admission::Admit => {
                     max_ts = max_ts.max(t.key.ts);
-                    st.buffer.push(t);
+                    admitted.push(t);
                 }
                 Admission::Late { watermark } => {
                     if self.opts.on_late == OnLate::Error {
                         return Err(Error::new(
                             ErrorKind::LateRow,
                             format!(
-                                "{} input: row {} has time {} below the watermark {watermark} (lateness {}); \
-                                 pass on_late=\"drop\" to drop such rows",
+                                "{} input: row {i} of this batch has time {} below the watermark {watermark} \
+                                 (lateness {}); pass on_late=\"drop\" to drop such rows (the batch was not \
+                                 consumed)",
                                 side.name(),
-                                t.key.seq,
                                 t.key.ts,
-                                st.kslack.k()
+                                kslack.k()
                             ),
                         ));
                     }
-                    self.stats.late_rows[side.index()] += 1;
+                    late += 1;
                 }
             }
         }
-        st.chunks.push_back((st.rows, batch.clone(), max_ts));
+        st.kslack = kslack;
+        st.buffer.append(&mut admitted);
+        if batch.num_rows() > 0 {
+            st.chunks.push_back((st.rows, batch.clone(), max_ts));
+        }
         st.rows += batch.num_rows() as u64;
+        self.stats.late_rows[side.index()] += late;
         self.stats.rows_in[side.index()] += batch.num_rows() as u64;
         Ok(())
     }
@@ -322,7 +429,15 @@ impl BandJoiner {
         let n = st.buffer.partition_point(&below);
         let released: Vec<JoinTuple> = st.buffer.drain(..n).collect();
         self.ensure_engine()?;
-        for t in released {
+        self.feed_all(released)
+    }
+
+    /// Feeds tuples in order, checking for Ctrl-C every [`CHECK_EVERY`] of them.
+    fn feed_all(&mut self, tuples: Vec<JoinTuple>) -> Result<()> {
+        for (i, t) in tuples.into_iter().enumerate() {
+            if i % CHECK_EVERY == CHECK_EVERY - 1 {
+                interrupt::check()?;
+            }
             self.feed(t)?;
         }
         Ok(())
@@ -338,10 +453,7 @@ impl BandJoiner {
             }
         }
         all.sort_by_key(|t| t.key);
-        for t in all {
-            self.feed(t)?;
-        }
-        Ok(())
+        self.feed_all(all)
     }
 
     fn feed(&mut self, t: JoinTuple) -> Result<()> {
@@ -354,7 +466,8 @@ impl BandJoiner {
                     eq: t.eq,
                     band: Default::default(),
                 });
-                e.insert(t, &mut self.pairs)?;
+                self.merge.count_ready();
+                e.insert(t, self.merge.ready_count(), &mut self.pairs)?;
             }
             _ => self.merge.push(t),
         }
@@ -378,11 +491,19 @@ impl BandJoiner {
             Engine::Inline(p) => {
                 while let Some(t) = self.merge.pop() {
                     p.process(&t, |_, pair| pairs.push(pair));
+                    if p.processed() % CHECK_EVERY as u64 == 0 {
+                        interrupt::check()?;
+                    }
                 }
             }
             Engine::Reference(r) => {
+                let mut n = 0usize;
                 while let Some(t) = self.merge.pop() {
                     r.process(t, |_, pair| pairs.push(pair));
+                    n += 1;
+                    if n % CHECK_EVERY == 0 {
+                        interrupt::check()?;
+                    }
                 }
             }
             Engine::Threads(e) => {
@@ -416,81 +537,6 @@ impl BandJoiner {
         });
         Ok(())
     }
-
-    /// Builds the output rows of `self.pairs` and lets go of input batches no future pair can use.
-    fn output(&mut self) -> Result<RecordBatch> {
-        let pairs = std::mem::take(&mut self.pairs);
-        self.stats.pairs_out += pairs.len() as u64;
-        let batch = match self.output_schema() {
-            Some(schema) => self.rows_of(&pairs, schema)?,
-            None => RecordBatch::new_empty(Arc::new(Schema::empty())),
-        };
-        self.release_chunks();
-        Ok(batch)
-    }
-
-    fn rows_of(&self, pairs: &[OutPair], schema: SchemaRef) -> Result<RecordBatch> {
-        if pairs.is_empty() {
-            return Ok(RecordBatch::new_empty(schema));
-        }
-        let mut columns: Vec<ArrayRef> = vec![];
-        let mut ts: [Vec<i64>; 2] = [vec![], vec![]];
-        for side in Side::BOTH {
-            let st = self.sides[side.index()].as_ref().expect("bound");
-            let seqs = pairs.iter().map(|p| match side {
-                Side::Left => p.left,
-                Side::Right => p.right,
-            });
-            let picks: Vec<(usize, usize)> = seqs
-                .map(|seq| {
-                    let c = st.chunks.partition_point(|(first, _, _)| *first <= seq) - 1;
-                    (c, (seq - st.chunks[c].0) as usize)
-                })
-                .collect();
-            let time_idx = st.schema.schema.index_of(&st.schema.time)?;
-            for col in 0..st.schema.schema.fields().len() {
-                let arrays: Vec<&dyn Array> = st
-                    .chunks
-                    .iter()
-                    .map(|(_, b, _)| b.column(col).as_ref())
-                    .collect();
-                let picked = arrow_select::interleave::interleave(&arrays, &picks)?;
-                if col == time_idx {
-                    ts[side.index()] = crate::arrow_io::as_i64(&picked, &st.schema.time)?.to_vec();
-                }
-                columns.push(picked);
-            }
-        }
-        let max_ts: Int64Array = ts[0].iter().zip(&ts[1]).map(|(l, r)| *l.max(r)).collect();
-        let time_type = schema.field(schema.fields().len() - 1).data_type().clone();
-        columns.push(crate::arrow_io::int_column_as(
-            Arc::new(max_ts),
-            &time_type,
-        )?);
-        Ok(RecordBatch::try_new(schema, columns)?)
-    }
-
-    /// Drops leading input batches whose rows can no longer be part of a pair (DESIGN §6: memory stays
-    /// bounded). Interval: a future trigger has ts >= the last ready ts, so partners below `that - window`
-    /// are dead. ScaleJoin semantics: a tuple leaves its window once an own-side tuple beyond `ts + window`
-    /// was processed.
-    fn release_chunks(&mut self) {
-        let Some(w) = self.window else { return };
-        let overall = self.merge.ready_max_ts.iter().flatten().max().copied();
-        for side in Side::BOTH {
-            let last = match self.opts.semantics {
-                Semantics::Interval => overall,
-                Semantics::ScaleJoin => self.merge.ready_max_ts[side.index()],
-            };
-            let Some(last) = last else { continue };
-            let bound = last.saturating_sub(w);
-            if let Some(st) = self.sides[side.index()].as_mut() {
-                while st.chunks.len() > 1 && st.chunks.front().is_some_and(|c| c.2 < bound) {
-                    st.chunks.pop_front();
-                }
-            }
-        }
-    }
 }
 
 /// The batch function: every left batch, then every right batch, then the end. `on_batch` runs before each
@@ -506,6 +552,7 @@ where
     R: IntoIterator<Item = Result<RecordBatch>>,
 {
     let mut j = BandJoiner::new(opts)?;
+    j.deferred = true;
     j.bind(Side::Left, &left.0)?;
     j.bind(Side::Right, &right.0)?;
     let mut out = vec![];

@@ -1,6 +1,6 @@
 //! The parameters of `band_join` / `BandJoiner` (DESIGN §5), validated before any data is seen.
 
-use crate::aggregate::options::{LatenessOpt, OnLate, Span, resolve_threads};
+use crate::aggregate::options::{DEFAULT_CREDITS, LatenessOpt, OnLate, Span, resolve_threads};
 use crate::error::{Error, Result};
 use crate::order::kslack::Lateness;
 use crate::time::TimeUnit;
@@ -18,12 +18,12 @@ pub enum Predicate {
     Eq { left: String, right: String },
 }
 
-/// Which pairs a join emits (brief 002 §1.2).
+/// Which pairs a join emits (Gulisano et al., ScaleJoin).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Semantics {
     /// `|l.ts - r.ts| <= window` and the predicates: the pairs of an interval join (Flink, Spark).
     Interval,
-    /// Seed 002's three-step procedure exactly: compare with the opposite window, store, purge the *own*
+    /// ScaleJoin's three-step procedure exactly: compare with the opposite window, store, purge the *own*
     /// window strictly below `ts - window`; pairs further apart than `window` can match.
     ScaleJoin,
 }
@@ -53,7 +53,7 @@ impl Semantics {
 pub enum JoinStrategy {
     /// `scalejoin` with more than one thread, else `serial`.
     Auto,
-    /// ScaleGate in, `threads` processing threads, ScaleGate out (seed 002).
+    /// ScaleGate in, `threads` processing threads, ScaleGate out (Gulisano et al., ScaleJoin).
     ScaleJoin,
     /// One processing thread's logic run inline on the caller's thread (no gates, no threads).
     Serial,
@@ -98,6 +98,9 @@ impl JoinStrategy {
     }
 }
 
+/// The most processing threads a join starts: the bound `window_aggregate` and the other operators have.
+pub const MAX_THREADS: usize = 254;
+
 /// Everything `band_join` and `BandJoiner` take.
 #[derive(Debug, Clone)]
 pub struct BandJoinOptions {
@@ -114,6 +117,10 @@ pub struct BandJoinOptions {
     /// compares only candidates, not its whole share of the window.
     pub index: bool,
     pub strategy: JoinStrategy,
+    /// Streaming: rows a side may have pending (admitted past its own watermark, not yet ready because the
+    /// other side holds readiness back) before its pushes are refused with a backpressure error. `None`:
+    /// unbounded. The batch function is never refused.
+    pub credits: Option<u64>,
 }
 
 impl BandJoinOptions {
@@ -128,6 +135,7 @@ impl BandJoinOptions {
             semantics: Semantics::Interval,
             index: true,
             strategy: JoinStrategy::Auto,
+            credits: Some(DEFAULT_CREDITS),
         }
     }
 
@@ -142,10 +150,25 @@ impl BandJoinOptions {
                 format!("expected a non-negative length of time, got {w}"),
             ));
         }
-        if let Some(0) = self.threads {
+        match self.threads {
+            Some(0) => {
+                return Err(Error::param(
+                    "threads",
+                    "expected a positive int or None, got 0",
+                ));
+            }
+            Some(t) if t > MAX_THREADS => {
+                return Err(Error::param(
+                    "threads",
+                    format!("expected at most {MAX_THREADS} threads (or None: all cores), got {t}"),
+                ));
+            }
+            _ => {}
+        }
+        if self.credits == Some(0) {
             return Err(Error::param(
-                "threads",
-                "expected a positive int or None, got 0",
+                "credits",
+                "expected at least 1 row (or None: unbounded), got 0",
             ));
         }
         for p in &self.on {
@@ -163,8 +186,9 @@ impl BandJoinOptions {
         Ok(())
     }
 
+    /// `threads`, or every core (at most [`MAX_THREADS`]).
     pub fn threads(&self) -> usize {
-        resolve_threads(self.threads)
+        resolve_threads(self.threads).min(MAX_THREADS)
     }
 
     /// The window in time units, once the time column's unit is known.

@@ -56,7 +56,7 @@ impl Side {
     }
 }
 
-/// A tuple's place in the merged total order (brief 002 §1.5): time, then left before right, then its
+/// A tuple's place in the merged total order (Gulisano et al., ScaleJoin): time, then left before right, then its
 /// position among its side's rows in arrival order. Independent of batch splits and thread counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct JoinKey {
@@ -213,9 +213,9 @@ pub fn tuples(
         return Err(Error::new(
             ErrorKind::NullValue,
             format!(
-                "column '{}': null time at row {} of the {} input; expected a time on every row",
+                "column '{}': null time at row {row} of this batch of the {} input; expected a time on \
+                 every row",
                 s.time,
-                first_seq + row as u64,
                 s.side.name()
             ),
         ));
@@ -290,7 +290,7 @@ fn mark_nulls(col: &ArrayRef, valid: &mut [bool]) {
 /// A band column as float64; integers must be exact in float64.
 fn band_values(col: &ArrayRef, name: &str, side: Side) -> Result<Vec<f64>> {
     exact_f64(col, name, "band predicates", |i| {
-        format!("row {i} of the {} input", side.name())
+        format!("row {i} of this batch of the {} input", side.name())
     })
 }
 

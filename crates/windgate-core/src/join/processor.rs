@@ -1,4 +1,4 @@
-//! A ScaleJoin processing thread's logic (Algorithm 1, brief 002 §3.2), free of threads and gates so that the
+//! A ScaleJoin processing thread's logic (Algorithm 1 of Gulisano et al., ScaleJoin), free of threads and gates so that the
 //! parallel engine, the serial engine and the tests run the very same code.
 
 use crate::time::Timestamp;
@@ -7,7 +7,7 @@ use super::options::Semantics;
 use super::prepare::{JoinTuple, Side};
 use super::window::{Partner, Portion};
 
-/// The output gate's total order (brief 002 §1.5): the trigger's time, the trigger's merged position, the
+/// The output gate's total order (Gulisano et al., ScaleJoin): the trigger's time, the trigger's merged position, the
 /// partner's merged position. Identical for any number of threads: the order a sequential join emits when it
 /// scans its window in insertion order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -82,7 +82,7 @@ impl Processor {
         let other = own.other();
         let bound = t.key.ts.saturating_sub(self.window);
         if self.semantics == Semantics::Interval {
-            // The "modified" three-step (brief 002 §1.2): purge the opposite window first, so every pair is
+            // The "modified" three-step: purge the opposite window first, so every pair is
             // within `window`.
             self.portions[other.index()].purge(bound);
         }
@@ -114,7 +114,7 @@ impl Processor {
             }
         }
         // Algorithm 1 L11 and L19: the counter is incremented before the test, so the first tuple goes to
-        // thread 1 (thread 0 when n = 1), as in brief 002 §1.4.
+        // thread 1 (thread 0 when n = 1), as in the paper's worked example.
         if (pos + 1) % self.n == self.id && t.valid {
             // An invalid tuple (null or NaN compared value) can match nothing: storing it would change no
             // output.

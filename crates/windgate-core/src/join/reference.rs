@@ -38,6 +38,11 @@ impl ReferenceJoin {
         }
     }
 
+    /// Tuples in both windows.
+    pub fn stored(&self) -> usize {
+        self.windows.iter().map(VecDeque::len).sum()
+    }
+
     fn matches(&self, a: &JoinTuple, b: &JoinTuple) -> bool {
         a.valid
             && b.valid
@@ -49,7 +54,7 @@ impl ReferenceJoin {
                 .all(|((x, y), e)| (x - y).abs() <= *e)
     }
 
-    /// The three steps of brief 002 §1.2 for the next tuple of the merged stream.
+    /// ScaleJoin's three steps (Gulisano et al.) for the next tuple of the merged stream.
     pub fn process(&mut self, t: JoinTuple, mut emit: impl FnMut(OutKey, OutPair)) {
         let pos = self.counter;
         self.counter += 1;

@@ -1,4 +1,4 @@
-//! ScaleJoin's threads (brief 002 §3.1): the caller feeds SG_in through one source handle per side; `n`
+//! ScaleJoin's threads (Gulisano et al., ScaleJoin): the caller feeds SG_in through one source handle per side; `n`
 //! processing threads each read every ready tuple, run [`Processor`] and add their outputs to SG_out, whose
 //! one reader (the caller) receives them merged in [`OutKey`] order. No central sequential step.
 //!
@@ -6,7 +6,7 @@
 //! the caller unparks sleepers after each batch of insertions, each flush request and each close.
 //!
 //! Flushing a push: outputs of the *last* tuples would stay in SG_out, because each thread's latest output is
-//! not ready (brief 002 §3.6). When the caller needs every output of the first `c` ready tuples, it publishes
+//! not ready (Gulisano et al., ScaleJoin). When the caller needs every output of the first `c` ready tuples, it publishes
 //! `c`; each thread, once it processed `c` tuples, adds a marker `(ts, c - 1, MAX)` to SG_out and
 //! acknowledges. With every thread's marker written, everything below is ready.
 
@@ -19,15 +19,17 @@ use std::time::Duration;
 use crossbeam_utils::{Backoff, CachePadded};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::interrupt;
 use crate::order::scale_gate::{Next, Reader, ScaleGate, Source};
 use crate::runtime::farm::panic_message;
 
 use super::prepare::{JoinKey, JoinTuple, Side};
 use super::processor::{OutKey, OutPair, Processor};
 
-/// Gate levels: sources search from their previous position, so few levels are needed (brief 002 §2.2).
+/// Gate levels: sources search from their previous position, so few levels are needed (Gulisano et al., ScaleGate).
 const LEVELS: usize = 4;
-/// How far (in tuples) the caller may run ahead of the slowest thread before it waits: bounds SG_in.
+/// How far (in ready tuples) the caller may run ahead of the slowest thread before it waits: bounds the
+/// ready part of SG_in.
 const MAX_LAG: u64 = 1 << 16;
 /// The caller wakes sleeping threads and drains outputs every this many insertions.
 const WAKE_EVERY: u64 = 1024;
@@ -49,6 +51,10 @@ struct ThreadState {
     exited: AtomicBool,
     comparisons: AtomicU64,
     pairs: AtomicU64,
+    /// Tuples in this thread's window portions. Like the two counters above, a statistic published
+    /// (Relaxed) whenever the thread runs out of ready tuples, so it is current once a flush was
+    /// acknowledged.
+    stored: AtomicU64,
 }
 
 struct Shared {
@@ -120,18 +126,23 @@ impl ScaleJoin {
         })
     }
 
-    /// Adds one tuple of its side (in the side's key order). Drains ready outputs into `out` now and then,
-    /// and waits when the threads lag too far behind.
-    pub fn insert(&mut self, t: JoinTuple, out: &mut Vec<OutPair>) -> Result<()> {
+    /// Adds one tuple of its side (in the side's key order); `ready` is the length of the merged stream's
+    /// ready prefix after it (the caller's [`ReadyMerge`](super::merge::ReadyMerge) counts it). Drains ready
+    /// outputs into `out` now and then, and waits when the threads lag too far behind the ready prefix.
+    ///
+    /// Only ready tuples count towards the lag: the threads cannot process a tuple the other side has not
+    /// passed yet, so a bound on every inserted tuple would wait for progress that cannot happen (a side
+    /// pushed alone, or all of one side before the other). Unready tuples are bounded by the joiner's
+    /// credits instead.
+    pub fn insert(&mut self, t: JoinTuple, ready: u64, out: &mut Vec<OutPair>) -> Result<()> {
         let side = t.key.side;
         self.inputs[side.index()].add(t.key, t);
         self.inserted += 1;
         if self.inserted % WAKE_EVERY == 0 {
             self.wake_threads();
             self.drain(out);
-            let inserted = self.inserted;
-            if inserted - self.slowest() > MAX_LAG {
-                self.wait(out, |s| inserted - s.slowest() <= MAX_LAG / 2)?;
+            if ready.saturating_sub(self.slowest()) > MAX_LAG {
+                self.wait(out, |s| ready.saturating_sub(s.slowest()) <= MAX_LAG / 2)?;
             }
         }
         Ok(())
@@ -172,6 +183,7 @@ impl ScaleJoin {
                 Next::End => break,
                 Next::Pending => {
                     self.check_failed()?;
+                    interrupt::check()?;
                     self.park();
                 }
             }
@@ -192,6 +204,15 @@ impl ScaleJoin {
                 )
             })
             .collect()
+    }
+
+    /// Tuples stored in every thread's window portions (as last published).
+    pub fn stored(&self) -> u64 {
+        self.shared
+            .threads
+            .iter()
+            .map(|t| t.stored.load(Ordering::Relaxed))
+            .sum()
     }
 
     fn drain(&mut self, out: &mut Vec<OutPair>) {
@@ -219,11 +240,14 @@ impl ScaleJoin {
         }
     }
 
-    /// Drains outputs (so SG_out stays short) until `done` holds or a thread failed.
+    /// Drains outputs (so SG_out stays short) until `done` holds, a thread failed or the caller is
+    /// interrupted. `done` must only wait for work the threads can do on their own (ready tuples, flush
+    /// markers): nothing the caller would have to insert.
     fn wait(&mut self, out: &mut Vec<OutPair>, done: impl Fn(&Self) -> bool) -> Result<()> {
         let backoff = Backoff::new();
         while !done(self) {
             self.check_failed()?;
+            interrupt::check()?;
             self.drain(out);
             self.wake_threads();
             if backoff.is_completed() {
@@ -302,6 +326,7 @@ fn run_thread(
                 Next::Pending => {
                     me.comparisons.store(proc.comparisons, Ordering::Relaxed);
                     me.pairs.store(proc.pairs, Ordering::Relaxed);
+                    me.stored.store(proc.stored() as u64, Ordering::Relaxed);
                     let target = shared.flush.load(Ordering::Acquire);
                     if target > me.acked.load(Ordering::Relaxed) && proc.processed() >= target {
                         output.advance(OutKey {

@@ -1,4 +1,4 @@
-//! One processing thread's share of one side's window (its *portion*, brief 002 §3.1): the tuples it stored,
+//! One processing thread's share of one side's window (its *portion*, Gulisano et al., ScaleJoin): the tuples it stored,
 //! in time order, columnar, and optionally indexed so that a probe compares candidates only.
 //!
 //! The index: cells of width `eps` over the first band column, keyed by the equality id too. A probe `v`
@@ -18,6 +18,9 @@ use super::prepare::JoinTuple;
 
 /// Tuples scanned per mask block.
 const BLOCK: usize = 64;
+
+/// A probe of a finite value visits at most five cells (its band of two cells, one of margin each way).
+const MAX_PROBE_CELLS: i64 = 8;
 
 /// A match found by a probe: the partner's merged position and its row among its side's rows.
 pub type Partner = (u64, u64);
@@ -234,6 +237,16 @@ impl Portion {
             let c = cell(v, e);
             (c, c)
         };
+        if hi.checked_sub(lo).is_none_or(|d| d > MAX_PROBE_CELLS) {
+            // `v ± e` left the float64 range (a huge `eps` or value): the cell range would cover most of
+            // i64, so scan the runs of the equality id instead of counting through empty cells.
+            return self
+                .cells
+                .iter()
+                .filter(|(k, _)| k.0 == t.eq)
+                .map(|(_, r)| r.scan(t, &self.eps, out))
+                .sum();
+        }
         let mut comparisons = 0;
         for c in lo..=hi {
             if let Some(r) = self.cells.get(&(t.eq, c)) {

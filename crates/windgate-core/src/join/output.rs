@@ -1,0 +1,110 @@
+//! The joiner's output rows: the pairs' input rows gathered from the batches each side keeps, and the
+//! release of batches no future pair can use (the joiner's memory bound).
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
+use arrow_schema::{Field, Schema, SchemaRef};
+
+use crate::error::Result;
+
+use super::operator::BandJoiner;
+use super::options::Semantics;
+use super::prepare::Side;
+use super::processor::OutPair;
+
+impl BandJoiner {
+    /// The output schema: `left_*`, `right_*`, `ts`. Needs both sides bound.
+    pub fn output_schema(&self) -> Option<SchemaRef> {
+        let (Some(l), Some(r)) = (&self.sides[0], &self.sides[1]) else {
+            return None;
+        };
+        let mut fields: Vec<Field> = vec![];
+        for (prefix, s) in [("left_", l), ("right_", r)] {
+            for f in s.schema.schema.fields() {
+                fields.push(
+                    f.as_ref()
+                        .clone()
+                        .with_name(format!("{prefix}{}", f.name())),
+                );
+            }
+        }
+        fields.push(Field::new("ts", l.schema.time_type.clone(), false));
+        Some(Arc::new(Schema::new(fields)))
+    }
+
+    /// Builds the output rows of `self.pairs` and lets go of input batches no future pair can use.
+    pub(super) fn output(&mut self) -> Result<RecordBatch> {
+        let pairs = std::mem::take(&mut self.pairs);
+        self.stats.pairs_out += pairs.len() as u64;
+        let batch = match self.output_schema() {
+            Some(schema) => self.rows_of(&pairs, schema)?,
+            None => RecordBatch::new_empty(Arc::new(Schema::empty())),
+        };
+        self.release_chunks();
+        Ok(batch)
+    }
+
+    fn rows_of(&self, pairs: &[OutPair], schema: SchemaRef) -> Result<RecordBatch> {
+        if pairs.is_empty() {
+            return Ok(RecordBatch::new_empty(schema));
+        }
+        let mut columns: Vec<ArrayRef> = vec![];
+        let mut ts: [Vec<i64>; 2] = [vec![], vec![]];
+        for side in Side::BOTH {
+            let st = self.sides[side.index()].as_ref().expect("bound");
+            let seqs = pairs.iter().map(|p| match side {
+                Side::Left => p.left,
+                Side::Right => p.right,
+            });
+            let picks: Vec<(usize, usize)> = seqs
+                .map(|seq| {
+                    let c = st.chunks.partition_point(|(first, _, _)| *first <= seq) - 1;
+                    (c, (seq - st.chunks[c].0) as usize)
+                })
+                .collect();
+            let time_idx = st.schema.schema.index_of(&st.schema.time)?;
+            for col in 0..st.schema.schema.fields().len() {
+                let arrays: Vec<&dyn Array> = st
+                    .chunks
+                    .iter()
+                    .map(|(_, b, _)| b.column(col).as_ref())
+                    .collect();
+                let picked = arrow_select::interleave::interleave(&arrays, &picks)?;
+                if col == time_idx {
+                    ts[side.index()] = crate::arrow_io::as_i64(&picked, &st.schema.time)?.to_vec();
+                }
+                columns.push(picked);
+            }
+        }
+        let max_ts: Int64Array = ts[0].iter().zip(&ts[1]).map(|(l, r)| *l.max(r)).collect();
+        let time_type = schema.field(schema.fields().len() - 1).data_type().clone();
+        columns.push(crate::arrow_io::int_column_as(
+            Arc::new(max_ts),
+            &time_type,
+        )?);
+        Ok(RecordBatch::try_new(schema, columns)?)
+    }
+
+    /// Drops leading input batches whose rows can no longer be part of a pair (DESIGN §6: memory stays
+    /// bounded). Interval: a future trigger has ts >= the last ready ts, so partners below `that - window`
+    /// are dead. ScaleJoin semantics: a tuple leaves its window once an own-side tuple beyond `ts + window`
+    /// was processed.
+    fn release_chunks(&mut self) {
+        let Some(w) = self.window else { return };
+        let overall = self.merge.ready_max_ts.iter().flatten().max().copied();
+        for side in Side::BOTH {
+            let last = match self.opts.semantics {
+                Semantics::Interval => overall,
+                Semantics::ScaleJoin => self.merge.ready_max_ts[side.index()],
+            };
+            let Some(last) = last else { continue };
+            let bound = last.saturating_sub(w);
+            if let Some(st) = self.sides[side.index()].as_mut() {
+                while st.chunks.len() > 1 && st.chunks.front().is_some_and(|c| c.2 < bound) {
+                    st.chunks.pop_front();
+                }
+            }
+        }
+    }
+}
