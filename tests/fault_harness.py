@@ -39,21 +39,7 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 #: Faults reported in issue 16 (and those this suite found on top of it), by item. A problem tagged with one
 #: of these is tolerated by the generative tests (and reported as a warning); the regression tests assert
 #: the fixed behaviour. Remove an entry once its fix lands, so that the generative tests guard it too.
-KNOWN: dict[str, str] = {
-    "1": "close_source before any push panics ('bound before emitting') and poisons the operator",
-    "2": "huge sources/size/size-to-slide ratios abort on allocation instead of an InvalidParameterError",
-    "3": "lateness=0 streaming keeps every key ever seen in stats['keys'] (and memory)",
-    "4": "a dictionary-encoded column is rejected with InputError 'column types must match schema types'",
-    "5": "duplicate input column names are accepted (one of the columns is used silently)",
-    "6": "var/std overflow to NaN instead of +inf when the exact variance exceeds the float64 range",
-    "7": "one operator used from two threads raises RuntimeError('Already borrowed')",
-    "8": "a poisoned operator nests the previous message in every new one",
-    "9": "wrongly typed arguments raise a bare TypeError/ValueError/OverflowError",
-    "10": "band_join deadlocks on large inputs with lateness=0",
-    "11": "KeyboardInterrupt raised by the input stream surfaces as InputError",
-    "12": "band_join/BandJoiner with a huge thread count (2**31) aborts on allocation (found by this suite)",
-    "13": "float/int var and std are an ulp off the exact variance rounded once (found by this suite)",
-}
+KNOWN: dict[str, str] = {}
 
 
 @dataclass
@@ -1322,7 +1308,8 @@ def reg_var_rounded_once(case: dict) -> list[Problem]:
         results = set()
         for order in (xs, xs[::-1], sorted(xs)):
             tab = pa.table({"ts": [0] * len(order), "v": pa.array(order, t)})
-            results.add(windgate.window_aggregate(tab, time="ts", size=10, aggs={"v": "var"})["var_v"][0].as_py())
+            out = windgate.window_aggregate(tab, time="ts", size=10, aggs={"v": "var"})
+            results.add(out["var_v"][0].as_py())
         got = results.pop()
         if results:
             problems.append(Problem(f"var of {xs} as {t} depends on the row order"))

@@ -90,7 +90,7 @@ def test_parameter_bounds():
             else:
                 windgate.BandJoiner(time="ts", window=1, threads=10_000)
     for credits in (0, -1, 1.5, True, "1"):
-        with pytest.raises(windgate.InvalidParameterError, match=r"credits: expected"):
+        with pytest.raises(windgate.WindgateError, match=r"credits: expected"):
             windgate.BandJoiner(time="ts", window=1, credits=credits)
     assert windgate.band_join(t, t, time="ts", window=2**62, lateness=2**62).num_rows == 4
     big = pa.table({"ts": [0, 1], "v": [-1e308, 1e308]})

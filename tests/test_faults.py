@@ -2,9 +2,9 @@
 ``windgate.errors.WindgateError``, never a panic, a crash, a hang, a memory blow-up or a partial consumption.
 
 Each case runs in an isolated child process (``fault_harness.Worker``) under a time limit and an address-space
-limit; the child is reused across cases and replaced after a death or a time-out. Problems matching a fault
-already reported (``fault_harness.KNOWN``) are reported as warnings by the generative tests; the
-deterministic regression tests at the end assert the fixed behaviour and are ``xfail`` until the fixes land.
+limit; the child is reused across cases and replaced after a death or a time-out. A problem matching a fault
+listed in ``fault_harness.KNOWN`` (reported, not yet fixed) only warns; every other problem fails. The
+deterministic regression tests at the end hold one per fault of issue 16.
 """
 
 from __future__ import annotations
@@ -108,9 +108,10 @@ def _clip(s: str, n: int) -> str:
 def run_case(worker: fh.Worker, name: str, case: dict, timeout: float = fh.TIME_LIMIT_S) -> None:
     """Runs a check in the child; unknown problems fail the test with the case, known ones warn."""
     problems = worker.run(name, case, timeout)
-    unknown = [p for p in problems if not p.known]
+    # A tag whose fault was fixed (no longer in KNOWN) is a regression: it fails like any other problem.
+    unknown = [p for p in problems if p.known not in fh.KNOWN]
     for p in problems:
-        if p.known:
+        if p.known in fh.KNOWN:
             warnings.warn(
                 f"known fault (issue 16 item {p.known}: {fh.KNOWN[p.known]}): {p.text[:300]}", stacklevel=2
             )
@@ -608,7 +609,7 @@ def test_window_aggregate_batches_over_65536_rows_match_brute_force(worker, case
 
 
 # --------------------------------------------------------------------------------------------------------
-# Deterministic regression tests for the faults of issue 16 (xfail until their fixes land)
+# Deterministic regression tests for the faults of issue 16, one per fault
 
 
 def assert_clean(worker: fh.Worker, scenario: str, timeout: float = fh.TIME_LIMIT_S) -> None:
@@ -618,83 +619,67 @@ def assert_clean(worker: fh.Worker, scenario: str, timeout: float = fh.TIME_LIMI
         pytest.fail("\n".join(p.text for p in problems), pytrace=False)
 
 
-def _xfail(item: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=False, reason=f"issue 16 item {item}: {fh.KNOWN[item]}")
-
-
-@_xfail("1")
 def test_close_source_before_any_push_does_not_poison(worker):
     """close_source(1) of a 2-source WindowAggregator before any push neither panics nor poisons; later pushes
     give window_aggregate's rows; flush() of an operator that saw no rows returns an empty batch."""
     assert_clean(worker, "reg_close_source_before_push")
 
 
-@_xfail("2")
 def test_huge_sources_is_an_invalid_parameter_not_an_abort(worker):
     """WindowAggregator(sources=2**40) raises a WindgateError naming sources instead of aborting."""
     assert_clean(worker, "reg_huge_sources")
 
 
-@_xfail("2")
 def test_huge_size_to_slide_ratio_is_an_invalid_parameter_not_an_abort(worker):
     """window_aggregate(size=2**40, slide=1) raises a WindgateError naming size/slide instead of aborting."""
     assert_clean(worker, "reg_huge_size")
 
 
-@_xfail("2")
 def test_huge_skyline_window_is_an_invalid_parameter_not_an_abort(worker):
     """skyline(size=2**62, slide=1) raises a WindgateError naming size/slide instead of aborting."""
     assert_clean(worker, "reg_huge_skyline")
 
 
-@_xfail("3")
 def test_lateness_zero_keys_stay_bounded_by_open_state(worker):
     """With lateness=0 and 200k keys that never repeat, stats['keys'] stays bounded by the open panes' keys
     (at most two batches' worth), not the stream's length."""
     assert_clean(worker, "reg_lateness0_keys_bounded", timeout=60)
 
 
-@_xfail("4")
 def test_dictionary_encoded_by_column_works_like_the_plain_column(worker):
     """A dictionary-encoded ``by`` column (pa dictionary_encode(), pandas Categorical) gives the plain
     column's rows."""
     assert_clean(worker, "reg_dictionary_by")
 
 
-@_xfail("5")
 def test_duplicate_input_column_names_raise_an_error_naming_the_column(worker):
     """Two input columns named 'v' with aggs on 'v' raise a WindgateError naming 'v'."""
     assert_clean(worker, "reg_duplicate_names")
 
 
-@_xfail("6")
 def test_var_overflowing_float64_is_inf_not_nan(worker):
     """var/std of [1e200, -1e200] are +inf (the exact variance exceeds float64), not NaN."""
     assert_clean(worker, "reg_var_overflow")
 
 
-@_xfail("7")
 def test_one_operator_from_two_threads_raises_windgate_error_or_serialises(worker):
     """Two Python threads pushing into one WindowAggregator get results or WindgateErrors, never
     RuntimeError('Already borrowed')."""
     assert_clean(worker, "reg_two_threads", timeout=60)
 
 
-@_xfail("8")
 def test_poisoned_operator_messages_do_not_nest(worker):
     """After an overflow poisons an operator, each further push raises the same-size message, not one that
     nests the previous message again."""
     assert_clean(worker, "reg_poison_not_nested")
 
 
-@_xfail("9")
 def test_wrongly_typed_arguments_raise_windgate_errors_naming_them(worker):
     """time=0, aggs={'*': 5}, farm='as_pid', push(source=10**20), topk(k=2**70) and threads='2' raise a
     WindgateError naming the parameter, not a bare TypeError/ValueError/OverflowError."""
     assert_clean(worker, "reg_wrong_types")
 
 
-@_xfail("10")
 @pytest.mark.slow
 def test_band_join_200k_rows_lateness_zero_finishes(worker):
     """band_join(t, t, window=1, lateness=0) over 200k consecutive times returns 599,998 pairs within the
@@ -702,20 +687,17 @@ def test_band_join_200k_rows_lateness_zero_finishes(worker):
     assert_clean(worker, "reg_band_join_200k", timeout=30)
 
 
-@_xfail("11")
 def test_keyboard_interrupt_in_input_generator_propagates(worker):
     """A reader over a generator that raises KeyboardInterrupt makes the call raise KeyboardInterrupt, not
     InputError."""
     assert_clean(worker, "reg_keyboard_interrupt")
 
 
-@_xfail("12")
 def test_band_join_huge_thread_count_is_an_invalid_parameter(worker):
     """band_join(threads=2**31) raises a WindgateError naming threads instead of aborting on allocation."""
     assert_clean(worker, "reg_band_join_huge_threads")
 
 
-@_xfail("13")
 def test_var_is_the_exact_variance_rounded_once(worker):
     """var of [20, 115, 6, 69, 13, -18] (float64 and int64) equals the exact sample variance rounded once
     (2382.1666666666665)."""

@@ -11,7 +11,7 @@ import windgate
 
 
 def key_stream(pushes: int, rows: int, *, repeat_keys: bool):
-    """Batches with increasing times (100 rows a time unit) and keys that never repeat (or cycle over 1000)."""
+    """Batches with increasing times (100 rows a time unit); keys never repeat (or cycle over 1000)."""
     for p in range(pushes):
         i = np.arange(p * rows, (p + 1) * rows, dtype=np.int64)
         keys = i if not repeat_keys else i % 1000

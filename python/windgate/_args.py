@@ -52,7 +52,9 @@ def optional_integer(value: Any, param: str, *, minimum: int | None = None) -> i
 def name(value: Any, param: str) -> str:
     """A column name."""
     if not isinstance(value, str):
-        raise ColumnTypeError(f"{param}: expected a column name (a str), got {type(value).__name__} {value!r}")
+        raise ColumnTypeError(
+            f"{param}: expected a column name (a str), got {type(value).__name__} {value!r}"
+        )
     return value
 
 
@@ -73,7 +75,8 @@ def options_dict(value: Any, param: str) -> dict[str, Any] | None:
         return None
     if not isinstance(value, Mapping):
         raise ColumnTypeError(
-            f"{param}: expected a dict of options such as {{'scheduler': 'as_pid'}}, got {type(value).__name__}"
+            f"{param}: expected a dict of options such as {{'scheduler': 'as_pid'}}, "
+            f"got {type(value).__name__}"
         )
     return dict(value)
 

@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from . import _args, _native
+from ._serial import Serialised
 from .errors import ColumnTypeError, InvalidParameterError
 
 
@@ -103,12 +104,12 @@ def _kwargs(
         "time": _time_pair(time),
         "window": _args.span(window, "window"),
         "on": _predicates(on),
-        "threads": threads,
+        "threads": _args.optional_integer(threads, "threads"),
         "lateness": _args.span(lateness, "lateness"),
-        "on_late": on_late,
-        "semantics": semantics,
+        "on_late": _args.choice(on_late, "on_late"),
+        "semantics": _args.choice(semantics, "semantics"),
         "index": bool(index),
-        "strategy": strategy,
+        "strategy": _args.choice(strategy, "strategy"),
     }
 
 
@@ -166,7 +167,7 @@ def band_join(
     return _native.band_join(_args.arrow_source(left, "left"), _args.arrow_source(right, "right"), **kwargs)
 
 
-class BandJoiner:
+class BandJoiner(Serialised):
     """Streaming band join: push batches of either side, get the pairs as soon as they are final.
 
     Takes the keyword arguments of :func:`band_join`. A row is processed once both sides have moved past it:
@@ -219,8 +220,8 @@ class BandJoiner:
         credits: int | None = 2**20,
     ) -> None:
         kwargs = _kwargs(time, window, on, threads, lateness, on_late, semantics, index, strategy)
-        if credits is not None and (isinstance(credits, bool) or not isinstance(credits, int)):
-            raise InvalidParameterError(f"credits: expected a positive int or None, got {credits!r}")
+        super().__init__()
+        credits = _args.optional_integer(credits, "credits", minimum=1)
         self._inner = _native.BandJoiner(**kwargs, credits=credits)
 
     def push(self, batch: Any, side: str = "left") -> pa.RecordBatch:
@@ -230,11 +231,12 @@ class BandJoiner:
         :class:`windgate.BackpressureError` when ``side`` has ``credits`` rows pending (see the class
         docstring); nothing is consumed then.
         """
-        return self._inner.push(_args.arrow_source(batch, "batch"), side)
+        side = _args.choice(side, "side")
+        return self._call(self._inner.push, _args.arrow_source(batch, "batch"), side)
 
     def flush(self) -> pa.RecordBatch:
         """End of both inputs: every remaining pair. The joiner takes no more batches after it."""
-        return self._inner.flush()
+        return self._call(self._inner.flush)
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -245,7 +247,7 @@ class BandJoiner:
         the input batches kept for output rows), ``window_rows`` (rows stored in the windows),
         ``backpressured`` (refused pushes), ``watermark_left``/``watermark_right``, ``threads``,
         ``strategy``, ``semantics``, ``index``."""
-        return self._inner.stats
+        return self._call(lambda: self._inner.stats)
 
     @property
     def schema(self) -> pa.Schema | None:
