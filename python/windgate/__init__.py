@@ -230,8 +230,8 @@ class WindowAggregator(Serialised):
         super().__init__()
         self._inner = _native.WindowAggregator(
             **kwargs,
-            sources=_args.integer(sources, "sources", minimum=1),
-            credits=_args.optional_integer(credits, "credits", minimum=1),
+            sources=_args.integer(sources, "sources"),
+            credits=_args.optional_integer(credits, "credits"),
             order_by=_args.optional_name(order_by, "order_by"),
         )
 
@@ -241,12 +241,12 @@ class WindowAggregator(Serialised):
         Returns the rows of the windows that became final (a possibly empty ``pyarrow.RecordBatch``). Raises
         :class:`windgate.errors.BackpressureError` (nothing consumed) when ``source`` is out of credits.
         """
-        source = _args.integer(source, "source", minimum=0)
+        source = _args.integer(source, "source")
         return self._call(self._inner.push, _args.arrow_source(batch, "batch"), source)
 
     def close_source(self, source: int) -> pa.RecordBatch:
         """Marks ``source`` as finished so that it no longer holds windows back."""
-        return self._call(self._inner.close_source, _args.integer(source, "source", minimum=0))
+        return self._call(self._inner.close_source, _args.integer(source, "source"))
 
     def flush(self) -> pa.RecordBatch:
         """End of stream: returns every window still open. The operator takes no more batches after it."""

@@ -38,9 +38,11 @@ def integer(value: Any, param: str, *, minimum: int | None = None, maximum: int 
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         raise ColumnTypeError(f"{param}: expected an int, got {type(value).__name__} {value!r}")
     n = int(value.__index__())
-    if (minimum is not None and n < minimum) or n > maximum:
-        lo = "" if minimum is None else f"from {minimum} "
-        raise InvalidParameterError(f"{param}: expected an int {lo}to {maximum}, got {n}")
+    if minimum is not None and n < minimum:
+        raise InvalidParameterError(f"{param}: expected an int >= {minimum}, got {n}")
+    if n > maximum or n < -INT64_MAX - 1:
+        bound = "a 64-bit int" if maximum == INT64_MAX else f"an int <= {maximum}"
+        raise InvalidParameterError(f"{param}: expected {bound}, got {n}")
     return n
 
 

@@ -113,7 +113,7 @@ fn keys_without_open_state_are_forgotten() {
             rows_out += agg.push(&batch, 0).unwrap().num_rows();
             let keys = agg.stats().keys;
             assert!(
-                keys <= 1 << 17,
+                keys <= 2 * per_batch as u64,
                 "{strategy:?}: {keys} keys held after batch {b}"
             );
         }

@@ -8,9 +8,11 @@ use super::reference::ReferenceEngine;
 use super::slots::SlotStore;
 use crate::error::Result;
 
-/// Fewer keys than this are never forgotten: renumbering costs a pass over the open state, and a dictionary
-/// this small costs a few megabytes at most.
-pub(super) const FORGET_MIN_KEYS: usize = 1 << 16;
+/// Fewer keys than this are never forgotten: a dictionary this small costs well under a megabyte. Above it,
+/// renumbering (a pass over the open state and the keys) runs only while most keys are idle (more than twice
+/// the key entries of the open state), so each run is paid for by as many new keys and the cost per key stays
+/// constant.
+pub(super) const FORGET_MIN_KEYS: usize = 1 << 12;
 
 pub(super) enum Engine {
     Pane(PaneEngine),
