@@ -1,18 +1,19 @@
 //! Band join under hostile input: one side stalled, pushes far larger than the engine's lag bound, every
 //! thread count. Each run is watched by a timeout, so a deadlock fails the test instead of hanging it.
 
+mod join_support;
+
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
 use arrow_array::{Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
+use join_support::{opts, pairs, ts_batch};
 use windgate_core::ErrorKind;
-use windgate_core::aggregate::{LatenessOpt, OnLate, Span};
+use windgate_core::aggregate::OnLate;
 use windgate_core::interrupt;
-use windgate_core::join::{BandJoinOptions, BandJoiner, JoinStrategy, Side, band_join};
+use windgate_core::join::{BandJoiner, JoinStrategy, Side, band_join};
 
 /// More than the threaded engine's lag bound (2^16 tuples), so the caller's back-pressure wait runs.
 const BIG: i64 = 70_000;
@@ -30,42 +31,6 @@ fn within<T: Send + 'static>(secs: u64, what: &str, f: impl FnOnce() -> T + Send
         }
         Err(e) => panic!("{what}: the run panicked ({e})"),
     }
-}
-
-fn ts_batch(ts: impl IntoIterator<Item = i64>) -> RecordBatch {
-    let schema = Arc::new(Schema::new(vec![Field::new("ts", DataType::Int64, false)]));
-    RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from_iter_values(ts))]).unwrap()
-}
-
-fn opts(
-    window: i64,
-    lateness: Option<i64>,
-    strategy: JoinStrategy,
-    threads: usize,
-) -> BandJoinOptions {
-    let mut o = BandJoinOptions::new(("ts".into(), "ts".into()), Span::Units(window), vec![]);
-    o.lateness = lateness.map_or(LatenessOpt::Exact, |k| LatenessOpt::Bound(Span::Units(k)));
-    o.strategy = strategy;
-    o.threads = Some(threads);
-    o
-}
-
-/// (left ts, right ts) of every output row.
-fn pairs(batches: &[RecordBatch]) -> Vec<(i64, i64)> {
-    let mut out = vec![];
-    // A push before both sides are bound returns a batch without columns.
-    for b in batches.iter().filter(|b| b.num_rows() > 0) {
-        let l = b
-            .column_by_name("left_ts")
-            .unwrap()
-            .as_primitive::<Int64Type>();
-        let r = b
-            .column_by_name("right_ts")
-            .unwrap()
-            .as_primitive::<Int64Type>();
-        out.extend((0..b.num_rows()).map(|i| (l.value(i), r.value(i))));
-    }
-    out
 }
 
 fn engines() -> Vec<(JoinStrategy, usize)> {

@@ -1,21 +1,17 @@
 //! Band join limits: parameter bounds, credits (a side that runs ahead of a stalled one is refused, without
 //! consuming its batch), bounded memory on a long stream, and refused pushes as no-ops for every engine.
 
+mod join_support;
+
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
 use arrow_array::{Float64Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
+use join_support::{opts, pairs, ts_batch};
 use proptest::prelude::*;
 use windgate_core::ErrorKind;
 use windgate_core::aggregate::{LatenessOpt, OnLate, Span};
 use windgate_core::join::{BandJoinOptions, BandJoiner, JoinStrategy, Predicate, Side, band_join};
-
-fn ts_batch(ts: impl IntoIterator<Item = i64>) -> RecordBatch {
-    let schema = Arc::new(Schema::new(vec![Field::new("ts", DataType::Int64, false)]));
-    RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from_iter_values(ts))]).unwrap()
-}
 
 /// Rows `(ts, v)` with a float64 band column `v`.
 fn band_batch(rows: &[(i64, f64)]) -> RecordBatch {
@@ -31,35 +27,6 @@ fn band_batch(rows: &[(i64, f64)]) -> RecordBatch {
         ],
     )
     .unwrap()
-}
-
-fn opts(
-    window: i64,
-    lateness: Option<i64>,
-    strategy: JoinStrategy,
-    threads: usize,
-) -> BandJoinOptions {
-    let mut o = BandJoinOptions::new(("ts".into(), "ts".into()), Span::Units(window), vec![]);
-    o.lateness = lateness.map_or(LatenessOpt::Exact, |k| LatenessOpt::Bound(Span::Units(k)));
-    o.strategy = strategy;
-    o.threads = Some(threads);
-    o
-}
-
-fn pairs(batches: &[RecordBatch]) -> Vec<(i64, i64)> {
-    let mut out = vec![];
-    for b in batches.iter().filter(|b| b.num_rows() > 0) {
-        let l = b
-            .column_by_name("left_ts")
-            .unwrap()
-            .as_primitive::<Int64Type>();
-        let r = b
-            .column_by_name("right_ts")
-            .unwrap()
-            .as_primitive::<Int64Type>();
-        out.extend((0..b.num_rows()).map(|i| (l.value(i), r.value(i))));
-    }
-    out
 }
 
 fn engines() -> [(JoinStrategy, usize); 5] {
