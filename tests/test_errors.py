@@ -131,3 +131,19 @@ def test_flushed_operator_refuses_more_and_timedelta_is_accepted():
     a.flush()
     with pytest.raises(errors.InvalidParameterError, match=r"push: the operator was flushed"):
         a.push(pa.table({"ts": pa.array([1], pa.timestamp("s"))}))
+
+
+def test_duplicate_input_column_names_are_named():
+    # Operators that carry every input column into their output refuse a name that appears twice.
+    t = pa.Table.from_arrays(
+        [pa.array([1, 2, 3]), pa.array([1.0, 2.0, 3.0]), pa.array([3.0, 2.0, 1.0])], names=["ts", "v", "v"]
+    )
+    calls = [
+        lambda: windgate.window_aggregate(t, time="ts", size=10, aggs={"v": "sum"}),
+        lambda: windgate.skyline(t, time="ts", size=10, dims=["v"]),
+        lambda: windgate.topk(t, time="ts", size=10, score="v", k=1),
+        lambda: windgate.band_join(t, t, time="ts", window=1),
+    ]
+    for call in calls:
+        with pytest.raises(errors.InvalidParameterError, match=r"column 'v' appears 2 times"):
+            call()

@@ -39,6 +39,18 @@ pub fn check_unambiguous(schema: &SchemaRef, name: &str, param: &str) -> Result<
     Ok(())
 }
 
+/// Fails when two columns of `schema` share a name: operators that carry every input column into their output
+/// (the preference queries, the join) would otherwise emit ambiguous columns. `param` names the input.
+pub fn check_unique_names(schema: &SchemaRef, param: &str) -> Result<()> {
+    let fields = schema.fields();
+    for (i, f) in fields.iter().enumerate() {
+        if fields[..i].iter().any(|g| g.name() == f.name()) {
+            return check_unambiguous(schema, f.name(), param);
+        }
+    }
+    Ok(())
+}
+
 /// `schema` with dictionary-encoded fields replaced by their value types (what [`decode_dictionaries`] gives).
 pub fn plain_schema(schema: &SchemaRef) -> SchemaRef {
     if !schema.fields().iter().any(|f| is_dictionary(f.data_type())) {

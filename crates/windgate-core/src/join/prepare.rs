@@ -93,6 +93,7 @@ pub struct SideSchema {
 impl SideSchema {
     pub fn bind(side: Side, schema: &SchemaRef, time: &str, on: &[Predicate]) -> Result<Self> {
         let param = format!("{} input", side.name());
+        crate::arrow_io::check_unique_names(schema, side.name())?;
         let empty = RecordBatch::new_empty(schema.clone());
         let t = column(&empty, time, "time")?;
         let unit = time_unit(t.data_type(), time)?;

@@ -158,6 +158,7 @@ impl PreferenceOperator {
         if self.bound.is_some() {
             return Ok(());
         }
+        crate::arrow_io::check_unique_names(schema, "data")?;
         let o = &self.opts.window;
         let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
         let field = |name: &str, param: &str| {
