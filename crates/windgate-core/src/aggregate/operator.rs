@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
+use arrow_buffer::ScalarBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use arrow_select::interleave::interleave;
 
@@ -443,6 +444,11 @@ impl WindowAggregator {
             Some(Engine::Farm(_))
         );
         let slice = if farm { FARM_INGEST_ROWS } else { INGEST_ROWS };
+        if n > slice {
+            // Refused whole or taken whole: a late row (or a bad value) in a later slice must not leave the
+            // earlier slices ingested.
+            self.read(batch, source, 0)?;
+        }
         let mut start = 0;
         loop {
             let len = slice.min(n - start);
@@ -688,8 +694,42 @@ impl WindowAggregator {
     /// Validates a batch and hands its admitted rows to the engine. On error nothing has changed but the key
     /// dictionary (which may hold keys of the rejected batch; they are never output).
     fn ingest(&mut self, batch: &RecordBatch, source: usize, first_row: usize) -> Result<()> {
+        let read = self.read(batch, source, first_row)?;
         let o = &self.opts;
         let b = self.bound.as_mut().expect("bound");
+        let n = batch.num_rows();
+        let by_cols: Vec<ArrayRef> =
+            o.by.iter()
+                .map(|c| column(batch, c, "by").cloned())
+                .collect::<Result<_>>()?;
+        let keys = b.keys.ids(&by_cols, n)?;
+
+        // Commit.
+        let src = &mut self.sources[source];
+        src.kslack = read.kslack;
+        let rows = Admitted {
+            ts: read.ts,
+            keys,
+            keep: read.admitted.keep,
+            inputs: read.inputs,
+            source: source as u32,
+            seq0: src.seq,
+            by: read.order_by,
+        };
+        src.seq += n as u64;
+        self.stats.batches_in += (first_row == 0) as u64;
+        self.stats.rows_in += n as u64;
+        self.stats.late_rows += read.admitted.late;
+        self.stats.null_time_rows += read.admitted.null_time;
+        b.engine.ingest(rows)
+    }
+
+    /// Reads and checks a batch of `source` as [`Self::ingest`] would, changing nothing: its columns, its
+    /// values, and its rows' admission, decided on a copy of the source's K-slack. `push` runs it over a whole
+    /// batch before ingesting the batch slice by slice, so a batch is refused whole or taken whole.
+    fn read(&self, batch: &RecordBatch, source: usize, first_row: usize) -> Result<Read> {
+        let o = &self.opts;
+        let b = self.bound.as_ref().expect("bound");
         let what = if source == 0 {
             "this batch".to_string()
         } else {
@@ -699,7 +739,6 @@ impl WindowAggregator {
             check_same_type(&b.schema, batch, name, &what)?;
             check_unambiguous(batch.schema_ref(), name, "data")?;
         }
-        let n = batch.num_rows();
         let time_col = column(batch, &o.time, "time")?;
         let ts = as_i64(time_col, &o.time)?;
         let order_by = match &o.order_by {
@@ -718,10 +757,6 @@ impl WindowAggregator {
                 Some(as_i64(col, c)?)
             }
         };
-        let by_cols: Vec<ArrayRef> =
-            o.by.iter()
-                .map(|c| column(batch, c, "by").cloned())
-                .collect::<Result<_>>()?;
         let inputs: Vec<InputValues> = b
             .metas
             .iter()
@@ -735,11 +770,8 @@ impl WindowAggregator {
                 ),
             })
             .collect::<Result<_>>()?;
-        let keys = b.keys.ids(&by_cols, n)?;
-
-        // Admission: null times, then the source's K-slack. Worked on a copy so a rejected batch changes nothing.
-        let src = &self.sources[source];
-        let mut ks = src.kslack.clone();
+        // Admission: null times, then the source's K-slack, on a copy.
+        let mut kslack = self.sources[source].kslack.clone();
         let rules = Rules {
             time: &o.time,
             null_time: o.null_time,
@@ -748,30 +780,28 @@ impl WindowAggregator {
             what: &what,
             first_row,
         };
-        let admitted = admit(&mut ks, &ts, time_col.logical_nulls().as_ref(), &rules)?;
+        let admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
         if let Some((lo, hi)) = admitted.range {
             b.spec.check_range(lo, hi, &o.time)?;
         }
-
-        // Commit.
-        let src = &mut self.sources[source];
-        src.kslack = ks;
-        let rows = Admitted {
+        Ok(Read {
             ts,
-            keys,
-            keep: admitted.keep,
+            order_by,
             inputs,
-            source: source as u32,
-            seq0: src.seq,
-            by: order_by,
-        };
-        src.seq += n as u64;
-        self.stats.batches_in += (first_row == 0) as u64;
-        self.stats.rows_in += n as u64;
-        self.stats.late_rows += admitted.late;
-        self.stats.null_time_rows += admitted.null_time;
-        b.engine.ingest(rows)
+            admitted,
+            kslack,
+        })
     }
+}
+
+/// A batch read and checked, not yet ingested: what [`WindowAggregator::read`] returns.
+struct Read {
+    ts: ScalarBuffer<i64>,
+    order_by: Option<ScalarBuffer<i64>>,
+    inputs: Vec<InputValues>,
+    admitted: crate::order::admission::Admitted,
+    /// The source's K-slack after the batch.
+    kslack: KSlack,
 }
 
 /// The input columns an operator reads: time, `by`, then the aggregates' columns.

@@ -1,15 +1,13 @@
 //! Band join under hostile input: one side stalled, pushes far larger than the engine's lag bound, every
 //! thread count. Each run is watched by a timeout, so a deadlock fails the test instead of hanging it.
 
-mod join_support;
-
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::join_support::{opts, pairs, ts_batch};
 use arrow_array::{Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use join_support::{opts, pairs, ts_batch};
 use windgate_core::ErrorKind;
 use windgate_core::aggregate::OnLate;
 use windgate_core::interrupt;

@@ -10,7 +10,7 @@ use arrow_array::{ArrayRef, DictionaryArray, Float64Array, Int64Array, RecordBat
 use arrow_schema::{DataType, Field, Schema};
 use windgate_core::ErrorKind;
 use windgate_core::aggregate::{
-    LatenessOpt, Span, Strategy, WindowAggregateOptions, WindowAggregator,
+    LatenessOpt, OnLate, Span, Strategy, WindowAggregateOptions, WindowAggregator,
 };
 
 fn count_opts(size: i64, slide: i64) -> WindowAggregateOptions {
@@ -247,4 +247,31 @@ fn a_poisoned_operator_keeps_its_first_cause() {
     let third = agg.push(&b, 0).unwrap_err();
     assert_eq!(again.message(), third.message(), "first: {first}");
     assert_eq!(again.message().matches("failed earlier").count(), 1);
+}
+
+#[test]
+fn a_large_batch_with_a_late_row_deep_inside_is_refused_whole() {
+    // Batches are ingested in slices; a late row in a later slice must not leave the earlier ones ingested.
+    let mut o = count_opts(10, 10);
+    o.lateness = LatenessOpt::Bound(Span::Units(0));
+    o.on_late = OnLate::Error;
+    let mut agg = WindowAggregator::new(o.clone()).unwrap();
+    let mut ts: Vec<i64> = (0..100_000).collect();
+    ts[90_000] = 5;
+    let e = agg.push(&ts_batch(ts), 0).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LateRow, "{e}");
+    assert!(e.message().contains("row 90000"), "{e}");
+    assert_eq!(agg.stats().rows_in, 0);
+    // As if the batch never came: the corrected batch gives a fresh operator's output.
+    let fixed: Vec<i64> = (0..100_000).collect();
+    let mut fresh = WindowAggregator::new(o).unwrap();
+    let got = (
+        agg.push(&ts_batch(fixed.clone()), 0).unwrap(),
+        agg.flush().unwrap(),
+    );
+    let want = (
+        fresh.push(&ts_batch(fixed), 0).unwrap(),
+        fresh.flush().unwrap(),
+    );
+    assert_eq!(got, want);
 }

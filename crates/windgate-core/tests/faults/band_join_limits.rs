@@ -1,13 +1,11 @@
 //! Band join limits: parameter bounds, credits (a side that runs ahead of a stalled one is refused, without
 //! consuming its batch), bounded memory on a long stream, and refused pushes as no-ops for every engine.
 
-mod join_support;
-
 use std::sync::Arc;
 
+use crate::join_support::{opts, pairs, ts_batch};
 use arrow_array::{Float64Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use join_support::{opts, pairs, ts_batch};
 use proptest::prelude::*;
 use windgate_core::ErrorKind;
 use windgate_core::aggregate::{LatenessOpt, OnLate, Span};
