@@ -53,29 +53,10 @@ impl Engine {
     /// [`FORGET_MIN_KEYS`]), so that a stream of ever-new keys keeps memory bounded by its open state. The
     /// parallel engines keep key ids in their workers' state and do not forget (documented in the README).
     pub(super) fn forget_idle_keys(&mut self, keys: &mut KeyDict) {
-        let n = keys.len();
-        if n < FORGET_MIN_KEYS {
-            return;
-        }
-        let held = match self {
-            Engine::Pane(e) => e.key_entries(),
-            Engine::Reference(e) => e.key_entries(),
-            Engine::Farm(_) => return,
-        };
-        if n <= 2 * held {
-            return;
-        }
-        let mut live = vec![false; n];
         match self {
-            Engine::Pane(e) => e.mark_live_keys(&mut live),
-            Engine::Reference(e) => e.mark_live_keys(&mut live),
-            Engine::Farm(_) => unreachable!("returned above"),
-        }
-        let remap = keys.retain(&live);
-        match self {
-            Engine::Pane(e) => e.remap_keys(&remap),
-            Engine::Reference(e) => e.remap_keys(&remap),
-            Engine::Farm(_) => unreachable!("returned above"),
+            Engine::Pane(e) => forget_idle_keys(e, keys),
+            Engine::Reference(e) => forget_idle_keys(e, keys),
+            Engine::Farm(_) => {}
         }
     }
 
@@ -94,4 +75,25 @@ impl Engine {
             Engine::Farm(e) => &mut e.scratch,
         }
     }
+}
+
+/// An engine whose state names keys by dictionary id and can be renumbered between calls.
+pub(super) trait KeyHolder {
+    /// How many (key, state) entries the open state holds: an upper bound on the keys in use.
+    fn key_entries(&self) -> usize;
+    /// Marks `live[key]` for every key with open state.
+    fn mark_live_keys(&self, live: &mut [bool]);
+    /// Renames key ids after the dictionary forgot keys (`remap[old]` is the new id).
+    fn remap_keys(&mut self, remap: &[u32]);
+}
+
+/// See [`Engine::forget_idle_keys`].
+fn forget_idle_keys(engine: &mut impl KeyHolder, keys: &mut KeyDict) {
+    let n = keys.len();
+    if n < FORGET_MIN_KEYS || n <= 2 * engine.key_entries() {
+        return;
+    }
+    let mut live = vec![false; n];
+    engine.mark_live_keys(&mut live);
+    engine.remap_keys(&keys.retain(&live));
 }

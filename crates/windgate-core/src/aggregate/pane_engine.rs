@@ -152,13 +152,21 @@ impl PaneEngine {
             .map(|(&p, _)| self.spec.windows_of_pane(p).1)
     }
 
-    /// How many (key, pane) entries the open panes hold: an upper bound on the keys with open state.
-    pub fn key_entries(&self) -> usize {
+    pub fn open_panes(&self) -> usize {
+        self.panes.len()
+    }
+
+    pub fn live_slots(&self) -> usize {
+        self.store.live()
+    }
+}
+
+impl super::engine::KeyHolder for PaneEngine {
+    fn key_entries(&self) -> usize {
         self.panes.values().map(|p| p.entries.len()).sum()
     }
 
-    /// Marks `live[key]` for every key with state in an open pane.
-    pub fn mark_live_keys(&self, live: &mut [bool]) {
+    fn mark_live_keys(&self, live: &mut [bool]) {
         for pane in self.panes.values() {
             for &(key, _) in &pane.entries {
                 live[key as usize] = true;
@@ -166,20 +174,11 @@ impl PaneEngine {
         }
     }
 
-    /// Renames key ids after the dictionary forgot keys without open state (see `KeyDict::retain`).
-    pub fn remap_keys(&mut self, remap: &[u32]) {
+    fn remap_keys(&mut self, remap: &[u32]) {
         for pane in self.panes.values_mut() {
             pane.remap_keys(remap);
         }
         // Between emissions every entry is SKIP: only the length depends on the ids.
         self.window_slot_of_key = Vec::new();
-    }
-
-    pub fn open_panes(&self) -> usize {
-        self.panes.len()
-    }
-
-    pub fn live_slots(&self) -> usize {
-        self.store.live()
     }
 }

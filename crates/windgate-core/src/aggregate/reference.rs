@@ -110,23 +110,6 @@ impl ReferenceEngine {
         Ok(())
     }
 
-    /// Rows kept: an upper bound on the keys with open state.
-    pub fn key_entries(&self) -> usize {
-        self.rows.len()
-    }
-
-    pub fn mark_live_keys(&self, live: &mut [bool]) {
-        for row in &self.rows {
-            live[row.key as usize] = true;
-        }
-    }
-
-    pub fn remap_keys(&mut self, remap: &[u32]) {
-        for row in &mut self.rows {
-            row.key = remap[row.key as usize];
-        }
-    }
-
     fn fold_row(&mut self, slot: u32, r: usize) {
         let row = &self.rows[r];
         let inputs = self.chunks[row.chunk as usize]
@@ -153,5 +136,23 @@ impl ReferenceEngine {
 
     pub fn retained_rows(&self) -> usize {
         self.rows.len()
+    }
+}
+
+impl super::engine::KeyHolder for ReferenceEngine {
+    fn key_entries(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn mark_live_keys(&self, live: &mut [bool]) {
+        for row in &self.rows {
+            live[row.key as usize] = true;
+        }
+    }
+
+    fn remap_keys(&mut self, remap: &[u32]) {
+        for row in &mut self.rows {
+            row.key = remap[row.key as usize];
+        }
     }
 }
