@@ -2,12 +2,16 @@
 //! and every engine against the reference, push by push, for any thread count, batch split and disorder
 //! within the lateness bound.
 
+#[path = "faults/join_support.rs"]
+mod join_support;
+
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Float64Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
+use join_support::pairs;
 use proptest::prelude::*;
 use windgate_core::aggregate::{LatenessOpt, Span};
 use windgate_core::join::{
@@ -52,26 +56,6 @@ fn band(l: &str, r: &str, eps: f64) -> Predicate {
     }
 }
 
-/// (left ts, right ts) of every output row.
-fn ts_pairs(batches: &[RecordBatch]) -> Vec<(i64, i64)> {
-    batches
-        .iter()
-        .flat_map(|b| {
-            let l = b
-                .column_by_name("left_ts")
-                .unwrap()
-                .as_primitive::<Int64Type>();
-            let r = b
-                .column_by_name("right_ts")
-                .unwrap()
-                .as_primitive::<Int64Type>();
-            (0..b.num_rows())
-                .map(|i| (l.value(i), r.value(i)))
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 fn run_batch(left: &[Row], right: &[Row], o: BandJoinOptions) -> Vec<RecordBatch> {
     let l = batch(left, Side::Left);
     let r = batch(right, Side::Right);
@@ -107,13 +91,13 @@ fn worked_example_both_semantics() {
             // The sequential comparisons in order: (t2,t1) (t3,t2) (t4,t1) (t4,t3) (t5,t1) (t5,t3); t1-t4 at
             // distance 5 > WS matches, as the paper keeps it.
             assert_eq!(
-                ts_pairs(&run_batch(&left, &right, o.clone())),
+                pairs(&run_batch(&left, &right, o.clone())),
                 vec![(1, 2), (3, 2), (1, 6), (3, 6), (1, 7), (3, 7)],
                 "{strategy:?} x {threads}"
             );
             o.semantics = Semantics::Interval;
             assert_eq!(
-                ts_pairs(&run_batch(&left, &right, o)),
+                pairs(&run_batch(&left, &right, o)),
                 vec![(1, 2), (3, 2), (3, 6), (3, 7)],
                 "{strategy:?} x {threads}"
             );
@@ -152,7 +136,7 @@ fn equal_timestamps_across_sides_and_one_side_empty() {
     let o = opts(0, vec![band("x", "a", 1.0)]);
     // Left before right at equal ts: right tuples trigger, partners in left order.
     assert_eq!(
-        ts_pairs(&run_batch(&left, &right, o.clone())).len(),
+        pairs(&run_batch(&left, &right, o.clone())).len(),
         3 // (1,1) (2,1) (2,3)
     );
     assert!(run_batch(&left, &[], o.clone()).is_empty());
@@ -475,10 +459,7 @@ fn long_stream_threads_equal_serial() {
     let total: usize = want.iter().map(|b| b.num_rows()).sum();
     assert!(total > n / 10, "too few pairs to mean anything: {total}");
     o.strategy = JoinStrategy::Reference;
-    assert_eq!(
-        ts_pairs(&run_batch(&left, &right, o.clone())),
-        ts_pairs(&want)
-    );
+    assert_eq!(pairs(&run_batch(&left, &right, o.clone())), pairs(&want));
     for threads in [2, 3] {
         o.strategy = JoinStrategy::ScaleJoin;
         o.threads = Some(threads);
