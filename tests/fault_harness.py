@@ -632,17 +632,10 @@ def check_aggregate(case: dict) -> list[Problem]:
     data = [make_input(s, case.get("form", "table"), case.get("chunks", [])) for s in sources]
     kw = _call_kwargs(case)
     verdict, detail = _agg_expectation(case, sources)
-    try:
-        out = windgate.window_aggregate(data if len(data) > 1 else data[0], **kw)
-    except BaseException as e:  # noqa: BLE001
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        problem = classify_error(e, case)
-        if problem:
-            return [problem]
-        if verdict == "rows":
-            return [_must_succeed_problem(e, case)]
-        return []
+    call = lambda: windgate.window_aggregate(data if len(data) > 1 else data[0], **kw)  # noqa: E731
+    out, problems = _attempt(call, case, must_succeed=verdict == "rows")
+    if problems is not None:
+        return problems
     if verdict == "error":
         known = "5" if detail.startswith("duplicate") else ("6" if "var" in detail else None)
         return [Problem(f"returned {out.num_rows} rows where an error was expected ({detail})", known)]
@@ -653,6 +646,20 @@ def check_aggregate(case: dict) -> list[Problem]:
             problem.known = _known_mismatch(problem.text)
             return [problem]
     return []
+
+
+def _attempt(call: Any, case: dict, must_succeed: bool = False) -> tuple[Any, list[Problem] | None]:
+    """Runs ``call()``: ``(its result, None)``, or ``(None, problems)`` when it raised: the problem its
+    exception shows (not a WindgateError, a panic text), or, with ``must_succeed``, that it raised at all."""
+    try:
+        return call(), None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # noqa: BLE001
+        problem = classify_error(e, case)
+        if problem:
+            return None, [problem]
+        return None, [_must_succeed_problem(e, case)] if must_succeed else []
 
 
 def _known_mismatch(text: str, got: Any = None, expected: Any = None) -> str | None:
@@ -722,13 +729,10 @@ def check_stream(case: dict) -> list[Problem]:
         def make() -> Any:
             return _PrefAdapter(cls(**kw))
 
-    try:
-        outs, (flushed, _op) = _stream_once(make, case["pushes"], push_kw)
-    except BaseException as e:  # noqa: BLE001
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        problem = classify_error(e, case)
-        return [problem] if problem else []
+    streamed, problems = _attempt(lambda: _stream_once(make, case["pushes"], push_kw), case)
+    if problems is not None:
+        return problems
+    outs, (flushed, _op) = streamed
     problems: list[Problem] = []
     poisoned_ok = False
     for i, (status, value) in enumerate([*outs, flushed]):
@@ -908,17 +912,10 @@ def check_join(case: dict) -> list[Problem]:
     right = make_input(case["right"], case.get("form", "table"), case.get("chunks", []))
     kw = dict(case["params"])
     kw["on"] = _predicates(case.get("on", []))
-    try:
-        out = windgate.band_join(left, right, **kw)
-    except BaseException as e:  # noqa: BLE001
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        problem = classify_error(e, case)
-        if problem:
-            return [problem]
-        if case.get("valid"):
-            return [_must_succeed_problem(e, case)]
-        return []
+    call = lambda: windgate.band_join(left, right, **kw)  # noqa: E731
+    out, problems = _attempt(call, case, must_succeed=bool(case.get("valid")))
+    if problems is not None:
+        return problems
     if not case.get("valid"):
         return []
     try:
@@ -941,13 +938,9 @@ def check_preference(case: dict) -> list[Problem]:
     fn = getattr(windgate, case["query"])
     kw = dict(case["params"])
     data = make_input(case["table"], case.get("form", "table"), case.get("chunks", []))
-    try:
-        out = fn(data, **kw)
-    except BaseException as e:  # noqa: BLE001
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        problem = classify_error(e, case)
-        return [problem] if problem else []
+    out, problems = _attempt(lambda: fn(data, **kw), case)
+    if problems is not None:
+        return problems
     if not case.get("valid") or case["table"].num_rows > 400:
         return []
     ref_kw = {**kw, "strategy": "reference", "threads": 1}
