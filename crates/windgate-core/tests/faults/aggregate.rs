@@ -275,3 +275,58 @@ fn a_large_batch_with_a_late_row_deep_inside_is_refused_whole() {
     );
     assert_eq!(got, want);
 }
+
+#[test]
+fn forgetting_keys_never_changes_a_row() {
+    // Keys recur at random over a key space far larger than the open state, so they are forgotten and come
+    // back with new ids. Small pushes (forgetting between them) against one push of everything (nothing is
+    // forgotten before the end): the same rows in the same order, for the pane and the reference engine.
+    let n = 120_000usize;
+    let mut x = 0x2545_f491_u64;
+    let keys: Vec<i64> = (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 50_000) as i64
+        })
+        .collect();
+    let ts: Vec<i64> = (0..n as i64).map(|i| i / 50).collect();
+    let v: Vec<f64> = (0..n).map(|i| (i % 97) as f64 * 0.5).collect();
+    let batch = RecordBatch::try_from_iter([
+        ("ts", Arc::new(Int64Array::from(ts)) as ArrayRef),
+        ("k", Arc::new(Int64Array::from(keys)) as ArrayRef),
+        ("v", Arc::new(Float64Array::from(v)) as ArrayRef),
+    ])
+    .unwrap();
+    for strategy in [Strategy::Pane, Strategy::Reference] {
+        let mut o = WindowAggregateOptions::new(
+            "ts",
+            Span::Units(20),
+            vec![("v".into(), vec!["sum".into(), "first".into(), "var".into()])],
+        );
+        o.slide = Some(Span::Units(10));
+        o.by = vec!["k".into()];
+        o.lateness = LatenessOpt::Bound(Span::Units(0));
+        o.strategy = strategy;
+        let mut small = WindowAggregator::new(o.clone()).unwrap();
+        let mut got = vec![];
+        for start in (0..n).step_by(3_000) {
+            got.push(
+                small
+                    .push(&batch.slice(start, 3_000.min(n - start)), 0)
+                    .unwrap(),
+            );
+        }
+        got.push(small.flush().unwrap());
+        let mut whole = WindowAggregator::new(o).unwrap();
+        let want = [whole.push(&batch, 0).unwrap(), whole.flush().unwrap()];
+        let schema = want[0].schema();
+        let concat = |b: &[RecordBatch]| arrow_select::concat::concat_batches(&schema, b).unwrap();
+        assert_eq!(concat(&got), concat(&want), "{strategy:?}");
+        assert!(
+            small.stats().keys < 50_000,
+            "{strategy:?}: keys were forgotten"
+        );
+    }
+}
