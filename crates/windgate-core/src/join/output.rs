@@ -86,7 +86,7 @@ impl BandJoiner {
         Ok(RecordBatch::try_new(schema, columns)?)
     }
 
-    /// Drops leading input batches whose rows can no longer be part of a pair (DESIGN §6: memory stays
+    /// Drops leading input batches whose rows can no longer be part of a pair (memory stays
     /// bounded). Interval: a future trigger has ts >= the last ready ts, so partners below `that - window`
     /// are dead. ScaleJoin semantics: a tuple leaves its window once an own-side tuple beyond `ts + window`
     /// was processed.
