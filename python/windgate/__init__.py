@@ -90,6 +90,9 @@ def window_aggregate(
     strategy: str = "auto",
     farm: Mapping[str, Any] | None = None,
     order_by: str | None = None,
+    input: str = "rows",
+    output: str = "windows",
+    row_offset: int = 0,
 ) -> pa.Table:
     """Sliding- or tumbling-window aggregation, per group, over a whole input.
 
@@ -133,10 +136,20 @@ def window_aggregate(
         order_by: an integer or timestamp column (no nulls) that orders rows of equal time for ``first`` and
             ``last`` before the source and arrival do: with a unique one, splitting the same rows over any
             number of sources, in any batches, gives the same result.
+        input: ``"rows"`` (default) or ``"partials"``: the rows are partial states that an operator with
+            ``output="partials"`` and the same window and ``aggs`` emitted elsewhere; they are merged (in any
+            order, exactly) into windows. See "Two-phase aggregation" in the README.
+        output: ``"windows"`` (default) or ``"partials"``: instead of windows, emit one row per (key, pane)
+            with the pane's exact partial states (``by`` columns, the time column holding the pane's start,
+            then ``<output name>__n``, ``__sum``, ... per aggregate). Runs on the pane engine.
+        row_offset: arrival number of the first row (default 0). Rows aggregated in several places keep
+            their place in the whole input's arrival order, which breaks ``first``/``last`` ties: give each
+            place the number of rows before its part.
 
     Returns:
         A pyarrow Table: the ``by`` columns, ``window_start``, ``window_end``, then ``count`` and
         ``<func>_<column>`` in the order given, ordered by ``(window_start, by...)`` with nulls first.
+        With ``output="partials"``: the partial-state rows, ordered by ``(pane start, by...)``.
 
     Example:
         >>> import pyarrow as pa, windgate
@@ -144,6 +157,14 @@ def window_aggregate(
         >>> out = windgate.window_aggregate(t, time="ts", size=10, slide=5, aggs={"v": ["sum", "max"]})
         >>> out.column("window_start").to_pylist(), out.column("sum_v").to_pylist()
         ([-5, 0, 5, 10], [3, 6, 7, 4])
+
+        Two-phase: partial states of two halves, merged, give the same windows.
+
+        >>> q = dict(time="ts", size=10, slide=5, aggs={"v": ["sum", "max"]})
+        >>> a = windgate.window_aggregate(t.slice(0, 2), output="partials", **q)
+        >>> b = windgate.window_aggregate(t.slice(2), output="partials", row_offset=2, **q)
+        >>> windgate.window_aggregate([pa.concat_tables([b, a])], input="partials", **q).equals(out)
+        True
     """
     kwargs = _args.operator_kwargs(
         time=time,
@@ -165,6 +186,7 @@ def window_aggregate(
         **kwargs,
         order_by=_args.optional_name(order_by, "order_by"),
         in_memory=_args.in_memory(sources),
+        **_args.two_phase(input, output, row_offset),
     )
 
 
@@ -212,6 +234,9 @@ class WindowAggregator(Serialised):
         sources: int = 1,
         credits: int | None = 1 << 20,
         order_by: str | None = None,
+        input: str = "rows",
+        output: str = "windows",
+        row_offset: int = 0,
     ) -> None:
         kwargs = _args.operator_kwargs(
             time=time,
@@ -233,6 +258,7 @@ class WindowAggregator(Serialised):
             sources=_args.integer(sources, "sources"),
             credits=_args.optional_integer(credits, "credits"),
             order_by=_args.optional_name(order_by, "order_by"),
+            **_args.two_phase(input, output, row_offset),
         )
 
     def push(self, batch: Any, source: int = 0) -> pa.RecordBatch:

@@ -202,3 +202,12 @@ def operator_kwargs(
     """The keyword arguments of ``_native.window_aggregate`` / ``_native.WindowAggregator``, normalised:
     those of :func:`window_kwargs` plus ``aggs``."""
     return {**window_kwargs(**window), "aggs": agg_list(aggs)}
+
+
+def two_phase(input: Any, output: Any, row_offset: Any) -> dict[str, Any]:
+    """The partial-state keywords (``input``, ``output``, ``row_offset``), checked."""
+    return {
+        "input": choice(input, "input"),
+        "output": choice(output, "output"),
+        "row_offset": integer(row_offset, "row_offset", minimum=0),
+    }

@@ -24,6 +24,9 @@ def window_aggregate(
     farm: dict[str, Any] | None = None,
     order_by: str | None = None,
     in_memory: bool = False,
+    input: str = "rows",
+    output: str = "windows",
+    row_offset: int = 0,
 ) -> pa.Table: ...
 
 class WindowAggregator:
@@ -45,6 +48,9 @@ class WindowAggregator:
         sources: int = 1,
         credits: int | None = 1048576,
         order_by: str | None = None,
+        input: str = "rows",
+        output: str = "windows",
+        row_offset: int = 0,
     ) -> None: ...
     def push(self, batch: Any, source: int = 0) -> pa.RecordBatch: ...
     def close_source(self, source: int) -> pa.RecordBatch: ...

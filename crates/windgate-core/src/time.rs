@@ -196,6 +196,11 @@ impl WindowSpec {
         window * self.slide + self.offset
     }
 
+    /// Start of pane `p`.
+    pub fn pane_start(&self, pane: i64) -> Timestamp {
+        pane * self.pane + self.offset
+    }
+
     pub fn window_end(&self, window: i64) -> Timestamp {
         self.window_start(window) + self.size
     }
@@ -208,6 +213,12 @@ impl WindowSpec {
             watermark as i128 - self.offset as i128 - self.size as i128,
             self.slide as i128,
         )
+    }
+
+    /// The last pane whose end is at or below `watermark` (final: no row still to come can fall in it).
+    pub fn last_closed_pane(&self, watermark: Timestamp) -> i64 {
+        // end(p) = (p + 1)*pane + offset <= wm  <=>  p <= (wm - offset) / pane - 1
+        floor_div_i128(watermark as i128 - self.offset as i128, self.pane as i128) - 1
     }
 
     /// Checks that every window touching `[min_ts, max_ts]` has a start and an end inside i64, so the

@@ -15,7 +15,7 @@ use crate::errors::{detached, detached_batch_call, finish_batch, to_py};
 #[pyfunction]
 #[pyo3(signature = (sources, *, time, size, slide=None, offset=None, by=vec![], aggs, lateness=None,
                     on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
-                    order_by=None, in_memory=false))]
+                    order_by=None, in_memory=false, input="rows", output="windows", row_offset=0))]
 #[allow(clippy::too_many_arguments)]
 pub fn window_aggregate<'py>(
     py: Python<'py>,
@@ -34,6 +34,9 @@ pub fn window_aggregate<'py>(
     farm: Option<Bound<'py, PyDict>>,
     order_by: Option<String>,
     in_memory: bool,
+    input: &str,
+    output: &str,
+    row_offset: i64,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut opts = options(
         time,
@@ -51,6 +54,7 @@ pub fn window_aggregate<'py>(
         sources.len(),
     )?;
     opts.order_by = order_by;
+    two_phase(&mut opts, input, output, row_offset)?;
     opts.validate().map_err(to_py)?;
     let readers = sources
         .into_iter()
@@ -78,6 +82,24 @@ pub fn window_aggregate<'py>(
     PyTable::try_new(batches, schema)?.into_pyarrow(py)
 }
 
+/// The partial-state keywords (`input`, `output`, `row_offset`) into the options.
+fn two_phase(
+    opts: &mut core::WindowAggregateOptions,
+    input: &str,
+    output: &str,
+    row_offset: i64,
+) -> PyResult<()> {
+    opts.input = core::InputKind::parse(input).map_err(to_py)?;
+    opts.output = core::OutputKind::parse(output).map_err(to_py)?;
+    opts.row_offset = u64::try_from(row_offset).map_err(|_| {
+        to_py(Error::param(
+            "row_offset",
+            format!("expected an arrival number >= 0, got {row_offset}"),
+        ))
+    })?;
+    Ok(())
+}
+
 /// The streaming operator (see `windgate.WindowAggregator`).
 #[pyclass(module = "windgate._native")]
 pub struct WindowAggregator {
@@ -89,7 +111,8 @@ impl WindowAggregator {
     #[new]
     #[pyo3(signature = (*, time, size, slide=None, offset=None, by=vec![], aggs, lateness=None,
                         on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
-                        sources=1, credits=Some(1 << 20), order_by=None))]
+                        sources=1, credits=Some(1 << 20), order_by=None, input="rows",
+                        output="windows", row_offset=0))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
         time: String,
@@ -107,6 +130,9 @@ impl WindowAggregator {
         sources: i64,
         credits: Option<i64>,
         order_by: Option<String>,
+        input: &str,
+        output: &str,
+        row_offset: i64,
     ) -> PyResult<Self> {
         if sources < 1 {
             return Err(to_py(Error::param(
@@ -137,6 +163,7 @@ impl WindowAggregator {
         )?;
         opts.credits = credits.map(|c| c as u64);
         opts.order_by = order_by;
+        two_phase(&mut opts, input, output, row_offset)?;
         opts.validate().map_err(to_py)?;
         Ok(Self {
             inner: core::WindowAggregator::new(opts).map_err(to_py)?,

@@ -13,6 +13,9 @@
 
 use smallvec::SmallVec;
 
+mod bytes;
+pub use bytes::VERSION as BYTES_VERSION;
+
 const DIGIT_BITS: u32 = 32;
 const DIGIT_MASK: i64 = (1 << DIGIT_BITS) - 1;
 /// Each add puts less than 2^32 into a cell; a cell holds 2^63, so carries must be pushed up before 2^31 adds.

@@ -13,6 +13,7 @@ pub mod multiway;
 pub mod operator;
 pub mod options;
 pub mod pane_engine;
+pub mod partial;
 pub mod reference;
 pub mod ring;
 pub mod slots;
@@ -25,3 +26,4 @@ pub use operator::{Stats, WindowAggregator};
 pub use options::{
     FarmOptions, LatenessOpt, NullTime, OnLate, Span, Strategy, WindowAggregateOptions,
 };
+pub use partial::{InputKind, OutputKind};

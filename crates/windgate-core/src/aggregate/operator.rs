@@ -26,6 +26,7 @@ use super::line::LineKind;
 use super::multiway::Design;
 use super::options::{Strategy, WindowAggregateOptions, resolve_threads};
 use super::pane_engine::PaneEngine;
+use super::partial::{self, InputKind, OutputKind};
 use super::reference::ReferenceEngine;
 use super::ring::RingKind;
 use super::slots::SlotStore;
@@ -167,7 +168,7 @@ impl WindowAggregator {
         let sources = (0..opts.sources)
             .map(|_| Source {
                 kslack: KSlack::new(Lateness::Exact),
-                seq: 0,
+                seq: opts.row_offset,
                 closed: false,
                 pending: VecDeque::new(),
                 pending_rows: 0,
@@ -248,7 +249,7 @@ impl WindowAggregator {
         // Dictionary-encoded columns (pandas Categorical) are read as their values: see `push_checked`.
         let schema = &plain_schema(schema);
         for name in used_columns(&self.opts, &self.specs) {
-            check_unambiguous(schema, name, "data")?;
+            check_unambiguous(schema, &name, "data")?;
         }
         let o = &self.opts;
         let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
@@ -287,23 +288,35 @@ impl WindowAggregator {
         let window_type = resolved.window_type;
         out_fields.push(Field::new("window_start", window_type.clone(), false));
         out_fields.push(Field::new("window_end", window_type, false));
+        if o.output == OutputKind::Partials {
+            out_fields.truncate(o.by.len());
+            out_fields.push(Field::new(&o.time, time_type.clone(), false));
+        }
         let mut metas = vec![];
         for spec in &self.specs {
-            let (input_type, class) = match &spec.column {
-                None => (DataType::Int64, super::function::ValueClass::Int),
-                Some(c) => {
+            let meta = Arc::new(match (o.input, &spec.column) {
+                (InputKind::Partials, _) => partial::meta_from_schema(spec, schema)?,
+                (InputKind::Rows, None) => AggMeta {
+                    spec: spec.clone(),
+                    input_type: DataType::Int64,
+                    class: super::function::ValueClass::Int,
+                },
+                (InputKind::Rows, Some(c)) => {
                     let dt = field(c, "aggs")?.data_type().clone();
-                    let class = value_class(&dt, spec.func, c)?;
-                    (dt, class)
+                    AggMeta {
+                        spec: spec.clone(),
+                        class: value_class(&dt, spec.func, c)?,
+                        input_type: dt,
+                    }
                 }
-            };
-            let meta = Arc::new(AggMeta {
-                spec: spec.clone(),
-                input_type,
-                class,
             });
-            let nullable = !matches!(spec.func, AggFunc::CountStar | AggFunc::Count);
-            out_fields.push(Field::new(&spec.output_name, meta.output_type(), nullable));
+            match o.output {
+                OutputKind::Partials => out_fields.extend(partial::fields(&meta)),
+                OutputKind::Windows => {
+                    let nullable = !matches!(spec.func, AggFunc::CountStar | AggFunc::Count);
+                    out_fields.push(Field::new(&spec.output_name, meta.output_type(), nullable));
+                }
+            }
             metas.push(meta);
         }
         for (i, f) in out_fields.iter().enumerate() {
@@ -363,7 +376,10 @@ impl WindowAggregator {
             keys: KeyDict::new(o.by.clone(), key_types)?,
             metas,
             engine,
-            output_schema: Arc::new(Schema::new(out_fields)),
+            output_schema: Arc::new(match o.output {
+                OutputKind::Windows => Schema::new(out_fields),
+                OutputKind::Partials => Schema::new_with_metadata(out_fields, partial::metadata()),
+            }),
         });
         Ok(())
     }
@@ -562,6 +578,9 @@ impl WindowAggregator {
                     f.close_source(s)?;
                 }
             }
+            if this.opts.output == OutputKind::Partials {
+                return this.emit_panes_through(i64::MAX);
+            }
             match b.engine.last_window() {
                 Some(last) => this.emit_through(last, true),
                 None => Ok(RecordBatch::new_empty(b.output_schema.clone())),
@@ -596,6 +615,7 @@ impl WindowAggregator {
     /// input and for streams pushed in large batches, with more than one thread).
     pub(super) fn prefer_farm(&mut self) {
         if self.opts.strategy == Strategy::Auto
+            && self.opts.output == OutputKind::Windows
             && !self.farm_if_few_panes
             && self.stats.rows_in == 0
             && resolve_threads(self.opts.threads) > 1
@@ -614,7 +634,7 @@ impl WindowAggregator {
         let bound = self.bound.as_ref().expect("bound");
         let empty = RecordBatch::new_empty(plain_schema(schema));
         for name in used_columns(&self.opts, &self.specs) {
-            check_same_type(&bound.schema, &empty, name, &format!("source {s}"))?;
+            check_same_type(&bound.schema, &empty, &name, &format!("source {s}"))?;
         }
         Ok(())
     }
@@ -652,6 +672,13 @@ impl WindowAggregator {
             return Ok(RecordBatch::new_empty(Arc::new(Schema::empty())));
         };
         let wait = !self.deferred;
+        if self.opts.output == OutputKind::Partials {
+            return match self.watermark() {
+                Some(i64::MAX) => self.emit_panes_through(i64::MAX),
+                Some(wm) => self.emit_panes_through(b.spec.last_closed_pane(wm)),
+                None => Ok(RecordBatch::new_empty(b.output_schema.clone())),
+            };
+        }
         match self.watermark() {
             Some(i64::MAX) => match b.engine.last_window() {
                 Some(last) => self.emit_through(last, wait),
@@ -688,6 +715,26 @@ impl WindowAggregator {
         b.engine.forget_idle_keys(&mut b.keys);
         self.stats.rows_out += out.num_rows() as u64;
         self.stats.windows_out += emission.window_count;
+        Ok(out)
+    }
+
+    /// `output="partials"`: takes every pane up to `last` out of the pane engine as partial-state rows.
+    fn emit_panes_through(&mut self, last: i64) -> Result<RecordBatch> {
+        let b = self.bound.as_mut().expect("bound");
+        let Engine::Pane(engine) = &mut b.engine else {
+            return Err(Error::param(
+                "output",
+                "output=\"partials\" runs on the pane engine only",
+            ));
+        };
+        let rows = engine.drain_panes(last, b.keys.order().ranks);
+        let out = partial_batch(b, &rows);
+        if let Engine::Pane(engine) = &mut b.engine {
+            engine.release(rows.iter().map(|r| r.2));
+        }
+        let out = out?;
+        b.engine.forget_idle_keys(&mut b.keys);
+        self.stats.rows_out += out.num_rows() as u64;
         Ok(out)
     }
 
@@ -736,8 +783,8 @@ impl WindowAggregator {
             format!("a batch of source {source}")
         };
         for name in used_columns(&self.opts, &self.specs) {
-            check_same_type(&b.schema, batch, name, &what)?;
-            check_unambiguous(batch.schema_ref(), name, "data")?;
+            check_same_type(&b.schema, batch, &name, &what)?;
+            check_unambiguous(batch.schema_ref(), &name, "data")?;
         }
         let time_col = column(batch, &o.time, "time")?;
         let ts = as_i64(time_col, &o.time)?;
@@ -761,6 +808,10 @@ impl WindowAggregator {
             .metas
             .iter()
             .map(|m| match &m.spec.column {
+                _ if o.input == InputKind::Partials => Ok(InputValues::Partial(
+                    Arc::new(partial::import(m, batch)?),
+                    0,
+                )),
                 None => Ok(InputValues::Star),
                 Some(c) => input_values(
                     column(batch, c, "aggs")?,
@@ -804,15 +855,41 @@ struct Read {
     kslack: KSlack,
 }
 
-/// The input columns an operator reads: time, `by`, then the aggregates' columns.
-fn used_columns<'a>(
-    o: &'a WindowAggregateOptions,
-    specs: &'a [AggSpec],
-) -> impl Iterator<Item = &'a str> {
-    std::iter::once(o.time.as_str())
-        .chain(o.order_by.as_deref())
-        .chain(o.by.iter().map(String::as_str))
-        .chain(specs.iter().filter_map(|s| s.column.as_deref()))
+/// The input columns an operator reads: time, `by`, then the aggregates' columns (their partial-state
+/// columns under `input="partials"`).
+fn used_columns(o: &WindowAggregateOptions, specs: &[AggSpec]) -> Vec<String> {
+    let mut out: Vec<String> = std::iter::once(&o.time)
+        .chain(&o.order_by)
+        .chain(&o.by)
+        .cloned()
+        .collect();
+    for spec in specs {
+        match o.input {
+            InputKind::Rows => out.extend(spec.column.as_deref().map(str::to_string)),
+            InputKind::Partials => out.extend(partial::column_names(spec)),
+        }
+    }
+    out
+}
+
+/// Builds the partial-state rows `(pane, key, slot)` drained from the pane engine.
+fn partial_batch(b: &Bound, rows: &[(i64, u32, u32)]) -> Result<RecordBatch> {
+    let Engine::Pane(engine) = &b.engine else {
+        unreachable!("checked by the caller");
+    };
+    let keys: Vec<u32> = rows.iter().map(|r| r.1).collect();
+    let slots: Vec<u32> = rows.iter().map(|r| r.2).collect();
+    let mut columns = b.keys.columns(&keys)?;
+    let time_type = b.output_schema.field(columns.len()).data_type().clone();
+    let starts = Int64Array::from_iter_values(rows.iter().map(|r| b.spec.pane_start(r.0)));
+    columns.push(int_column_as(Arc::new(starts), &time_type)?);
+    for state in &engine.store().states {
+        columns.extend(partial::export(state, &slots)?);
+    }
+    if columns.is_empty() {
+        return Ok(RecordBatch::new_empty(b.output_schema.clone()));
+    }
+    Ok(RecordBatch::try_new(b.output_schema.clone(), columns)?)
 }
 
 /// Builds the output batch of an emission.

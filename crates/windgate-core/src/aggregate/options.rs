@@ -12,6 +12,7 @@ use crate::runtime::pane_scheduler::PaneSchedulerKind;
 use crate::time::{TimeUnit, WindowSpec, parse_duration};
 
 use super::function::AggSpec;
+use super::partial::{InputKind, OutputKind};
 
 /// A length of time: an integer in the time column's unit, or a duration string resolved once the unit is
 /// known (at the first batch).
@@ -262,6 +263,13 @@ pub struct WindowAggregateOptions {
     /// source and arrival do): with it, splitting the same rows over any number of sources gives the same
     /// result (brief 000 edge case 23).
     pub order_by: Option<String>,
+    /// Raw rows, or the partial states of another operator with the same query (see [`super::partial`]).
+    pub input: InputKind,
+    /// Windows, or the partial states of final panes (see [`super::partial`]).
+    pub output: OutputKind,
+    /// Arrival number of the first row of every source: rows pushed elsewhere first (a Spark task's
+    /// partition within the whole input) keep their place in the order that breaks `first`/`last` ties.
+    pub row_offset: u64,
 }
 
 /// Most worker threads of one operator (and sources of a design that runs a thread per source).
@@ -294,12 +302,32 @@ impl WindowAggregateOptions {
             gate_sources: true,
             credits: Some(DEFAULT_CREDITS),
             order_by: None,
+            input: InputKind::Rows,
+            output: OutputKind::Windows,
+            row_offset: 0,
         }
     }
 
     /// Checks everything that can be checked without the data; returns the parsed aggregates.
     pub fn validate(&self) -> Result<Vec<AggSpec>> {
         self.validate_window()?;
+        if self.output == OutputKind::Partials
+            && !matches!(self.strategy, Strategy::Auto | Strategy::Pane)
+        {
+            return Err(Error::param(
+                "strategy",
+                format!(
+                    "output=\"partials\" runs on the pane engine: expected \"auto\" or \"pane\", got {:?}",
+                    self.strategy.name()
+                ),
+            ));
+        }
+        if self.input == InputKind::Partials && self.order_by.is_some() {
+            return Err(Error::param(
+                "order_by",
+                "input=\"partials\" carries each state's order already: leave order_by unset",
+            ));
+        }
         AggSpec::parse_all(&self.aggs)
     }
 

@@ -145,6 +145,32 @@ impl PaneEngine {
         Ok(())
     }
 
+    /// Takes out every pane up to and including `last` for `output="partials"`: `(pane, key, slot)` in pane
+    /// order, keys in output order within a pane. The slots stay allocated until [`Self::release`], so the
+    /// caller can export them from [`Self::store`] first.
+    pub fn drain_panes(&mut self, last: i64, ranks: &[u32]) -> Vec<(i64, u32, u32)> {
+        let mut out = Vec::new();
+        while let Some(entry) = self.panes.first_entry() {
+            let pane = *entry.key();
+            if pane > last {
+                break;
+            }
+            let start = out.len();
+            out.extend(entry.remove().entries.iter().map(|&(k, s)| (pane, k, s)));
+            out[start..].sort_unstable_by_key(|&(_, k, _)| ranks[k as usize]);
+        }
+        out
+    }
+
+    pub fn store(&self) -> &SlotStore {
+        &self.store
+    }
+
+    /// Frees slots taken out by [`Self::drain_panes`].
+    pub fn release(&mut self, slots: impl IntoIterator<Item = u32>) {
+        slots.into_iter().for_each(|s| self.store.release(s));
+    }
+
     /// The last window that holds a row (for the end of the stream).
     pub fn last_window(&self) -> Option<i64> {
         self.panes

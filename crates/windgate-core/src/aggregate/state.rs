@@ -40,6 +40,9 @@ pub enum InputValues {
     Validity(Option<NullBuffer>),
     Int(ScalarBuffer<i64>, Option<NullBuffer>),
     Float(ScalarBuffer<f64>, Option<NullBuffer>),
+    /// Rows that are partial states themselves (`input="partials"`): row `i` is slot `offset + i` of the
+    /// state, combined into the row's slot instead of lifted (see [`super::partial`]).
+    Partial(Arc<AggState>, usize),
 }
 
 impl InputValues {
@@ -50,6 +53,7 @@ impl InputValues {
             InputValues::Validity(n) => InputValues::Validity(nb(n)),
             InputValues::Int(v, n) => InputValues::Int(v.slice(offset, len), nb(n)),
             InputValues::Float(v, n) => InputValues::Float(v.slice(offset, len), nb(n)),
+            InputValues::Partial(st, at) => InputValues::Partial(st.clone(), at + offset),
         }
     }
 }
@@ -103,7 +107,7 @@ impl AggMeta {
 }
 
 #[derive(Debug, Clone)]
-enum Kind {
+pub(super) enum Kind {
     Count(Vec<i64>),
     SumInt {
         sum: Vec<i128>,
@@ -135,10 +139,10 @@ enum Kind {
 
 /// `first`/`last` states: the value of the row that comes first (or last) in the order `(ts, source, seq)`.
 #[derive(Debug, Clone, Default)]
-struct Picked<T> {
-    v: Vec<T>,
-    at: Vec<OrderKey>,
-    n: Vec<i64>,
+pub(super) struct Picked<T> {
+    pub(super) v: Vec<T>,
+    pub(super) at: Vec<OrderKey>,
+    pub(super) n: Vec<i64>,
 }
 
 impl<T: Copy + Default> Picked<T> {
@@ -181,7 +185,7 @@ impl<T: Copy + Default> Picked<T> {
 #[derive(Debug, Clone)]
 pub struct AggState {
     meta: Arc<AggMeta>,
-    kind: Kind,
+    pub(super) kind: Kind,
 }
 
 #[inline(always)]
@@ -374,6 +378,13 @@ impl AggState {
     /// Lifts a batch's rows into their slots (`SKIP` rows are passed over).
     pub fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {
         let func = self.meta.spec.func;
+        if let InputValues::Partial(rows, at) = input {
+            let pairs: Vec<(u32, u32)> = (slots.iter().enumerate())
+                .filter(|&(_, &s)| s != SKIP)
+                .map(|(i, &s)| (s, (at + i) as u32))
+                .collect();
+            return self.combine_pairs(rows, &pairs);
+        }
         match (&mut self.kind, input) {
             (Kind::Count(c), InputValues::Star) => each_valid(slots, None, |_, s| c[s] += 1),
             (Kind::Count(c), InputValues::Validity(nulls)) => {
