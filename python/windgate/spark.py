@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from . import _args, _native
+from . import _args, _native, spark_twophase
 from .errors import ColumnNotFoundError, ColumnTypeError, InvalidParameterError
 from .spark_pipeline import run_pipeline
 
@@ -94,7 +94,7 @@ def local_session(app_name: str = "windgate", master: str = "local[2]", **conf: 
 
 
 def window_aggregate(
-    df: DataFrame,
+    df: DataFrame | str | os.PathLike | Sequence[str | os.PathLike],
     *,
     time: str,
     size: _args.Span,
@@ -108,11 +108,27 @@ def window_aggregate(
     farm: Mapping[str, Any] | None = None,
     ordered: bool = False,
     range_size: _args.Span | None = None,
+    plan: str = "auto",
+    spark: SparkSession | None = None,
 ) -> DataFrame:
     """:func:`windgate.window_aggregate` over a Spark DataFrame; returns a Spark DataFrame.
 
+    Two plans (``plan=``), both with the local call's rows:
+
+    * ``"two_phase"`` (what ``"auto"`` picks): each task pre-aggregates its rows where they are into exact
+      per-(key, pane) partial states, which are shuffled by key and merged into windows
+      (:mod:`windgate.spark_twophase`). Parquet input (a path, or a DataFrame that is a plain
+      ``spark.read.parquet(...)`` scan, columns selected or not) is read by the tasks with pyarrow, so the raw
+      rows never cross the JVM; any other DataFrame goes through ``mapInArrow`` with only the columns the
+      query reads.
+    * ``"one_phase"``: every raw row shuffled by key (unkeyed: copied into time ranges), sorted by time and
+      streamed through one operator per task.
+
+    The returned DataFrame's ``windgate_plan`` attribute says which plan ran and how.
+
     Args:
-        df: the input DataFrame (any columns; the time column is a timestamp, date or integer column).
+        df: the input DataFrame (any columns; the time column is a timestamp, date or integer column), or
+            the path(s) of Parquet files or directories (local or any filesystem pyarrow reaches).
         time, size, slide, offset, by, aggs, null_time: as in :func:`windgate.window_aggregate`.
         threads: windgate threads per Spark task (default: ``spark.task.cpus``): with more than one, each task
             runs the pane farm on that many cores.
@@ -120,11 +136,24 @@ def window_aggregate(
         ordered: sort the result by ``(window_start, by...)`` like the local call. Spark DataFrames have no
             order of their own, so this is off by default; when on, the aggregated rows are persisted first so
             that the range sort's sampling pass does not run the whole aggregation twice.
-        range_size: unkeyed only: length of the time ranges each task owns (default: chosen from the data's
-            time span so that there are a few ranges per core).
+        range_size: one-phase, unkeyed only: length of the time ranges each task owns (default: chosen from
+            the data's time span so that there are a few ranges per core).
+        plan: ``"auto"``, ``"two_phase"`` or ``"one_phase"`` (see above).
+        spark: the session to run in when ``df`` is a path (default: the active session).
 
     The whole input is one finite stream, so the result is exact (no rows are late).
     """
+    plan = _args.choice(plan, "plan")
+    if plan not in ("auto", "two_phase", "one_phase"):
+        raise InvalidParameterError(f'plan: expected "auto", "two_phase" or "one_phase", got {plan!r}')
+    files = None
+    if isinstance(df, (str, os.PathLike, list, tuple)):
+        files = spark_twophase.parquet_input(df)
+        spark = spark or _active_session()
+        if plan == "one_phase":
+            df, files = spark.read.parquet(*files.files), None
+    else:
+        spark = df.sparkSession
     by_cols = _args.by_columns(by)
     # The tasks stream time-sorted rows: lateness 0 loses none.
     spec = _args.operator_kwargs(
@@ -137,26 +166,47 @@ def window_aggregate(
         lateness=0,
         on_late="drop",
         null_time=null_time,
-        threads=_task_threads(df, threads),
+        threads=_task_threads(spark, threads),
         strategy=strategy,
         farm=farm,
     )
+    agg_list = spec["aggs"]
+    columns = [time, *by_cols, *(c for c, _ in agg_list if c != "*")]
+    if plan != "one_phase":
+        source = files or spark_twophase.plain_parquet_scan(df) or df
+        out = spark_twophase.two_phase(spark, source, spec, columns=columns)
+        if ordered:
+            described = out.windgate_plan
+            out = out.persist().orderBy("window_start", *by_cols)
+            out.windgate_plan = described
+        return out
     # Only first/last read the order among rows with equal times; the other functions are order-free, so
     # the tie-breaking column is shuffled and sorted only when needed.
     ordered_funcs = {"first", "last"}
-    agg_list = spec["aggs"]
     out = _windowed(
         df,
         spec,
         operator="WindowAggregator",
         batch=lambda empty: _native.window_aggregate([empty], **spec),
-        columns=[time, *by_cols, *(c for c, _ in agg_list if c != "*")],
+        columns=columns,
         ties=any(f.lower() in ordered_funcs for _, fs in agg_list for f in fs),
         range_size=range_size,
     )
     if ordered:
         out = out.persist().orderBy("window_start", *by_cols)
+    out.windgate_plan = "one-phase: raw rows shuffled by key (unkeyed: by time range) and sorted by time"
     return out
+
+
+def _active_session() -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is None:
+        raise InvalidParameterError(
+            "spark: a path was given and there is no active SparkSession; pass spark="
+        )
+    return session
 
 
 def skyline(
@@ -174,6 +224,7 @@ def skyline(
     strategy: str = "auto",
     farm: Mapping[str, Any] | None = None,
     range_size: _args.Span | None = None,
+    plan: str = "auto",
 ) -> DataFrame:
     """:func:`windgate.skyline` over a Spark DataFrame; returns a Spark DataFrame with the same rows.
 
@@ -201,6 +252,7 @@ def skyline(
         "skyline",
         threads=threads,
         range_size=range_size,
+        plan=plan,
         time=time,
         size=size,
         slide=slide,
@@ -230,6 +282,7 @@ def top_dominant(
     strategy: str = "auto",
     farm: Mapping[str, Any] | None = None,
     range_size: _args.Span | None = None,
+    plan: str = "auto",
 ) -> DataFrame:
     """:func:`windgate.top_dominant` over a Spark DataFrame; returns a Spark DataFrame with the same rows.
 
@@ -248,6 +301,7 @@ def top_dominant(
         "top_dominant",
         threads=threads,
         range_size=range_size,
+        plan=plan,
         time=time,
         size=size,
         slide=slide,
@@ -278,6 +332,7 @@ def topk(
     strategy: str = "auto",
     farm: Mapping[str, Any] | None = None,
     range_size: _args.Span | None = None,
+    plan: str = "auto",
 ) -> DataFrame:
     """:func:`windgate.topk` over a Spark DataFrame; returns a Spark DataFrame with the same rows.
 
@@ -295,6 +350,7 @@ def topk(
         "topk",
         threads=threads,
         range_size=range_size,
+        plan=plan,
         time=time,
         size=size,
         slide=slide,
@@ -310,15 +366,43 @@ def topk(
 
 
 def _preference(
-    df: DataFrame, query: str, *, threads: int | None, range_size: _args.Span | None, **params: Any
+    df: DataFrame,
+    query: str,
+    *,
+    threads: int | None,
+    range_size: _args.Span | None,
+    plan: str,
+    **params: Any,
 ) -> DataFrame:
-    """The preference queries through :func:`_windowed`."""
+    """The preference queries through :func:`_windowed`, after the two-phase plan's per-pane prefilter
+    (:func:`windgate.spark_twophase.prefilter`) unless ``plan="one_phase"``."""
     from .preference import _spec
 
+    plan = _args.choice(plan, "plan")
+    if plan not in ("auto", "two_phase", "one_phase"):
+        raise InvalidParameterError(f'plan: expected "auto", "two_phase" or "one_phase", got {plan!r}')
     spec = _spec(query, lateness=0, on_late="drop", threads=_task_threads(df, threads), **params)
     scored = [spec["score"]] if "score" in spec else []
     columns = [spec["time"], *spec["by"], *spec.get("dims", ()), *scored]
-    return _windowed(
+    described = "one-phase: raw rows shuffled by key (unkeyed: by time range) and sorted by time"
+    if plan != "one_phase":
+        for col in columns:
+            if col not in df.columns:
+                raise ColumnNotFoundError(
+                    f"column '{col}' is not in the DataFrame (columns: {', '.join(df.columns)})"
+                )
+        _native.preference(_empty_input(df), **spec)  # every parameter checked before Spark runs
+        tz = df.sparkSession.conf.get("spark.sql.session.timeZone", "UTC")
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        unit = _unit_of(to_arrow_schema(df.schema, timezone=tz).field(spec["time"]).type)
+        size_u, slide_u, offset_u = _resolve(spec, unit)
+        df = spark_twophase.prefilter(df, spec, size=size_u, slide=slide_u, offset=offset_u)
+        described = (
+            "two-phase: each partition's rows cut to the per-pane candidates (pane skylines; top-k per "
+            "pane) before the shuffle, then " + described.removeprefix("one-phase: ")
+        )
+    out = _windowed(
         df,
         spec,
         operator="PreferenceQuery",
@@ -328,13 +412,23 @@ def _preference(
         ties=query != "skyline",
         range_size=range_size,
     )
+    out.windgate_plan = described
+    return out
 
 
-def _task_threads(df: DataFrame, threads: int | None) -> int:
+def _empty_input(df: DataFrame) -> pa.Table:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    tz = df.sparkSession.conf.get("spark.sql.session.timeZone", "UTC")
+    return to_arrow_schema(df.schema, timezone=tz).empty_table()
+
+
+def _task_threads(df_or_spark: Any, threads: int | None) -> int:
     """windgate threads per Spark task: ``spark.task.cpus`` unless given."""
     if threads is not None:
         return threads
-    return int(df.sparkSession.conf.get("spark.task.cpus", "1") or 1)
+    spark = getattr(df_or_spark, "sparkSession", df_or_spark)
+    return int(spark.conf.get("spark.task.cpus", "1") or 1)
 
 
 def _windowed(
