@@ -107,6 +107,8 @@ def test_any_dataframe_two_phase_equals_one_phase_and_local(spark, by):
     want = windgate.window_aggregate(t, **kw)
     assert two.toArrow().cast(want.schema).equals(want)
     assert one.toArrow().cast(want.schema).equals(want)
+    streamed = wspark.window_aggregate(df, ordered=True, sorted_merge=True, **kw)
+    assert streamed.toArrow().cast(want.schema).equals(want)
 
 
 def test_empty_input_and_integer_time(spark, tmp_path):

@@ -110,6 +110,7 @@ def window_aggregate(
     range_size: _args.Span | None = None,
     plan: str = "auto",
     spark: SparkSession | None = None,
+    sorted_merge: bool | None = None,
 ) -> DataFrame:
     """:func:`windgate.window_aggregate` over a Spark DataFrame; returns a Spark DataFrame.
 
@@ -140,6 +141,9 @@ def window_aggregate(
             the data's time span so that there are a few ranges per core).
         plan: ``"auto"``, ``"two_phase"`` or ``"one_phase"`` (see above).
         spark: the session to run in when ``df`` is a path (default: the active session).
+        sorted_merge: two-phase, keyed: sort each task's partial states by pane and merge them streaming
+            (memory bounded by the open panes) instead of in memory (no sort; memory: the task's share of
+            the states). ``None``: sorted only for file input of more than 2**22 rows per shuffle partition.
 
     The whole input is one finite stream, so the result is exact (no rows are late).
     """
@@ -174,7 +178,7 @@ def window_aggregate(
     columns = [time, *by_cols, *(c for c, _ in agg_list if c != "*")]
     if plan != "one_phase":
         source = files or spark_twophase.plain_parquet_scan(df) or df
-        out = spark_twophase.two_phase(spark, source, spec, columns=columns)
+        out = spark_twophase.two_phase(spark, source, spec, columns=columns, sorted_merge=sorted_merge)
         if ordered:
             described = out.windgate_plan
             out = out.persist().orderBy("window_start", *by_cols)
