@@ -117,35 +117,47 @@ def _windows_of_pane(w: Windows, pane):
 
 def spark_panes(df: DataFrame, w: Windows) -> DataFrame:
     """The hand-written pane decomposition, usually Spark's fastest plan for sliding windows: tumbling partial
-    aggregates per (key, pane) of ``gcd(size, slide)`` (count, sum, max; for mean/std count, sum and sum of
-    squares), each pane's partials exploded into the windows that contain it, and grouped again. Both
-    group-bys aggregate partially before their shuffle, so only one row per (key, pane) and task crosses the
-    network."""
+    aggregates per (key, pane) of ``gcd(size, slide)``, each pane's partials exploded into the windows that
+    contain it, and grouped again. Both group-bys aggregate partially before their shuffle, so only one row
+    per (key, pane) and task crosses the network. Tumbling windows are their own panes: one group-by by the
+    pane number.
+
+    count/sum/max: count, sum and max per pane. mean/std: per pane the count ``c``, the sum ``s`` and
+    ``m2 = c * var_pop`` (Spark's own, from central moments); per window ``n = sum(c)``, ``S = sum(s)`` and
+    ``M2 = sum(m2) + sum(s*s/c) - S*S/n`` (Chan et al.'s combination). The between-pane term cancels when a
+    window's panes hold nearly equal values far from zero, so a few windows can lose digits: the check reports
+    them (plain sums of squares would lose them in every small window)."""
     from pyspark.sql import functions as F
 
     v = F.col(w.value)
+    _, n, step = w.pane_arithmetic()
+    if n == 1 and step == 1:  # tumbling: the pane is the window
+        out = df.groupBy(*w.by, _pane_number(w).alias("j")).agg(*_spark_aggs(w))
+        start = F.timestamp_micros(F.col("j") * F.lit(w.slide_s * 1_000_000)).alias("window_start")
+        return out.select(*w.by, start, *AGG_COLUMNS[w.aggs])
     if w.aggs == "count_sum_max":
         partial = [F.count(F.lit(1)).alias("c"), F.sum(v).alias("s"), F.max(v).alias("m")]
-        final = [
-            F.sum("c").alias("count"),
-            F.sum("s").alias("sum_value"),
-            F.max("m").alias("max_value"),
-        ]
+        final = [F.sum("c").alias("count"), F.sum("s").alias("sum_value"), F.max("m").alias("max_value")]
+        names = ["c", "s", "m"]
     else:
-        partial = [F.count(v).alias("c"), F.sum(v).alias("s"), F.sum(v * v).alias("q")]
-        final = [F.sum("c").alias("c"), F.sum("s").alias("s"), F.sum("q").alias("q")]
+        partial = [F.count(v).alias("c"), F.sum(v).alias("s"), (F.var_pop(v) * F.count(v)).alias("m2")]
+        final = [
+            F.sum("c").alias("c"),
+            F.sum("s").alias("s"),
+            F.sum("m2").alias("m2"),
+            F.sum(F.when(F.col("c") > 0, F.col("s") * F.col("s") / F.col("c"))).alias("between"),
+        ]
+        names = ["c", "s", "m2"]
     panes = df.select(*w.by, _pane_number(w).alias("pane"), w.value).groupBy(*w.by, "pane").agg(*partial)
-    slide_us = w.slide_s * 1_000_000
-    names = ["c", "s", "m"] if w.aggs == "count_sum_max" else ["c", "s", "q"]
     exploded = panes.select(*w.by, _windows_of_pane(w, F.col("pane")).alias("j"), *names)
     out = exploded.groupBy(*w.by, "j").agg(*final)
-    start = F.timestamp_micros(F.col("j") * F.lit(slide_us)).alias("window_start")
+    start = F.timestamp_micros(F.col("j") * F.lit(w.slide_s * 1_000_000)).alias("window_start")
     if w.aggs == "count_sum_max":
         return out.select(*w.by, start, *AGG_COLUMNS[w.aggs])
-    c, s, q = F.col("c"), F.col("s"), F.col("q")
+    c, s = F.col("c"), F.col("s")
     mean = F.when(c > 0, s / c)
-    var = F.greatest((q - s * s / c) / (c - 1), F.lit(0.0))
-    std = F.when(c > 1, F.sqrt(var))
+    m2 = F.greatest(F.col("m2") + F.col("between") - s * s / c, F.lit(0.0))
+    std = F.when(c > 1, F.sqrt(m2 / (c - 1)))
     return out.select(*w.by, start, mean.alias("mean_value"), std.alias("std_value"))
 
 
