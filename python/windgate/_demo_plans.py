@@ -39,17 +39,20 @@ AGG_COLUMNS = {
 @dataclass(frozen=True)
 class Windows:
     """A windowed query: windows of ``size_s`` seconds sliding by ``slide_s`` (tumbling when equal) on the
-    timestamp column ``time``, per ``key`` (None: unkeyed), aggregating the column ``value``."""
+    timestamp column ``time``, per ``key`` (a column, a tuple of columns, or None: unkeyed), aggregating the
+    column ``value``."""
 
     size_s: int
     slide_s: int
-    key: str | None = "key"
+    key: str | tuple[str, ...] | None = "key"
     time: str = "ts"
     value: str = "value"
     aggs: str = "count_sum_max"
 
     @property
     def by(self) -> list[str]:
+        if isinstance(self.key, tuple):
+            return list(self.key)
         return [self.key] if self.key else []
 
     @property
@@ -167,7 +170,9 @@ def windgate_window(source: str | None, df: DataFrame, w: Windows) -> tuple[Data
     was given: ``"path"``, or ``"DataFrame"`` with the reason the path was not taken)."""
     import windgate.spark as wspark
 
-    kwargs = dict(time=w.time, size=f"{w.size_s}s", slide=f"{w.slide_s}s", by=w.key, aggs=AGG_SETS[w.aggs])
+    kwargs = dict(
+        time=w.time, size=f"{w.size_s}s", slide=f"{w.slide_s}s", by=w.by or None, aggs=AGG_SETS[w.aggs]
+    )
     how = "DataFrame"
     out = None
     if source is not None:
@@ -223,7 +228,7 @@ def windgate_topk(df: DataFrame, w: Windows, k: int) -> DataFrame:
     import windgate.spark as wspark
 
     out = wspark.topk(
-        df, time=w.time, size=f"{w.size_s}s", slide=f"{w.slide_s}s", by=w.key, score=w.value, k=k
+        df, time=w.time, size=f"{w.size_s}s", slide=f"{w.slide_s}s", by=w.by or None, score=w.value, k=k
     )
     return out.select(*w.by, "window_start", w.time, w.value)
 
