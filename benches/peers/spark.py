@@ -21,7 +21,9 @@ everything else exact. Outputs larger than ``--check-rows`` are compared on the 
 report says which ``m``). A mismatch is a FAIL in the table, a MISMATCH line in the log and exit status 1.
 
     .venv/bin/python benches/peers/spark.py                                   # 1M and 10M rows, every case
-    .venv/bin/python benches/peers/spark.py --rows 1M --repeat 1 --cases 'window:sliding-1k-*,join:*,topk:*'
+    .venv/bin/python benches/peers/spark.py --rows 1M --repeat 1 \
+        --cases 'window:sliding-1k-count_sum_max@*,join:nokey-*,topk:*'            # a quick look
+    .venv/bin/python benches/peers/spark.py --list                              # the case names
 
 Results: ``<out>/spark.{json,md,png}`` (default ``bench-results/``); data cached in ``<out>/spark-data/``.
 """
