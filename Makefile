@@ -62,6 +62,7 @@ bench-peers:
 	$(PY) benches/peers/multiway.py --out bench-results
 	$(PY) benches/peers/pipeline.py --out bench-results
 	$(PY) benches/peers/tpcxbb.py --out bench-results
+	$(PY) benches/peers/spark.py --out bench-results
 
 lint: $(VENV)/.created
 	$(PIP) install --quiet "ruff>=0.6"

@@ -382,6 +382,59 @@ def plot_rows_per_s(
     return path
 
 
+def plot_case_seconds(
+    results: Sequence[dict], path: str | Path, title: str, *, family: str = "family", case: str = "case"
+) -> Path | None:
+    """Horizontal bars of the best seconds of each engine in each case (lower is better, log scale), one
+    panel per ``family``, windgate in orange; failed engines left out. None without matplotlib."""
+    plt = pyplot()
+    if plt is None:
+        return None
+    ok = [r for r in results if r.get("seconds")]
+    families = list(dict.fromkeys(r.get(family, "") for r in ok)) or [""]
+    heights = [sum(1 for r in ok if r.get(family, "") == f) for f in families]
+    fig, axes = plt.subplots(
+        len(families),
+        1,
+        figsize=(10, 0.32 * sum(max(h, 1) for h in heights) + 1.2 * len(families)),
+        gridspec_kw={"height_ratios": [max(h, 1) for h in heights]},
+        squeeze=False,
+    )
+    palette = ["tab:blue", "tab:cyan", "tab:purple", "tab:gray"]
+    for ax, fam in zip(axes[:, 0], families, strict=True):
+        rows = [r for r in ok if r.get(family, "") == fam]
+        if not rows:
+            ax.text(0.5, 0.5, "no engine succeeded", ha="center", va="center", transform=ax.transAxes)
+            continue
+        others = list(dict.fromkeys(r["engine"] for r in rows if not str(r["engine"]).startswith("windgate")))
+        colors = [
+            "tab:orange"
+            if str(r["engine"]).startswith("windgate")
+            else palette[others.index(r["engine"]) % 4]
+            for r in rows
+        ]
+        labels = [f"{r.get(case, '')}: {r['engine']}" for r in rows]
+        values = [r["seconds"] for r in rows]
+        bars = ax.barh(range(len(rows)), values, color=colors)
+        ax.set_yticks(range(len(rows)), labels, fontsize=7)
+        ax.invert_yaxis()
+        for bar, v in zip(bars, values, strict=True):
+            ax.text(
+                bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {v:.2f} s", va="center", fontsize=7
+            )
+        ax.set_xscale("log")
+        ax.set_xlim(right=max(values) * 3)
+        ax.set_title(str(fam), fontsize=9, loc="left")
+        ax.set_xlabel("seconds, best of the timed runs (log scale; lower is better)", fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def _json_default(obj):
     try:
         import numpy as np
@@ -404,11 +457,14 @@ def write_report(
     columns: Sequence[tuple] = COLUMNS,
     sections: Sequence[str] = (),
     plot: Callable[[Sequence[dict], Path, str], Path | None] = plot_rows_per_s,
+    groups: Sequence[tuple[str, Sequence[dict]]] | None = None,
 ) -> dict[str, Path]:
     """Write ``<name>.json``, ``<name>.md`` and ``<name>.png`` into ``out_dir``; return their paths.
 
     The Markdown holds the parameters, the machine, the table of ``columns``, the ``notes`` as a list and then
-    the ``sections`` (Markdown text) as they are; ``plot(results, path, title)`` draws the PNG."""
+    the ``sections`` (Markdown text) as they are; ``plot(results, path, title)`` draws the PNG. With
+    ``groups`` (``(heading, results)`` pairs, e.g. one per query family), one table per group under its own
+    heading replaces the single table; the JSON still holds ``results``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results = [finish(dict(r)) for r in results]
@@ -434,7 +490,10 @@ def write_report(
         f"Python {meta['python']}; load average {meta['load_average']} at the end; {meta['date']}."
     )
     md.append("")
-    md.append(markdown_table(results, columns))
+    if groups is None:
+        md.append(markdown_table(results, columns))
+    for heading, group in groups or ():
+        md.extend([f"## {heading}", "", markdown_table([finish(dict(r)) for r in group], columns), ""])
     if notes:
         md.append("")
         md.extend(f"* {n}" for n in notes)
