@@ -29,8 +29,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["ParquetInput", "parquet_input", "plain_parquet_scan", "prefilter", "two_phase"]
 
-#: Rows per phase-1 task when reading files (whole row groups are kept together).
-SPLIT_ROWS = 1 << 20
+#: Most rows per phase-1 task when reading files (whole row groups are kept together): bounds a task's
+#: partial states, which are at most its rows.
+SPLIT_ROWS = 1 << 23
 #: Most input rows per phase-2 task for which the partial states are merged in memory without a sort.
 MERGE_IN_MEMORY_ROWS = 1 << 22
 #: Phase-1 tasks of a DataFrame number rows from ``partition << ROW_BITS``: arrival order across partitions
@@ -40,20 +41,38 @@ ROW_BITS = 40
 
 @dataclass(frozen=True)
 class ParquetInput:
-    """Parquet files read by the tasks themselves: ``files`` in order, the pyarrow ``schema``, the ``splits``
-    (file index, row groups, rows before them in the whole input) that become phase-1 tasks, and the total
-    number of ``rows``."""
+    """Parquet files read by the tasks themselves: ``files`` in order, the pyarrow ``schema``, every row
+    group in the whole input's order as ``(file index, row group, rows)``, and the total ``rows``."""
 
     files: tuple[str, ...]
     schema: pa.Schema
-    splits: tuple[tuple[int, tuple[int, ...], int], ...]
+    groups: tuple[tuple[int, int, int], ...]
     rows: int
     filesystem: Any = None
+
+    def splits(self, tasks: int) -> list[tuple[int, int, int]]:
+        """Runs of consecutive row groups, one per phase-1 task: ``(first group, end group, rows before)``.
+
+        About ``rows / tasks`` rows each (at most :data:`SPLIT_ROWS`): the more rows a task reduces, the
+        fewer partial states it emits when the files are not ordered by time (a task's states are at most
+        its (key, pane) pairs), and a run's rows are contiguous in the whole input, so one operator numbers
+        them from the rows before it and ties break as in the local call.
+        """
+        target = max(1, min(SPLIT_ROWS, -(-self.rows // max(1, tasks))))
+        out, start, rows, before = [], 0, 0, 0
+        for g, (_, _, n) in enumerate(self.groups):
+            if g > start and rows + n > target:
+                out.append((start, g, before))
+                start, before, rows = g, before + rows, 0
+            rows += n
+        if start < len(self.groups):
+            out.append((start, len(self.groups), before))
+        return out
 
 
 def parquet_input(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> ParquetInput:
     """Lists the Parquet files under ``paths`` (files or directories, local or any URI pyarrow reaches)
-    and cuts their row groups into splits of about :data:`SPLIT_ROWS` rows, reading only the footers."""
+    and their row groups, reading only the footers."""
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
@@ -69,24 +88,11 @@ def parquet_input(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> Par
         raise InvalidParameterError(f"df: cannot read Parquet at {paths!r}: {e}") from None
     files = tuple(dataset.files)
     fs = dataset.filesystem
-    splits = []
-    before = 0
+    groups = []
     for i, f in enumerate(files):
         meta = pq.ParquetFile(f, filesystem=fs).metadata
-        group: list[int] = []
-        rows = 0
-        start = before
-        for rg in range(meta.num_row_groups):
-            n = meta.row_group(rg).num_rows
-            if group and rows + n > SPLIT_ROWS:
-                splits.append((i, tuple(group), start))
-                group, rows, start = [], 0, before
-            group.append(rg)
-            rows += n
-            before += n
-        if group:
-            splits.append((i, tuple(group), start))
-    return ParquetInput(files, dataset.schema, tuple(splits), before, fs)
+        groups.extend((i, rg, meta.row_group(rg).num_rows) for rg in range(meta.num_row_groups))
+    return ParquetInput(files, dataset.schema, tuple(groups), sum(g[2] for g in groups), fs)
 
 
 def _filesystem(paths: list[str]) -> tuple[Any, list[str]]:
@@ -174,9 +180,10 @@ def two_phase(
     out_spark = from_arrow_schema(out_schema, prefer_timestamp_ntz=True)
 
     if isinstance(source, ParquetInput):
-        n = len(source.splits)
+        splits = source.splits(_parallelism(spark))
+        n = len(splits)
         ids = spark.range(0, max(n, 1), 1, max(n, 1))
-        task = _file_task(source, list(arrow_in.names), spec, partial_schema)
+        task = _file_task(source, splits, list(arrow_in.names), spec, partial_schema)
         partials = ids.mapInArrow(task, partial_spark)
         first = f"phase 1: {n} Parquet split(s) read by pyarrow, one task each"
     else:
@@ -206,6 +213,16 @@ def two_phase(
     out = parts.mapInArrow(_merge_task(merge_spec, out_schema), out_spark)
     out.windgate_plan = f"two-phase: {first}; {second}"
     return out
+
+
+def _parallelism(spark) -> int:
+    """Task slots of the session: ``defaultParallelism`` (classic), ``spark.default.parallelism`` (Connect),
+    else the driver's cores."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+        conf = spark.conf.get("spark.default.parallelism", None)
+        return int(conf) if conf else os.cpu_count() or 2
 
 
 def _spark_compatible(schema: pa.Schema) -> pa.Schema:
@@ -243,23 +260,24 @@ def _partial_operator(spec: dict[str, Any], row_offset: int):
     return _native.WindowAggregator(**kwargs)
 
 
-def _file_task(source: ParquetInput, columns: list[str], spec: dict[str, Any], schema: pa.Schema):
-    """Phase 1 over files: each split id of the task is read with pyarrow and pre-aggregated."""
+def _file_task(source: ParquetInput, splits, columns: list[str], spec: dict[str, Any], schema: pa.Schema):
+    """Phase 1 over files: each split (a run of row groups) of the task read with pyarrow, pre-aggregated."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
 
         for ids in batches:
             for split in ids.column(0).to_pylist():
-                if split >= len(source.splits):
+                if split >= len(splits):
                     continue
-                f, groups, offset = source.splits[split]
-                reader = pq.ParquetFile(source.files[f], filesystem=source.filesystem)
-                op = _partial_operator(spec, offset)
-                for batch in reader.iter_batches(
-                    row_groups=list(groups), columns=columns, batch_size=1 << 16
-                ):
-                    yield from _emit(op.push(batch), schema)
+                first, end, before = splits[split]
+                op = _partial_operator(spec, before)
+                files: dict[int, Any] = {}
+                for f, rg, _ in source.groups[first:end]:
+                    if f not in files:
+                        files[f] = pq.ParquetFile(source.files[f], filesystem=source.filesystem)
+                    for batch in files[f].iter_batches(row_groups=[rg], columns=columns, batch_size=1 << 16):
+                        yield from _emit(op.push(batch), schema)
                 yield from _emit(op.flush(), schema)
 
     return run
