@@ -156,15 +156,17 @@ def test_a_non_dataframe_is_a_type_error_naming_the_parameter():
 # saying what to set.
 _NO_WINDGATE_DRIVER = textwrap.dedent(
     """
-    import json, sys
+    import json, os, sys
     from pyspark.sql import SparkSession
     import windgate
     from windgate import spark as wspark
 
     seen = {}
     for name, python in json.loads(sys.argv[1]).items():
+        os.environ["PYSPARK_PYTHON"] = python  # what a SparkContext reads when it starts
         spark = (SparkSession.builder.master("local[1]").config("spark.pyspark.python", python)
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
                  .getOrCreate())
         spark.sparkContext.setLogLevel("OFF")
         df = spark.range(10).selectExpr("id AS ts", "id % 2 AS k")
@@ -212,6 +214,8 @@ def test_executors_without_windgate_are_reported_with_what_to_set(tmp_path):
     assert line, proc.stderr[-4000:]
     seen = json.loads(line[len("RESULT ") :])
     assert "No module named 'windgate'" in seen["venv_without_windgate"], seen
+    if "bare_interpreter" in seen:  # here usually earlier, on the Arrow UDF's own "No module named 'pyarrow'"
+        assert "No module named" in seen["bare_interpreter"], seen
     for name, message in seen.items():
         assert message.startswith("SparkEnvironmentError: the Spark executors cannot import windgate"), (
             name,

@@ -41,7 +41,7 @@ _checked_sessions: weakref.WeakSet = weakref.WeakSet()
 _HOW_TO_FIX = (
     "Every executor needs a Python interpreter with windgate installed (the same version as the driver): "
     "set PYSPARK_PYTHON (or spark.pyspark.python) to it before the SparkSession starts, or ship a packed "
-    "virtualenv with spark.archives=windgate-env.tar.gz#environment and "
+    "virtualenv with spark.archives=wg-env.tar.gz#environment and "
     "spark.pyspark.python=./environment/bin/python (see the README's 'Running on a cluster')"
 )
 
