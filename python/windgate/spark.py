@@ -41,7 +41,7 @@ import pyarrow as pa
 from . import _args, _native, spark_twophase
 from .errors import ColumnNotFoundError, ColumnTypeError, InvalidParameterError
 from .spark_pipeline import run_pipeline
-from .spark_session import default_parallelism, input_schema, output_schema
+from .spark_session import check_executors, default_parallelism, input_schema, output_schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -155,9 +155,11 @@ def window_aggregate(
     if isinstance(df, (str, os.PathLike, list, tuple)):
         files = spark_twophase.parquet_input(df)
         spark = spark or _active_session()
+        check_executors(spark)
         if plan == "one_phase":
             df, files = spark.read.parquet(*files.files), None
     else:
+        input_schema(df)  # a batch DataFrame, and executors that can import windgate
         spark = df.sparkSession
     by_cols = _args.by_columns(by)
     # The tasks stream time-sorted rows: lateness 0 loses none.
