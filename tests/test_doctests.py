@@ -5,7 +5,14 @@ import importlib
 
 import pytest
 
-MODULES = ["windgate", "windgate.join", "windgate.preference", "windgate.pipeline", "windgate.tpcxbb"]
+MODULES = [
+    "windgate",
+    "windgate.join",
+    "windgate.preference",
+    "windgate.pipeline",
+    "windgate.tpcxbb",
+    "windgate.spark_session",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -30,6 +30,7 @@ from .errors import (
     NullTimeError,
     OperatorPoisonedError,
     SchemaMismatchError,
+    SparkEnvironmentError,
     WindgateError,
     WindgateOverflowError,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "InvalidValueError",
     "OperatorPoisonedError",
     "InputError",
+    "SparkEnvironmentError",
     "__version__",
 ]
 

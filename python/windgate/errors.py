@@ -20,6 +20,7 @@ __all__ = [
     "OperatorPoisonedError",
     "InputError",
     "BackpressureError",
+    "SparkEnvironmentError",
 ]
 
 
@@ -73,4 +74,13 @@ class BackpressureError(WindgateError, RuntimeError):
     The batch was **not** consumed and the operator is still usable: push the lagging sources (or close
     them), then push the batch again. This is how a multi-source operator keeps memory bounded when one
     source stalls.
+    """
+
+
+class SparkEnvironmentError(WindgateError, RuntimeError):
+    """The Spark executors cannot run windgate: their Python does not have it (or its dependencies).
+
+    The message says what to set: ``PYSPARK_PYTHON`` / ``spark.pyspark.python`` to an interpreter that has
+    windgate installed, or ``spark.archives`` with a packed virtualenv (see the README's "Running on a
+    cluster").
     """

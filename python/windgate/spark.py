@@ -41,6 +41,7 @@ import pyarrow as pa
 from . import _args, _native, spark_twophase
 from .errors import ColumnNotFoundError, ColumnTypeError, InvalidParameterError
 from .spark_pipeline import run_pipeline
+from .spark_session import check_executors, default_parallelism, input_schema, output_schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -154,9 +155,11 @@ def window_aggregate(
     if isinstance(df, (str, os.PathLike, list, tuple)):
         files = spark_twophase.parquet_input(df)
         spark = spark or _active_session()
+        check_executors(spark)
         if plan == "one_phase":
             df, files = spark.read.parquet(*files.files), None
     else:
+        input_schema(df)  # a batch DataFrame, and executors that can import windgate
         spark = df.sparkSession
     by_cols = _args.by_columns(by)
     # The tasks stream time-sorted rows: lateness 0 loses none.
@@ -456,18 +459,16 @@ def _windowed(
     depends on it; otherwise their order is left to the shuffle.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
+    arrow_in = input_schema(df)
     spark = df.sparkSession
     for col in columns:
         if col not in df.columns:
             raise ColumnNotFoundError(
                 f"column '{col}' is not in the DataFrame (columns: {', '.join(df.columns)})"
             )
-    tz = spark.conf.get("spark.sql.session.timeZone", "UTC")
-    arrow_in = to_arrow_schema(df.schema, timezone=tz)
     arrow_out = batch(arrow_in.empty_table()).schema
-    spark_out = from_arrow_schema(arrow_out, prefer_timestamp_ntz=False)
+    spark_out = output_schema(arrow_out)
 
     time = spec["time"]
     seq = df.withColumn(_SEQ, F.monotonically_increasing_id() if ties else F.lit(0).cast("long"))
@@ -620,7 +621,7 @@ def _range_length(df, time: str, unit: str, size: int, slide: int, spark, range_
     lo, hi = df.agg(F.min(t), F.max(t)).first()
     if lo is None:
         return max(size, slide) // slide * slide + slide
-    target = 4 * max(1, spark.sparkContext.defaultParallelism)
+    target = 4 * default_parallelism(spark)
     span = max(1, hi - lo + 1)
     r = max(size, math.ceil(span / target))
     return max(1, math.ceil(r / slide)) * slide
@@ -685,7 +686,6 @@ def band_join(
         >>> out.orderBy("ts").show()  # doctest: +SKIP
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
     from .join import _predicates, _time_pair
     from .join import band_join as local_band_join
@@ -696,6 +696,8 @@ def band_join(
             '(the "scalejoin" semantics depends on the global order in which each side purges its window, '
             "which time buckets cannot reproduce; run windgate.band_join locally for it)"
         )
+    arrow_l = input_schema(left_df, "left_df")
+    arrow_r = input_schema(right_df, "right_df")
     time_l, time_r = _time_pair(time)
     preds = _predicates(on)
     for side, df, cols in (
@@ -712,9 +714,6 @@ def band_join(
     spark = left_df.sparkSession
     if threads is None:
         threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
-    tz = spark.conf.get("spark.sql.session.timeZone", "UTC")
-    arrow_l = to_arrow_schema(left_df.schema, timezone=tz)
-    arrow_r = to_arrow_schema(right_df.schema, timezone=tz)
     kwargs = {
         "time": (time_l, time_r),
         "window": window,
@@ -726,7 +725,7 @@ def band_join(
     }
     # Every parameter and column type checked, and the output schema, before Spark runs anything.
     arrow_out = local_band_join(arrow_l.empty_table(), arrow_r.empty_table(), **kwargs).schema
-    spark_out = from_arrow_schema(arrow_out, prefer_timestamp_ntz=False)
+    spark_out = output_schema(arrow_out)
 
     unit = _unit_of(arrow_l.field(time_l).type)
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 from . import _args
 from .errors import ColumnNotFoundError, ColumnTypeError
 from .pipeline import Pipeline
+from .spark_session import input_schema, output_schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -53,10 +54,9 @@ def run_pipeline(
         >>> out = spark.run_pipeline(df, sessions, partition_by="user_id",
         ...                          order_by="click_id")  # doctest: +SKIP
     """
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-
     if not isinstance(pipeline, Pipeline):
         raise ColumnTypeError(f"pipeline: expected a windgate.Pipeline, got {type(pipeline).__name__}")
+    arrow_in = input_schema(df)
     by = _args.columns(partition_by, "partition_by")
     order = _args.columns(order_by, "order_by")
     for param, cols in (("partition_by", by), ("order_by", order)):
@@ -65,13 +65,10 @@ def run_pipeline(
                 raise ColumnNotFoundError(
                     f"{param}: column '{c}' is not in the DataFrame (columns: {', '.join(df.columns)})"
                 )
-    spark = df.sparkSession
     if threads is None:
-        threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
-    tz = spark.conf.get("spark.sql.session.timeZone", "UTC")
-    arrow_in = to_arrow_schema(df.schema, timezone=tz)
+        threads = int(df.sparkSession.conf.get("spark.task.cpus", "1") or 1)
     arrow_out = pipeline.schema(arrow_in)
-    spark_out = from_arrow_schema(arrow_out, prefer_timestamp_ntz=False)
+    spark_out = output_schema(arrow_out)
     if by:
         df = df.repartition(*by)
     if order:

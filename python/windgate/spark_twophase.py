@@ -165,7 +165,8 @@ def two_phase(
         missing = [c for c in columns if c not in file_schema.names]
         where = f"the Parquet files (columns: {', '.join(file_schema.names)})"
     else:
-        present = [f"`{c}`" for c in columns if c in source.columns]
+        # dict.fromkeys: the time column can be an aggregated column too (aggs={"ts": "max"}).
+        present = [f"`{c}`" for c in dict.fromkeys(columns) if c in source.columns]
         arrow_in = to_arrow_schema(source.select(*present).schema, timezone=tz)
         missing = [c for c in columns if c not in source.columns]
         where = f"the DataFrame (columns: {', '.join(source.columns)})"
