@@ -398,11 +398,9 @@ def _preference(
                 raise ColumnNotFoundError(
                     f"column '{col}' is not in the DataFrame (columns: {', '.join(df.columns)})"
                 )
-        _native.preference(_empty_input(df), **spec)  # every parameter checked before Spark runs
-        tz = df.sparkSession.conf.get("spark.sql.session.timeZone", "UTC")
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        unit = _unit_of(to_arrow_schema(df.schema, timezone=tz).field(spec["time"]).type)
+        arrow_in = input_schema(df)
+        _native.preference(arrow_in.empty_table(), **spec)  # every parameter checked before Spark runs
+        unit = _unit_of(arrow_in.field(spec["time"]).type)
         size_u, slide_u, offset_u = _resolve(spec, unit)
         df = spark_twophase.prefilter(df, spec, size=size_u, slide=slide_u, offset=offset_u)
         described = (
@@ -421,13 +419,6 @@ def _preference(
     )
     out.windgate_plan = described
     return out
-
-
-def _empty_input(df: DataFrame) -> pa.Table:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    tz = df.sparkSession.conf.get("spark.sql.session.timeZone", "UTC")
-    return to_arrow_schema(df.schema, timezone=tz).empty_table()
 
 
 def _task_threads(df_or_spark: Any, threads: int | None) -> int:

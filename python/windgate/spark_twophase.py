@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from . import _native
 from .errors import ColumnNotFoundError, InvalidParameterError
+from .spark_session import default_parallelism
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -181,7 +182,7 @@ def two_phase(
     out_spark = from_arrow_schema(out_schema, prefer_timestamp_ntz=True)
 
     if isinstance(source, ParquetInput):
-        splits = source.splits(_parallelism(spark))
+        splits = source.splits(default_parallelism(spark))
         n = len(splits)
         ids = spark.range(0, max(n, 1), 1, max(n, 1))
         task = _file_task(source, splits, list(arrow_in.names), spec, partial_schema)
@@ -214,16 +215,6 @@ def two_phase(
     out = parts.mapInArrow(_merge_task(merge_spec, out_schema), out_spark)
     out.windgate_plan = f"two-phase: {first}; {second}"
     return out
-
-
-def _parallelism(spark) -> int:
-    """Task slots of the session: ``defaultParallelism`` (classic), ``spark.default.parallelism`` (Connect),
-    else the driver's cores."""
-    try:
-        return int(spark.sparkContext.defaultParallelism)
-    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
-        conf = spark.conf.get("spark.default.parallelism", None)
-        return int(conf) if conf else os.cpu_count() or 2
 
 
 def _spark_compatible(schema: pa.Schema) -> pa.Schema:
