@@ -1,0 +1,294 @@
+"""The band join on Spark (:func:`windgate.spark.band_join`): a bounded number of groups, one join each.
+
+Rows are grouped by ``(time bucket, pmod(hash(equality keys), P))``. A left row lives in the one bucket
+``floor(l.ts / bucket)``; a right row is copied into every bucket holding a left row it can match,
+``floor((r.ts - upper) / bucket)`` to ``floor((r.ts - lower) / bucket)``. Equal keys hash alike on both sides,
+so every matching pair meets in exactly one group: the left row's. Each group runs ONE
+:func:`windgate.band_join` over all of its keys (the equality predicates select the pairs; the join's index
+is keyed by them), so the number of Python calls is the number of groups, not buckets x distinct keys.
+
+``how="left"``: every right row that can match a left row is in the left row's group, so a left row without a
+partner in its group has none at all; the group's join returns it with nulls.
+
+The number of groups, G (see :func:`plan`): ``min(spark.sql.shuffle.partitions, 4 x defaultParallelism)``
+groups, more when the inputs are large (at most about ``ROWS_PER_GROUP`` rows a group), at least one. The
+buckets are as wide as the data's time span allows for G groups (and at least twice ``upper - lower``, so a
+right row is in at most two buckets); ``P`` makes up the rest: ``ceil(G / buckets)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from . import _args, _native
+from .errors import ColumnNotFoundError, InvalidParameterError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+_BUCKET = "__windgate_bucket"
+_PART = "__windgate_part"
+_TIME = "__windgate_time"
+_KEY = "__windgate_key"
+_MAX_BUCKET = 2**60
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+#: Rows (both sides, right rows counted once per bucket copy) a group should hold at most, when the number
+#: of groups is derived from the data: a group is joined in one Python call, in memory.
+ROWS_PER_GROUP = 2_000_000
+
+
+def signed_units(value: Any, unit: str, param: str) -> int | None:
+    """An int, a (possibly negative: ``"-30s"``) duration string or a ``timedelta`` in time-column units."""
+    v = _args.span(value, param)
+    if v is None or isinstance(v, int):
+        return v
+    text = v.strip()
+    negative = text.startswith("-")
+    body = text[1:] if text[:1] in "-+" else text
+    units = _native.duration_units(body, unit, param)
+    return -units if negative else units
+
+
+def plan(span: int | None, rows: int, lower: int, upper: int, has_keys: bool, target: int) -> tuple[int, int]:
+    """``(bucket width, P)`` for a time span of ``span`` units (``None``: no rows) and ``rows`` rows.
+
+    The groups: ``G = max(target, ceil(rows / ROWS_PER_GROUP))``. Without equality keys (``P = 1``) the
+    buckets alone make them: ``span / G`` wide. With keys, the buckets are wide (fewer right-row copies) and
+    ``P = ceil(G / buckets)`` splits each bucket by key hash.
+    """
+    groups = max(1, target, math.ceil(rows / ROWS_PER_GROUP))
+    width = max(1, upper - lower)
+    floor_width = min(2 * width, _MAX_BUCKET)
+    if span is None:
+        return floor_width, 1
+    if not has_keys:
+        return min(max(floor_width, math.ceil(span / groups)), _MAX_BUCKET), 1
+    # With keys: buckets only as many as memory needs (rows / ROWS_PER_GROUP), P for the parallelism.
+    buckets = max(1, math.ceil(rows / ROWS_PER_GROUP))
+    bucket = min(max(floor_width, math.ceil(span / buckets)), _MAX_BUCKET)
+    buckets = max(1, math.ceil(span / bucket))
+    return bucket, max(1, math.ceil(groups / buckets))
+
+
+def band_join(
+    left_df: DataFrame,
+    right_df: DataFrame,
+    *,
+    time: str | Sequence[str],
+    window: _args.Span | None = None,
+    lower: _args.Span | None = None,
+    upper: _args.Span | None = None,
+    how: str = "inner",
+    on: Any = (),
+    bucket: _args.Span | None = None,
+    partitions: int | None = None,
+    threads: int | None = None,
+    index: bool = True,
+    semantics: str = "interval",
+) -> DataFrame:
+    """See :func:`windgate.spark.band_join` (the documented entry point)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+    from .join import _predicates, _time_pair
+    from .join import band_join as local_band_join
+
+    if semantics != "interval":
+        raise InvalidParameterError(
+            f'semantics: windgate.spark.band_join supports only "interval", got {semantics!r} '
+            '(the "scalejoin" semantics depends on the global order in which each side purges its window, '
+            "which time buckets cannot reproduce; run windgate.band_join locally for it)"
+        )
+    time_l, time_r = _time_pair(time)
+    preds = _predicates(on)
+    for side, df, cols in (
+        ("left", left_df, [time_l, *(p[1] for p in preds)]),
+        ("right", right_df, [time_r, *(p[2] for p in preds)]),
+    ):
+        for col in cols:
+            if col not in df.columns:
+                param = "time" if col == cols[0] else "on"
+                names = ", ".join(df.columns)
+                raise ColumnNotFoundError(
+                    f"{param}: column '{col}' is not in the {side} DataFrame (columns: {names})"
+                )
+    if partitions is not None:
+        partitions = _args.integer(partitions, "partitions", minimum=1)
+    spark = left_df.sparkSession
+    if threads is None:
+        threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
+    tz = spark.conf.get("spark.sql.session.timeZone", "UTC")
+    arrow_l = to_arrow_schema(left_df.schema, timezone=tz)
+    arrow_r = to_arrow_schema(right_df.schema, timezone=tz)
+    kwargs = {
+        "time": (time_l, time_r),
+        "window": window,
+        "lower": lower,
+        "upper": upper,
+        "how": how,
+        "on": on,
+        "threads": threads,
+        "lateness": None,
+        "semantics": "interval",
+        "index": index,
+    }
+    # Every parameter and column type checked, and the output schema, before Spark runs anything.
+    arrow_out = local_band_join(arrow_l.empty_table(), arrow_r.empty_table(), **kwargs).schema
+    spark_out = from_arrow_schema(arrow_out, prefer_timestamp_ntz=False)
+
+    from .spark import _unit_of, _units_expr
+
+    unit = _unit_of(arrow_l.field(time_l).type)
+    if window is not None:
+        w = signed_units(window, unit, "window")
+        lo, up = -w, w
+    else:
+        lo, up = signed_units(lower, unit, "lower"), signed_units(upper, unit, "upper")
+    eq_preds = [(i, p) for i, p in enumerate(preds) if p[0] == "eq"]
+    outer = how == "left"
+
+    # Rows with a null (or NaN) predicate value match nothing: dropped before the shuffle, except left rows
+    # of a left outer join (they come out unmatched). Rows with a null time are kept: they land in the null
+    # bucket, where the join raises NullTimeError as the local call does (Spark would drop them silently).
+    left = left_df if outer else _drop_unmatchable(left_df, time_l, [p[1] for p in preds], arrow_l)
+    right = _drop_unmatchable(right_df, time_r, [p[2] for p in preds], arrow_r)
+    left = left.withColumn(_TIME, _units_expr(time_l, unit))
+    right = right.withColumn(_TIME, _units_expr(time_r, unit))
+
+    if bucket is not None:
+        bucket_u = signed_units(bucket, unit, "bucket")
+        if not 0 < bucket_u <= _MAX_BUCKET:
+            raise InvalidParameterError(f"bucket: expected a positive width up to 2**60, got {bucket_u}")
+    if bucket is None or (eq_preds and partitions is None):
+        span, rows = _time_span(left, right)
+        target = _target_groups(spark)
+        auto_bucket, auto_p = plan(span, rows, lo, up, bool(eq_preds), target)
+        if bucket is None:
+            bucket_u = auto_bucket
+        elif span is not None:
+            auto_p = max(1, math.ceil(target / max(1, math.ceil(span / bucket_u))))
+        parts = partitions if partitions is not None else auto_p
+    else:
+        parts = partitions if partitions is not None else 1
+    if not eq_preds:
+        parts = 1
+
+    b = bucket_u
+    left = left.withColumn(_BUCKET, F.expr(_floor_div(f"`{_TIME}`", b)))
+    # explode_outer: a null time (null sequence) keeps its row, with a null bucket.
+    first = _floor_div(_clamped(f"`{_TIME}`", -up), b)
+    last = _floor_div(_clamped(f"`{_TIME}`", -lo), b)
+    right = right.withColumn(_BUCKET, F.explode_outer(F.sequence(F.expr(first), F.expr(last))))
+    keys = [_BUCKET]
+    if parts > 1:
+        # Equality columns cast to one type per pair so both sides hash alike (int vs long, -0.0 vs 0.0).
+        lcols, rcols = [], []
+        for _, (_, lcol, rcol, _) in eq_preds:
+            common = _common_key_type(arrow_l.field(lcol).type)
+            lcols.append(_key_expr(lcol, common))
+            rcols.append(_key_expr(rcol, common))
+        left = left.withColumn(_PART, F.pmod(F.hash(*lcols), F.lit(parts)))
+        right = right.withColumn(_PART, F.pmod(F.hash(*rcols), F.lit(parts)))
+        keys.append(_PART)
+    native_kwargs = {
+        "time": (time_l, time_r),
+        "window": None,
+        "lower": lo,
+        "upper": up,
+        "how": how,
+        "on": preds,
+        "threads": threads,
+        "lateness": None,
+        "on_late": "drop",
+        "semantics": "interval",
+        "index": bool(index),
+        "strategy": "auto",
+    }
+    extra = [_TIME, *keys]
+    grouped = left.groupBy(*keys).cogroup(right.groupBy(*keys))
+    return grouped.applyInArrow(_group_task(native_kwargs, arrow_out, extra, outer), spark_out)
+
+
+def _target_groups(spark) -> int:
+    shuffle = int(spark.conf.get("spark.sql.shuffle.partitions", "200") or 200)
+    return max(1, min(shuffle, 4 * max(1, spark.sparkContext.defaultParallelism)))
+
+
+def _time_span(left, right) -> tuple[int | None, int]:
+    """One Spark job: the time span of both sides (``None`` without rows) and their row count."""
+    from pyspark.sql import functions as F
+
+    both = left.select(F.col(_TIME).alias("t")).unionAll(right.select(F.col(_TIME).alias("t")))
+    lo, hi, n = both.agg(F.min("t"), F.max("t"), F.count(F.lit(1))).first()
+    if lo is None:
+        return None, int(n or 0)
+    return int(hi) - int(lo) + 1, int(n)
+
+
+def _clamped(expr: str, offset: int) -> str:
+    """``expr + offset`` clamped to int64, exact (decimal arithmetic): a matching left time lies inside it."""
+    total = f"(CAST({expr} AS DECIMAL(20, 0)) + CAST({offset} AS DECIMAL(20, 0)))"
+    # greatest/least skip nulls: a null time must stay null (its row goes to the null bucket).
+    clamped = f"CAST(least(greatest({total}, {_I64_MIN}BD), {_I64_MAX}BD) AS BIGINT)"
+    return f"if({expr} IS NULL, NULL, {clamped})"
+
+
+def _floor_div(expr: str, b: int) -> str:
+    """floor(expr / b) in long arithmetic (`/` would go through double, `div` truncates towards zero)."""
+    e = f"({expr})"
+    return f"(({e} div {b}L) - if({e} < 0 AND pmod({e}, {b}L) != 0, 1L, 0L))"
+
+
+def _key_expr(col: str, common: str | None):
+    from pyspark.sql import functions as F
+
+    c = F.col(f"`{col}`")
+    if common is None:
+        return c
+    c = c.cast(common)
+    if common == "double":
+        # -0.0 equals 0.0: one value, one hash.
+        c = F.when(c == 0, F.lit(0.0)).otherwise(c)
+    return c
+
+
+def _drop_unmatchable(df, time: str, cols: list[str], schema: pa.Schema):
+    """Drops the rows whose predicate columns hold a null or NaN (they match nothing), keeping null times."""
+    from pyspark.sql import functions as F
+
+    if not cols:
+        return df
+    ok = None
+    for c in dict.fromkeys(cols):
+        cond = F.col(f"`{c}`").isNotNull()
+        if pa.types.is_floating(schema.field(c).type):
+            cond = cond & ~F.isnan(F.col(f"`{c}`"))
+        ok = cond if ok is None else ok & cond
+    return df.filter(F.col(f"`{time}`").isNull() | ok)
+
+
+def _common_key_type(t: pa.DataType) -> str | None:
+    """The Spark type both sides' equality keys are cast to (windgate compares integers as int64, floats as
+    float64); ``None`` keeps the column as it is."""
+    if pa.types.is_integer(t):
+        return "long"
+    if pa.types.is_floating(t):
+        return "double"
+    return None
+
+
+def _group_task(kwargs: dict[str, Any], arrow_out: pa.Schema, extra: list[str], outer: bool):
+    """One group (a time bucket and a share of the keys): one local join of all its rows."""
+
+    def run(key: tuple, left: pa.Table, right: pa.Table) -> pa.Table:
+        # The null bucket holds rows with a null time: the join raises NullTimeError on them.
+        if key[0].is_valid and (left.num_rows == 0 or (right.num_rows == 0 and not outer)):
+            return arrow_out.empty_table()
+        out = _native.band_join(left.drop_columns(extra), right.drop_columns(extra), **kwargs)
+        return out if out.schema == arrow_out else out.cast(arrow_out)
+
+    return run
