@@ -149,12 +149,9 @@ def test_errors(spark):
 
 
 def test_plan_bounds_the_groups():
-    # Keys, data fits one group's memory: one bucket as wide as the span, P = the target.
-    assert plan(3600, 320_000, -30, 0, True, 8) == (3600, 8)
     # No keys: the span cut into about `target` buckets, each at least twice the band.
-    assert plan(3600, 320_000, -30, 0, False, 8) == (450, 1)
-    assert plan(100, 320_000, -30, 0, False, 8) == (60, 1)
+    assert plan(3600, 320_000, -30, 0, 8) == 450
+    assert plan(100, 320_000, -30, 0, 8) == 60
     # Large inputs: more buckets, each holding about ROWS_PER_GROUP rows.
-    bucket, parts = plan(10_000, 40_000_000, -5, 5, True, 8)
-    assert bucket == 500 and parts == 1
-    assert plan(None, 0, -5, 5, True, 8) == (20, 1)
+    assert plan(10_000, 40_000_000, -5, 5, 8) == 500
+    assert plan(None, 0, -5, 5, 8) == 20

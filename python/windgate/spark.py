@@ -553,13 +553,11 @@ def band_join(
     Equal keys hash alike on both sides, so a matching pair meets in the left row's group only: every pair
     comes out exactly once. Implementation: :mod:`windgate.spark_join`.
 
-    The number of groups G is ``min(spark.sql.shuffle.partitions, 4 x defaultParallelism)``, or more for
-    large inputs (about ``windgate.spark_join.ROWS_PER_GROUP`` rows a group). With equality predicates the
-    buckets are as wide as that allows (one bucket when the data fits G groups) and ``P = ceil(G / buckets)``;
-    without, ``P = 1`` and the time span is cut into about G buckets, each at least ``2 * (upper - lower)``
-    wide.
-    Choosing them costs one Spark job (the time span and row count of both inputs); pass ``bucket`` (and,
-    with equality predicates, ``partitions``) to skip it.
+    Groups: with equality predicates, ``P = spark.sql.shuffle.partitions`` key-hash groups per bucket and
+    buckets ``64 * (upper - lower)`` wide, chosen without running anything; without, ``P = 1`` and one Spark
+    job reads the inputs' time span and size to cut it into about ``min(spark.sql.shuffle.partitions,
+    4 x defaultParallelism)`` buckets (more for large inputs), each at least ``2 * (upper - lower)`` wide.
+    See :mod:`windgate.spark_join`.
 
     Parameters and column types are checked on the driver (the local call on empty inputs), raising the
     local call's errors. A null time fails the Spark job with windgate's ``NullTimeError`` message.
@@ -580,8 +578,8 @@ def band_join(
         bucket: bucket width, an int in the time column's unit or a duration (default: see above). Each
             right row is copied into about ``1 + (upper - lower) / bucket`` buckets. A group holds all of its
             rows in memory.
-        partitions: ``P``, the key-hash partitions of each bucket (default: see above; ignored without
-            equality predicates).
+        partitions: ``P``, the key-hash groups of each bucket (default ``spark.sql.shuffle.partitions``;
+            ignored without equality predicates).
         threads: windgate threads per group (default: ``spark.task.cpus``).
         index: as in :func:`windgate.band_join`.
         semantics: only ``"interval"``. The ``"scalejoin"`` semantics depends on the global order in which

@@ -1,8 +1,9 @@
 """The band join on Spark (:func:`windgate.spark.band_join`): a bounded number of groups, one join each.
 
 Rows are grouped by ``(time bucket, pmod(hash(equality keys), P))``. A left row lives in the one bucket
-``floor(l.ts / bucket)``; a right row is copied into every bucket holding a left row it can match,
-``floor((r.ts - upper) / bucket)`` to ``floor((r.ts - lower) / bucket)``. Equal keys hash alike on both sides,
+``floor((l.ts - origin) / bucket)``; a right row is copied into every bucket holding a left row it can match,
+``floor((r.ts - upper - origin) / bucket)`` to ``floor((r.ts - lower - origin) / bucket)`` (exact: the
+differences are clamped to int64, never wrapped). Equal keys hash alike on both sides,
 so every matching pair meets in exactly one group: the left row's. Each group runs ONE
 :func:`windgate.band_join` over all of its keys (the equality predicates select the pairs; the join's index
 is keyed by them), so the number of Python calls is the number of groups, not buckets x distinct keys.
@@ -10,10 +11,14 @@ is keyed by them), so the number of Python calls is the number of groups, not bu
 ``how="left"``: every right row that can match a left row is in the left row's group, so a left row without a
 partner in its group has none at all; the group's join returns it with nulls.
 
-The number of groups, G (see :func:`plan`): ``min(spark.sql.shuffle.partitions, 4 x defaultParallelism)``
-groups, more when the inputs are large (at most about ``ROWS_PER_GROUP`` rows a group), at least one. The
-buckets are as wide as the data's time span allows for G groups (and at least twice ``upper - lower``, so a
-right row is in at most two buckets); ``P`` makes up the rest: ``ceil(G / buckets)``.
+The groups, with equality predicates: ``P = spark.sql.shuffle.partitions`` (the partitions Spark's own join
+would use for the same data) key-hash groups per bucket, and buckets ``KEYED_BUCKET_FACTOR x (upper -
+lower)`` wide (``origin = 0``): no Spark job before the join, and right rows are copied into about
+``1 + 1/64`` buckets. Without equality predicates (``P = 1``) the buckets alone make the groups, so their
+width comes from the data: one Spark job reads the time span and row count of both inputs, and :func:`plan`
+cuts the span into about ``G = min(spark.sql.shuffle.partitions, 4 x defaultParallelism)`` buckets (more
+for large inputs, about ``ROWS_PER_GROUP`` rows each), at least twice ``upper - lower`` wide, starting at
+the smallest time. ``bucket=`` and ``partitions=`` override both choices.
 """
 
 from __future__ import annotations
@@ -39,6 +44,9 @@ _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 #: Rows (both sides, right rows counted once per bucket copy) a group should hold at most, when the number
 #: of groups is derived from the data: a group is joined in one Python call, in memory.
 ROWS_PER_GROUP = 2_000_000
+#: With equality predicates, the default bucket is this many times ``upper - lower`` wide: right rows are
+#: copied into about ``1 + 1 / KEYED_BUCKET_FACTOR`` buckets, and ``P`` splits each bucket by key.
+KEYED_BUCKET_FACTOR = 64
 
 
 def signed_units(value: Any, unit: str, param: str) -> int | None:
@@ -53,25 +61,15 @@ def signed_units(value: Any, unit: str, param: str) -> int | None:
     return -units if negative else units
 
 
-def plan(span: int | None, rows: int, lower: int, upper: int, has_keys: bool, target: int) -> tuple[int, int]:
-    """``(bucket width, P)`` for a time span of ``span`` units (``None``: no rows) and ``rows`` rows.
-
-    The groups: ``G = max(target, ceil(rows / ROWS_PER_GROUP))``. Without equality keys (``P = 1``) the
-    buckets alone make them: ``span / G`` wide. With keys, the buckets are wide (fewer right-row copies) and
-    ``P = ceil(G / buckets)`` splits each bucket by key hash.
-    """
+def plan(span: int | None, rows: int, lower: int, upper: int, target: int) -> int:
+    """The bucket width without equality predicates, for a time span of ``span`` units (``None``: no rows)
+    and ``rows`` rows: about ``G = max(target, ceil(rows / ROWS_PER_GROUP))`` buckets, each at least twice
+    ``upper - lower`` wide (so a right row is in at most two buckets)."""
     groups = max(1, target, math.ceil(rows / ROWS_PER_GROUP))
-    width = max(1, upper - lower)
-    floor_width = min(2 * width, _MAX_BUCKET)
+    floor_width = min(2 * max(1, upper - lower), _MAX_BUCKET)
     if span is None:
-        return floor_width, 1
-    if not has_keys:
-        return min(max(floor_width, math.ceil(span / groups)), _MAX_BUCKET), 1
-    # With keys: buckets only as many as memory needs (rows / ROWS_PER_GROUP), P for the parallelism.
-    buckets = max(1, math.ceil(rows / ROWS_PER_GROUP))
-    bucket = min(max(floor_width, math.ceil(span / buckets)), _MAX_BUCKET)
-    buckets = max(1, math.ceil(span / bucket))
-    return bucket, max(1, math.ceil(groups / buckets))
+        return floor_width
+    return min(max(floor_width, math.ceil(span / groups)), _MAX_BUCKET)
 
 
 def band_join(
@@ -163,36 +161,32 @@ def band_join(
         bucket_u = signed_units(bucket, unit, "bucket")
         if not 0 < bucket_u <= _MAX_BUCKET:
             raise InvalidParameterError(f"bucket: expected a positive width up to 2**60, got {bucket_u}")
-    if bucket is None or (eq_preds and partitions is None):
-        span, rows = _time_span(left, right)
-        target = _target_groups(spark)
-        auto_bucket, auto_p = plan(span, rows, lo, up, bool(eq_preds), target)
+    origin = 0
+    if eq_preds:
+        # No Spark job: P from the shuffle partitions, buckets wide.
+        parts = partitions if partitions is not None else _shuffle_partitions(spark)
         if bucket is None:
-            bucket_u = auto_bucket
-        elif span is not None:
-            auto_p = max(1, math.ceil(target / max(1, math.ceil(span / bucket_u))))
-        parts = partitions if partitions is not None else auto_p
+            bucket_u = min(max(1, KEYED_BUCKET_FACTOR * (up - lo)), _MAX_BUCKET)
     else:
-        parts = partitions if partitions is not None else 1
-    if not eq_preds:
         parts = 1
+        if bucket is None:
+            # One Spark job: the time span and row count, for about G buckets from the smallest time.
+            t_min, t_max, rows = _stats(left, right)
+            span = None if t_min is None else t_max - t_min + 1
+            origin = t_min or 0
+            bucket_u = plan(span, rows, lo, up, _target_groups(spark))
 
+    # Buckets start at the smallest time (when known): data spanning one bucket width is one bucket.
     b = bucket_u
-    left = left.withColumn(_BUCKET, F.expr(_floor_div(f"`{_TIME}`", b)))
+    left = left.withColumn(_BUCKET, F.expr(_floor_div(_clamped(f"`{_TIME}`", -origin), b)))
     # explode_outer: a null time (null sequence) keeps its row, with a null bucket.
-    first = _floor_div(_clamped(f"`{_TIME}`", -up), b)
-    last = _floor_div(_clamped(f"`{_TIME}`", -lo), b)
+    first = _floor_div(_clamped(f"`{_TIME}`", -origin - up), b)
+    last = _floor_div(_clamped(f"`{_TIME}`", -origin - lo), b)
     right = right.withColumn(_BUCKET, F.explode_outer(F.sequence(F.expr(first), F.expr(last))))
     keys = [_BUCKET]
     if parts > 1:
-        # Equality columns cast to one type per pair so both sides hash alike (int vs long, -0.0 vs 0.0).
-        lcols, rcols = [], []
-        for _, (_, lcol, rcol, _) in eq_preds:
-            common = _common_key_type(arrow_l.field(lcol).type)
-            lcols.append(_key_expr(lcol, common))
-            rcols.append(_key_expr(rcol, common))
-        left = left.withColumn(_PART, F.pmod(F.hash(*lcols), F.lit(parts)))
-        right = right.withColumn(_PART, F.pmod(F.hash(*rcols), F.lit(parts)))
+        left = left.withColumn(_PART, F.pmod(F.hash(*_keys(eq_preds, arrow_l, 1)), F.lit(parts)))
+        right = right.withColumn(_PART, F.pmod(F.hash(*_keys(eq_preds, arrow_l, 2)), F.lit(parts)))
         keys.append(_PART)
     native_kwargs = {
         "time": (time_l, time_r),
@@ -213,28 +207,48 @@ def band_join(
     return grouped.applyInArrow(_group_task(native_kwargs, arrow_out, extra, outer), spark_out)
 
 
+def _shuffle_partitions(spark) -> int:
+    return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "200") or 200))
+
+
 def _target_groups(spark) -> int:
-    shuffle = int(spark.conf.get("spark.sql.shuffle.partitions", "200") or 200)
-    return max(1, min(shuffle, 4 * max(1, spark.sparkContext.defaultParallelism)))
+    return min(_shuffle_partitions(spark), 4 * max(1, spark.sparkContext.defaultParallelism))
 
 
-def _time_span(left, right) -> tuple[int | None, int]:
-    """One Spark job: the time span of both sides (``None`` without rows) and their row count."""
+def _stats(left, right) -> tuple[int | None, int | None, int]:
+    """One Spark job: the smallest and largest time of both sides (``None`` without any), the row count."""
     from pyspark.sql import functions as F
 
     both = left.select(F.col(_TIME).alias("t")).unionAll(right.select(F.col(_TIME).alias("t")))
     lo, hi, n = both.agg(F.min("t"), F.max("t"), F.count(F.lit(1))).first()
-    if lo is None:
-        return None, int(n or 0)
-    return int(hi) - int(lo) + 1, int(n)
+    return (None if lo is None else int(lo)), (None if hi is None else int(hi)), int(n or 0)
+
+
+def _keys(eq_preds, arrow_l: pa.Schema, side: int) -> list:
+    """The equality columns of one side (1: left, 2: right), cast to one type per pair so both sides hash
+    and compare alike (int vs long, -0.0 vs 0.0)."""
+    out = []
+    for _, p in eq_preds:
+        out.append(_key_expr(p[side], _common_key_type(arrow_l.field(p[1]).type)))
+    return out
 
 
 def _clamped(expr: str, offset: int) -> str:
-    """``expr + offset`` clamped to int64, exact (decimal arithmetic): a matching left time lies inside it."""
-    total = f"(CAST({expr} AS DECIMAL(20, 0)) + CAST({offset} AS DECIMAL(20, 0)))"
-    # greatest/least skip nulls: a null time must stay null (its row goes to the null bucket).
-    clamped = f"CAST(least(greatest({total}, {_I64_MIN}BD), {_I64_MAX}BD) AS BIGINT)"
-    return f"if({expr} IS NULL, NULL, {clamped})"
+    """``expr + offset`` clamped to int64, exact: a matching left time lies inside it. Long arithmetic with
+    the overflow thresholds computed here (decimal arithmetic for offsets beyond 2**62)."""
+    if offset == 0:
+        return expr
+    if abs(offset) <= 2**62:
+        if offset > 0:
+            body = f"if({expr} > {_I64_MAX - offset}L, {_I64_MAX}L, {expr} + {offset}L)"
+        else:
+            # (a literal -2**63 would be parsed as the negation of 2**63, which overflows)
+            body = f"if({expr} < {_I64_MIN - offset}L, ({_I64_MIN + 1}L - 1L), {expr} + {offset}L)"
+    else:
+        total = f"(CAST({expr} AS DECIMAL(20, 0)) + CAST({offset} AS DECIMAL(20, 0)))"
+        # greatest/least skip nulls: a null time must stay null (its row goes to the null bucket).
+        body = f"CAST(least(greatest({total}, {_I64_MIN}BD), {_I64_MAX}BD) AS BIGINT)"
+    return f"if({expr} IS NULL, NULL, {body})"
 
 
 def _floor_div(expr: str, b: int) -> str:
