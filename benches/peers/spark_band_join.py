@@ -11,8 +11,9 @@ Data (numpy, seeded): ``--clicks`` clicks and ``--impressions`` impressions of `
 * unkeyed (``--nokey-clicks``/``--nokey-impressions`` rows, smaller: Spark compares every pair): only
   ``r.ts BETWEEN l.ts - 30s AND l.ts``; Spark plans a nested-loop join.
 
-Each run writes every output row to Spark's ``noop`` sink; best of ``--repeat`` wall-clock seconds (windgate's
-include the ``band_join`` call itself, whose planning job runs there). Both engines' row counts must agree. ``measure()`` returns the numbers as a dict for other scripts.
+Each run writes every output row to Spark's ``noop`` sink; best of ``--repeat`` wall-clock seconds
+(windgate's include the ``band_join`` call itself, whose planning job, if any, runs there). Both engines'
+row counts must agree. ``measure()`` returns the numbers as a dict for other scripts.
 
     python benches/peers/spark_band_join.py                 # 20k clicks x 300k impressions, 2k users
     python benches/peers/spark_band_join.py --quick
@@ -105,7 +106,7 @@ def measure(
             "impressions": n_views,
             "pairs": n_wg,
             # windgate's time includes the call (its planning job runs there).
-            "windgate_s": _best(lambda on=on: _noop_count(windgate_join(ldf, rdf, on)), repeat)[0],
+            "windgate_s": _best(lambda a=ldf, b=rdf, on=on: _noop_count(windgate_join(a, b, on)), repeat)[0],
             "spark_s": _best(lambda sp=sp: _noop_count(sp), repeat)[0],
         }
         ldf.unpersist(), rdf.unpersist()
