@@ -217,7 +217,7 @@ fn pushes(
         keyed.sort_by_key(|x| (x.0, x.1));
         keyed.into_iter().map(|x| (x.1, x.2)).collect()
     };
-    let mut sorted = |mut rows: Vec<Row>| {
+    let sorted = |mut rows: Vec<Row>| {
         rows.sort_by_key(|r| r.0);
         disorder(rows)
     };
