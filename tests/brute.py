@@ -79,3 +79,50 @@ def aggregate(
                 raise ValueError(f)
         out.append(rec)
     return out
+
+
+def band_join_order(
+    left_ts: Any,
+    right_ts: Any,
+    matches: Any,
+    lower: int,
+    upper: int,
+    how: str = "inner",
+) -> list[tuple[int, int | None]]:
+    """The rows of ``windgate.band_join`` with bounds ``l.ts + lower <= r.ts <= l.ts + upper``, in its order,
+    without any window: ``(left index, right index or None)``.
+
+    ``matches[i, j]``: the predicates hold for left row i and right row j (the bounds are checked here).
+    The merged order is ``(ts, left before right, arrival)``. A pair sorts by ``(later row's merged position,
+    1, earlier row's)``; with ``how="left"``, an unmatched left row by ``(closing position, 0, its own)``,
+    where its closing position is that of the first later row with a time beyond ``l.ts + upper`` (or after
+    everything).
+    """
+    import numpy as np
+
+    lt = np.asarray(left_ts, dtype=np.int64)
+    rt = np.asarray(right_ts, dtype=np.int64)
+    nl, nr = len(lt), len(rt)
+    ts = np.concatenate([lt, rt])
+    side = np.concatenate([np.zeros(nl, np.int64), np.ones(nr, np.int64)])
+    seq = np.concatenate([np.arange(nl), np.arange(nr)])
+    order = np.lexsort((seq, side, ts))
+    pos = np.empty(nl + nr, np.int64)
+    pos[order] = np.arange(nl + nr)
+    lpos, rpos = pos[:nl], pos[nl:]
+    diff = rt[None, :].astype(object) - lt[:, None].astype(object)  # exact, no int64 overflow
+    ok = np.asarray(matches, dtype=bool).reshape(nl, nr) & (diff >= lower) & (diff <= upper)
+    keyed: list[tuple[tuple[int, int, int], tuple[int, int | None]]] = []
+    for i, j in zip(*np.nonzero(ok), strict=True):
+        a, b = int(lpos[i]), int(rpos[j])
+        keyed.append(((max(a, b), 1, min(a, b)), (int(i), int(j))))
+    if how == "left":
+        sorted_ts = [int(v) for v in ts[order]]
+        end = nl + nr
+        for i in np.nonzero(~ok.any(axis=1))[0]:
+            p = int(lpos[i])
+            bound = int(lt[i]) + upper
+            closing = next((q for q in range(p + 1, end) if sorted_ts[q] > bound), end)
+            keyed.append(((closing, 0, p), (int(i), None)))
+    keyed.sort()
+    return [row for _, row in keyed]

@@ -65,14 +65,17 @@ def band_join(
     right: Any,
     *,
     time: tuple[str, str],
-    window: int | str,
-    on: Sequence[tuple[str, str, str, float | None]],
+    window: int | str | None = None,
+    on: Sequence[tuple[str, str, str, float | None]] = (),
     threads: int | None = None,
     lateness: int | str | None = None,
     on_late: str = "drop",
     semantics: str = "interval",
     index: bool = True,
     strategy: str = "auto",
+    lower: int | str | None = None,
+    upper: int | str | None = None,
+    how: str = "inner",
 ) -> pa.Table: ...
 
 class BandJoiner:
@@ -80,8 +83,8 @@ class BandJoiner:
         self,
         *,
         time: tuple[str, str],
-        window: int | str,
-        on: Sequence[tuple[str, str, str, float | None]],
+        window: int | str | None = None,
+        on: Sequence[tuple[str, str, str, float | None]] = (),
         threads: int | None = None,
         lateness: int | str | None = None,
         on_late: str = "drop",
@@ -89,6 +92,9 @@ class BandJoiner:
         index: bool = True,
         strategy: str = "auto",
         credits: int | None = 1048576,
+        lower: int | str | None = None,
+        upper: int | str | None = None,
+        how: str = "inner",
     ) -> None: ...
     def push(self, batch: Any, side: str = "left") -> pa.RecordBatch: ...
     def flush(self) -> pa.RecordBatch: ...

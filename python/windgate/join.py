@@ -89,9 +89,29 @@ def _predicates(on: Band | Eq | Sequence[Band | Eq]) -> list[tuple[str, str, str
     return out
 
 
+def _bounds(window: Any, lower: Any, upper: Any) -> dict[str, Any]:
+    """``window``, or ``lower`` and ``upper`` (negative durations too: ``"-30s"``, a negative timedelta)."""
+    if window is not None and (lower is not None or upper is not None):
+        raise InvalidParameterError("window: give either window= (symmetric) or lower= and upper=, not both")
+    if window is None and lower is None and upper is None:
+        raise InvalidParameterError(
+            "window: expected window= (|l.ts - r.ts| <= window) or lower= and upper= "
+            "(l.ts + lower <= r.ts <= l.ts + upper)"
+        )
+    if window is None and upper is None:
+        raise InvalidParameterError("upper: lower= needs upper= too")
+    if window is None and lower is None:
+        raise InvalidParameterError("lower: upper= needs lower= too")
+    return {
+        "window": _args.span(window, "window"),
+        "lower": _args.span(lower, "lower"),
+        "upper": _args.span(upper, "upper"),
+    }
+
+
 def _kwargs(
     time: str | Sequence[str],
-    window: _args.Span,
+    window: _args.Span | None,
     on: Band | Eq | Sequence[Band | Eq],
     threads: int | None,
     lateness: _args.Span | None,
@@ -99,10 +119,16 @@ def _kwargs(
     semantics: str,
     index: bool,
     strategy: str,
+    lower: _args.Span | None = None,
+    upper: _args.Span | None = None,
+    how: str = "inner",
 ) -> dict[str, Any]:
+    if how not in ("inner", "left"):
+        raise InvalidParameterError(f'how: expected "inner" or "left", got {how!r}')
     return {
         "time": _time_pair(time),
-        "window": _args.span(window, "window"),
+        **_bounds(window, lower, upper),
+        "how": how,
         "on": _predicates(on),
         "threads": _args.optional_integer(threads, "threads"),
         "lateness": _args.span(lateness, "lateness"),
@@ -118,7 +144,10 @@ def band_join(
     right: Any,
     *,
     time: str | Sequence[str],
-    window: _args.Span,
+    window: _args.Span | None = None,
+    lower: _args.Span | None = None,
+    upper: _args.Span | None = None,
+    how: str = "inner",
     on: Band | Eq | Sequence[Band | Eq] = (),
     threads: int | None = None,
     lateness: _args.Span | None = None,
@@ -129,13 +158,26 @@ def band_join(
 ) -> pa.Table:
     """Sliding-window join of two streams on band and equality predicates (ScaleJoin, Gulisano et al.).
 
-    Every left row is paired with every right row within ``window`` of it in time for which all predicates
-    hold. The answer and its order are the same for any thread count and batch split.
+    Every left row is paired with every right row within ``window`` of it in time (or, with ``lower`` and
+    ``upper``, with every right row at ``l.ts + lower <= r.ts <= l.ts + upper``) for which all predicates
+    hold; ``how="left"`` also returns every left row without a partner, once, with nulls in the right
+    columns. The answer and its order are the same for any thread count and batch split.
 
     Args:
         left, right: pyarrow Tables/RecordBatches/readers or anything with ``__arrow_c_stream__``.
         time: the time column of both sides, or a ``(left, right)`` pair; same type on both sides.
-        window: the time band: an int in the time column's unit or a duration string (``"5s"``).
+        window: the time band ``|l.ts - r.ts| <= window``: an int in the time column's unit, a duration string
+            (``"5s"``) or a ``timedelta``. Give either ``window`` or ``lower`` and ``upper``.
+        lower, upper: asymmetric bounds ``l.ts + lower <= r.ts <= l.ts + upper`` (Flink's
+            ``between(lower, upper)``, Spark's ``r.ts BETWEEN l.ts + lower AND l.ts + upper``): ints, duration
+            strings or timedeltas, negative ones too (``lower="-30s", upper="0s"``: right rows up to 30 s
+            before the left row). ``window=w`` is ``lower=-w, upper=w``; ``lower > upper`` is an error. Each
+            side keeps its rows only as long as a future row of the other side can reach them.
+        how: ``"inner"`` (the pairs) or ``"left"``: also every left row without a matching right row, with
+            nulls in the right columns (all nullable then) and its own time as ``ts``. Such a row goes out
+            when no future right row can match it: once a row later than ``l.ts + upper`` was processed
+            (merged order below), just before that row's pairs, or at the end of the input; rows closed
+            together in merged order. A row dropped as late (``on_late="drop"``) is not returned.
         on: predicates, all of which must hold: :func:`band` and :func:`eq`. Nulls and NaN match nothing.
         threads: processing threads, at most 254 (``None``: all cores).
         lateness: ``None`` (exact whatever the order of each side), a bound K on each side's disorder, or
@@ -143,7 +185,8 @@ def band_join(
         on_late: ``"drop"`` or ``"error"``.
         semantics: ``"interval"`` (``|l.ts - r.ts| <= window``) or ``"scalejoin"`` (the paper's three-step
             procedure exactly: a tuple is compared with the opposite window as that side's own arrivals purged
-            it, so pairs further apart than ``window`` can match).
+            it, so pairs further apart than ``window`` can match; symmetric bounds only, and with
+            ``how="left"`` a left row is closed once a *left* row later than ``l.ts + window`` was processed).
         index: per-thread index on the first band column (and the equality columns): compares candidates only.
         strategy: ``"auto"`` (``"scalejoin"`` with more than one thread, else ``"serial"``), ``"scalejoin"``,
             ``"serial"`` or ``"reference"`` (the nested-loop oracle). All return the same rows in the same
@@ -152,7 +195,8 @@ def band_join(
     Returns:
         A pyarrow Table: the left columns prefixed ``left_``, the right ones ``right_``, then ``ts``, the
         later of the pair's two times; ordered by ``(ts, trigger, partner)``: the later row's position in the
-        merged order ``(time, left before right, arrival)``, then the earlier row's.
+        merged order ``(time, left before right, arrival)``, then the earlier row's. Unmatched left rows
+        (``how="left"``) come just before the pairs of the row that closed them (see ``how``).
 
     Example:
         >>> import pyarrow as pa, windgate
@@ -162,17 +206,35 @@ def band_join(
         ...                          on=[windgate.eq("meter", "meter"), windgate.band("kwh", "kwh", 1)])
         >>> out.select(["left_ts", "right_ts", "ts"]).to_pylist()
         [{'left_ts': 0, 'right_ts': 3, 'ts': 3}]
+
+        Clicks (left) with the impressions of the same user up to 30 s before them, and clicks without one:
+
+        >>> import datetime as dt
+        >>> t = lambda s: dt.datetime(2024, 1, 1, 12, 0, s)
+        >>> clicks = pa.table({"ts": [t(40), t(50)], "user": [1, 2]})
+        >>> views = pa.table({"ts": [t(5), t(20), t(45)], "user": [1, 1, 2]})
+        >>> out = windgate.band_join(clicks, views, time="ts", lower="-30s", upper="0s", how="left",
+        ...                          on=windgate.eq("user", "user"))
+        >>> [(r["left_ts"].second, r["right_ts"] and r["right_ts"].second) for r in out.to_pylist()]
+        [(40, 20), (50, 45)]
+        >>> out = windgate.band_join(clicks, views, time="ts", lower="-4s", upper="0s", how="left",
+        ...                          on=windgate.eq("user", "user"))
+        >>> [(r["left_ts"].second, r["right_ts"] and r["right_ts"].second) for r in out.to_pylist()]
+        [(40, None), (50, None)]
     """
-    kwargs = _kwargs(time, window, on, threads, lateness, on_late, semantics, index, strategy)
+    kwargs = _kwargs(
+        time, window, on, threads, lateness, on_late, semantics, index, strategy, lower, upper, how
+    )
     return _native.band_join(_args.arrow_source(left, "left"), _args.arrow_source(right, "right"), **kwargs)
 
 
 class BandJoiner(Serialised):
     """Streaming band join: push batches of either side, get the pairs as soon as they are final.
 
-    Takes the keyword arguments of :func:`band_join`. A row is processed once both sides have moved past it:
-    each side's watermark is its largest time minus ``lateness``. With ``lateness=None`` nothing is final
-    before :meth:`flush` (exact whatever the order). Each push returns the same rows for any thread count.
+    Takes the keyword arguments of :func:`band_join` (``window`` or ``lower``/``upper``, ``how``). A row is
+    processed once both sides have moved past it: each side's watermark is its largest time minus
+    ``lateness``. With ``lateness=None`` nothing is final before :meth:`flush` (exact whatever the order).
+    Each push returns the same rows for any thread count.
 
     Args:
         credits: rows a side may have pending (past its own watermark, but not ready because the other side
@@ -209,7 +271,10 @@ class BandJoiner(Serialised):
         self,
         *,
         time: str | Sequence[str],
-        window: _args.Span,
+        window: _args.Span | None = None,
+        lower: _args.Span | None = None,
+        upper: _args.Span | None = None,
+        how: str = "inner",
         on: Band | Eq | Sequence[Band | Eq] = (),
         threads: int | None = None,
         lateness: _args.Span | None = None,
@@ -219,7 +284,9 @@ class BandJoiner(Serialised):
         strategy: str = "auto",
         credits: int | None = 2**20,
     ) -> None:
-        kwargs = _kwargs(time, window, on, threads, lateness, on_late, semantics, index, strategy)
+        kwargs = _kwargs(
+            time, window, on, threads, lateness, on_late, semantics, index, strategy, lower, upper, how
+        )
         super().__init__()
         credits = _args.optional_integer(credits, "credits", minimum=1)
         self._inner = _native.BandJoiner(**kwargs, credits=credits)
@@ -241,6 +308,7 @@ class BandJoiner(Serialised):
     @property
     def stats(self) -> dict[str, Any]:
         """Counters: ``rows_in_left``/``rows_in_right``, ``late_rows`` (and per side), ``pairs_out``,
+        ``unmatched_rows`` (left rows returned without a partner, ``how="left"``),
         ``comparisons`` (window tuples scanned, as ScaleJoin counts them) and ``comparisons_per_thread``,
         ``pairs_per_thread``, ``buffered_rows`` (waiting for a watermark or the other side),
         ``pending_rows`` (and per side: what ``credits`` bounds), ``retained_rows`` (and per side: rows of

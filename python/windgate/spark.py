@@ -58,10 +58,7 @@ __all__ = [
 
 _SEQ = "__windgate_seq"
 _RANGE = "__windgate_range"
-_BUCKET = "__windgate_bucket"
 _TIME = "__windgate_time"
-_KEY = "__windgate_key"
-_MAX_BUCKET = 2**60
 
 
 def local_session(app_name: str = "windgate", master: str = "local[2]", **conf: str) -> SparkSession:
@@ -623,21 +620,31 @@ def band_join(
     right_df: DataFrame,
     *,
     time: str | Sequence[str],
-    window: _args.Span,
+    window: _args.Span | None = None,
+    lower: _args.Span | None = None,
+    upper: _args.Span | None = None,
+    how: str = "inner",
     on: Any = (),
     bucket: _args.Span | None = None,
+    partitions: int | None = None,
     threads: int | None = None,
     index: bool = True,
     semantics: str = "interval",
 ) -> DataFrame:
     """:func:`windgate.band_join` over two Spark DataFrames; returns a Spark DataFrame with the same rows.
 
-    Time is cut into buckets of ``bucket`` units. Each left row lives in the one bucket
-    ``floor(l.ts / bucket)``; each right row is copied into every bucket it can match,
-    ``floor((r.ts - window) / bucket)`` to ``floor((r.ts + window) / bucket)``. Both sides are grouped by
-    ``(bucket, equality columns...)`` and cogrouped; each group runs :func:`windgate.band_join`
-    (``lateness=None``, so exact whatever the row order) on its rows. A matching pair meets in the left
-    row's bucket only, so every pair comes out exactly once.
+    Rows are grouped by ``(time bucket, pmod(hash(equality columns), P))``, a bounded number of groups, and
+    each group runs ONE :func:`windgate.band_join` over all of its keys (``lateness=None``, so exact whatever
+    the row order). Each left row lives in the one bucket ``floor(l.ts / bucket)``; each right row is copied
+    into every bucket it can match, ``floor((r.ts - upper) / bucket)`` to ``floor((r.ts - lower) / bucket)``.
+    Equal keys hash alike on both sides, so a matching pair meets in the left row's group only: every pair
+    comes out exactly once. Implementation: :mod:`windgate.spark_join`.
+
+    Groups: with equality predicates, ``P = spark.sql.shuffle.partitions`` key-hash groups per bucket and
+    buckets ``64 * (upper - lower)`` wide, chosen without running anything; without, ``P = 1`` and one Spark
+    job reads the inputs' time span and size to cut it into about ``min(spark.sql.shuffle.partitions,
+    4 x defaultParallelism)`` buckets (more for large inputs), each at least ``2 * (upper - lower)`` wide.
+    See :mod:`windgate.spark_join`.
 
     Parameters and column types are checked on the driver (the local call on empty inputs), raising the
     local call's errors. A null time fails the Spark job with windgate's ``NullTimeError`` message.
@@ -646,19 +653,25 @@ def band_join(
         left_df, right_df: the two inputs (any columns).
         time: the time column of both sides, or a ``(left, right)`` pair of names: integer or timestamp
             columns of the same type on both sides.
-        window: the time band, an int in the time column's unit or, for timestamp columns, a duration string
-            (``"5s"``) or a ``timedelta``.
-        on: :func:`windgate.band` and :func:`windgate.eq` predicates, as in :func:`windgate.band_join`. The
-            equality columns join the cogroup key (more, smaller groups: better parallelism); rows with a null
-            or NaN in a predicate column match nothing and are dropped before the shuffle.
-        bucket: bucket width, an int in the time column's unit or a duration (default ``4 * window``, at
-            least 1). Each right row is copied into about ``1 + 2 * window / bucket`` buckets; smaller buckets
-            mean more, smaller groups and more copies. A group holds all of its bucket's rows in memory.
+        window: the time band ``|l.ts - r.ts| <= window``, an int in the time column's unit or, for timestamp
+            columns, a duration string (``"5s"``) or a ``timedelta``.
+        lower, upper: instead of ``window``: ``l.ts + lower <= r.ts <= l.ts + upper`` (Spark's
+            ``r.ts BETWEEN l.ts + lower AND l.ts + upper``); negative durations allowed (``"-30s"``).
+        how: ``"inner"`` or ``"left"``: also every left row without a partner, with null right columns (all
+            of a left row's possible partners are in its group, so "no partner in the group" is global).
+        on: :func:`windgate.band` and :func:`windgate.eq` predicates, as in :func:`windgate.band_join`. Rows
+            with a null or NaN in a predicate column match nothing and are dropped before the shuffle (left
+            rows of a left outer join are kept: they come out unmatched).
+        bucket: bucket width, an int in the time column's unit or a duration (default: see above). Each
+            right row is copied into about ``1 + (upper - lower) / bucket`` buckets. A group holds all of its
+            rows in memory.
+        partitions: ``P``, the key-hash groups of each bucket (default ``spark.sql.shuffle.partitions``;
+            ignored without equality predicates).
         threads: windgate threads per group (default: ``spark.task.cpus``).
         index: as in :func:`windgate.band_join`.
-        semantics: only ``"interval"`` (``|l.ts - r.ts| <= window``). The ``"scalejoin"`` semantics depends on
-            the global order in which each side purges its window, which time buckets cannot reproduce: it
-            raises :class:`windgate.InvalidParameterError`; run :func:`windgate.band_join` locally instead.
+        semantics: only ``"interval"``. The ``"scalejoin"`` semantics depends on the global order in which
+            each side purges its window, which time buckets cannot reproduce: it raises
+            :class:`windgate.InvalidParameterError`; run :func:`windgate.band_join` locally instead.
 
     Returns:
         A Spark DataFrame with the columns of :func:`windgate.band_join` (``left_<col>``...,
@@ -670,156 +683,26 @@ def band_join(
         >>> import windgate
         >>> from windgate.spark import band_join, local_session  # doctest: +SKIP
         >>> spark = local_session()  # doctest: +SKIP
-        >>> readings = spark.read.parquet("readings.parquet")  # ts, meter, kwh  # doctest: +SKIP
-        >>> prices = spark.read.parquet("prices.parquet")  # ts, meter, price  # doctest: +SKIP
-        >>> on = [windgate.eq("meter", "meter"), windgate.band("kwh", "price", 0.5)]
-        >>> out = band_join(readings, prices, time="ts", window="30s", on=on)  # doctest: +SKIP
+        >>> clicks = spark.read.parquet("clicks.parquet")  # ts, user  # doctest: +SKIP
+        >>> views = spark.read.parquet("impressions.parquet")  # ts, user, ad  # doctest: +SKIP
+        >>> out = band_join(clicks, views, time="ts", lower="-30s", upper="0s", how="left",
+        ...                 on=windgate.eq("user", "user"))  # doctest: +SKIP
         >>> out.orderBy("ts").show()  # doctest: +SKIP
     """
-    from pyspark.sql import functions as F
+    from .spark_join import band_join as spark_band_join
 
-    from .join import _predicates, _time_pair
-    from .join import band_join as local_band_join
-
-    if semantics != "interval":
-        raise InvalidParameterError(
-            f'semantics: windgate.spark.band_join supports only "interval", got {semantics!r} '
-            '(the "scalejoin" semantics depends on the global order in which each side purges its window, '
-            "which time buckets cannot reproduce; run windgate.band_join locally for it)"
-        )
-    arrow_l = input_schema(left_df, "left_df")
-    arrow_r = input_schema(right_df, "right_df")
-    time_l, time_r = _time_pair(time)
-    preds = _predicates(on)
-    for side, df, cols in (
-        ("left", left_df, [time_l, *(p[1] for p in preds)]),
-        ("right", right_df, [time_r, *(p[2] for p in preds)]),
-    ):
-        for col in cols:
-            if col not in df.columns:
-                param = "time" if col == cols[0] else "on"
-                names = ", ".join(df.columns)
-                raise ColumnNotFoundError(
-                    f"{param}: column '{col}' is not in the {side} DataFrame (columns: {names})"
-                )
-    spark = left_df.sparkSession
-    if threads is None:
-        threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
-    kwargs = {
-        "time": (time_l, time_r),
-        "window": window,
-        "on": on,
-        "threads": threads,
-        "lateness": None,
-        "semantics": "interval",
-        "index": index,
-    }
-    # Every parameter and column type checked, and the output schema, before Spark runs anything.
-    arrow_out = local_band_join(arrow_l.empty_table(), arrow_r.empty_table(), **kwargs).schema
-    spark_out = output_schema(arrow_out)
-
-    unit = _unit_of(arrow_l.field(time_l).type)
-
-    def units(value: _args.Span, param: str) -> int:
-        v = _args.span(value, param)
-        return v if isinstance(v, int) else _native.duration_units(v, unit, param)
-
-    window_u = units(window, "window")
-    if bucket is None:
-        bucket_u = min(max(1, 4 * window_u), _MAX_BUCKET)
-    else:
-        bucket_u = units(bucket, "bucket")
-        if not 0 < bucket_u <= _MAX_BUCKET:
-            raise InvalidParameterError(f"bucket: expected a positive width up to 2**60, got {bucket_u}")
-
-    def floor_div(expr: str, b: int) -> str:
-        # floor(expr / b) in long arithmetic (`/` would go through double, `div` truncates towards zero).
-        e = f"({expr})"
-        return f"(({e} div {b}L) - if({e} < 0 AND pmod({e}, {b}L) != 0, 1L, 0L))"
-
-    # Rows with a null (or NaN) predicate value match nothing: dropped before the shuffle. Rows with a null
-    # time are kept: they land in the null bucket, where the join raises NullTimeError as the local call does
-    # (Spark would otherwise drop them silently).
-    left = _drop_unmatchable(left_df, time_l, [p[1] for p in preds], arrow_l)
-    right = _drop_unmatchable(right_df, time_r, [p[2] for p in preds], arrow_r)
-    b, w = bucket_u, window_u
-    if w >= _MAX_BUCKET:
-        # A window this wide spans (nearly) the whole int64 range: one bucket.
-        base = lo = hi = f"if(`{_TIME}` IS NULL, NULL, 0L)"
-    else:
-        # Times are clamped to [MIN + w + 2b, MAX - w - 2b] first, so that no bucket arithmetic leaves int64.
-        # Clamping never moves two times further apart, so every matching pair still meets in the left row's
-        # bucket; bucket numbers only serve to group.
-        # (greatest/least skip nulls: a null time must stay null.)
-        clamped = f"least(greatest(`{_TIME}`, {-(2**63) + w + 2 * b}L), {2**63 - 1 - w - 2 * b}L)"
-        t = f"if(`{_TIME}` IS NULL, NULL, {clamped})"
-        base = floor_div(t, b)
-        lo = floor_div(f"{t} - {w}L", b)
-        hi = floor_div(f"{t} + {w}L", b)
-    left = left.withColumn(_TIME, _units_expr(time_l, unit)).withColumn(_BUCKET, F.expr(base))
-    # explode_outer: a null time (null sequence) keeps its row, with a null bucket.
-    right = right.withColumn(_TIME, _units_expr(time_r, unit)).withColumn(
-        _BUCKET, F.explode_outer(F.sequence(F.expr(lo), F.expr(hi)))
+    return spark_band_join(
+        left_df,
+        right_df,
+        time=time,
+        window=window,
+        lower=lower,
+        upper=upper,
+        how=how,
+        on=on,
+        bucket=bucket,
+        partitions=partitions,
+        threads=threads,
+        index=index,
+        semantics=semantics,
     )
-    # Equality columns join the key, cast to one type per pair so both sides hash alike (int vs long, ...).
-    keys = [_BUCKET]
-    for i, (kind, lcol, rcol, _) in enumerate(preds):
-        if kind != "eq":
-            continue
-        name = f"{_KEY}{i}"
-        common = _common_key_type(arrow_l.field(lcol).type)
-        left = left.withColumn(name, F.col(f"`{lcol}`").cast(common) if common else F.col(f"`{lcol}`"))
-        right = right.withColumn(name, F.col(f"`{rcol}`").cast(common) if common else F.col(f"`{rcol}`"))
-        keys.append(name)
-    extra = [_TIME, *keys]
-    native_kwargs = {
-        "time": (time_l, time_r),
-        "window": _args.span(window, "window"),
-        "on": preds,
-        "threads": threads,
-        "lateness": None,
-        "on_late": "drop",
-        "semantics": "interval",
-        "index": bool(index),
-        "strategy": "auto",
-    }
-    grouped = left.groupBy(*keys).cogroup(right.groupBy(*keys))
-    return grouped.applyInArrow(_bucket_task(native_kwargs, arrow_out, extra), spark_out)
-
-
-def _drop_unmatchable(df, time: str, cols: list[str], schema: pa.Schema):
-    """Drops the rows whose predicate columns hold a null or NaN (they match nothing), keeping null times."""
-    from pyspark.sql import functions as F
-
-    if not cols:
-        return df
-    ok = None
-    for c in dict.fromkeys(cols):
-        cond = F.col(f"`{c}`").isNotNull()
-        if pa.types.is_floating(schema.field(c).type):
-            cond = cond & ~F.isnan(F.col(f"`{c}`"))
-        ok = cond if ok is None else ok & cond
-    return df.filter(F.col(f"`{time}`").isNull() | ok)
-
-
-def _common_key_type(t: pa.DataType) -> str | None:
-    """The Spark type both sides' equality keys are cast to (windgate compares integers as int64, floats as
-    float64); ``None`` keeps the column as it is."""
-    if pa.types.is_integer(t):
-        return "long"
-    if pa.types.is_floating(t):
-        return "double"
-    return None
-
-
-def _bucket_task(kwargs: dict[str, Any], arrow_out: pa.Schema, extra: list[str]):
-    """One cogroup (a time bucket and equality key): the local join of its rows."""
-
-    def run(key: tuple, left: pa.Table, right: pa.Table) -> pa.Table:
-        # The null bucket holds rows with a null time: the join raises NullTimeError on them.
-        if (left.num_rows == 0 or right.num_rows == 0) and key[0].is_valid:
-            return arrow_out.empty_table()
-        out = _native.band_join(left.drop_columns(extra), right.drop_columns(extra), **kwargs)
-        return out if out.schema == arrow_out else out.cast(arrow_out)
-
-    return run

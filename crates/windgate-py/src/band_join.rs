@@ -6,9 +6,9 @@ use pyo3::types::PyDict;
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::{PyRecordBatch, PyTable};
 use windgate_core::Error;
-use windgate_core::aggregate::OnLate;
+use windgate_core::aggregate::{OnLate, Span};
 use windgate_core::join::{
-    self as core, BandJoinOptions, JoinStrategy, Predicate, Semantics, Side,
+    self as core, BandJoinOptions, JoinHow, JoinStrategy, Predicate, Semantics, Side,
 };
 
 use crate::convert::{lateness_opt, py_schema, span, threads_opt};
@@ -17,10 +17,24 @@ use crate::errors::{detached, detached_batch_call, to_py};
 /// A predicate as the Python wrapper sends it: `("band", left, right, eps)` or `("eq", left, right, None)`.
 type PyPredicate = (String, String, String, Option<f64>);
 
+/// The time bounds as the Python wrapper sends them: `window`, or `lower` and `upper` (validated in core).
+type PyBounds<'a, 'py> = (
+    Option<&'a Bound<'py, PyAny>>,
+    Option<&'a Bound<'py, PyAny>>,
+    Option<&'a Bound<'py, PyAny>>,
+);
+
+fn opt_span(v: Option<&Bound<'_, PyAny>>, param: &str) -> PyResult<Option<Span>> {
+    v.filter(|v| !v.is_none())
+        .map(|v| span(v, param))
+        .transpose()
+}
+
 #[allow(clippy::too_many_arguments)]
 fn options(
     time: (String, String),
-    window: &Bound<'_, PyAny>,
+    (window, lower, upper): PyBounds<'_, '_>,
+    how: &str,
     on: Vec<PyPredicate>,
     threads: Option<i64>,
     lateness: Option<&Bound<'_, PyAny>>,
@@ -41,7 +55,11 @@ fn options(
             ))),
         })
         .collect::<PyResult<Vec<_>>>()?;
-    let mut o = BandJoinOptions::new(time, span(window, "window")?, on);
+    let mut o = BandJoinOptions::new(time, Span::Units(0), on);
+    o.window = opt_span(window, "window")?;
+    o.lower = opt_span(lower, "lower")?;
+    o.upper = opt_span(upper, "upper")?;
+    o.how = JoinHow::parse(how).map_err(to_py)?;
     o.threads = threads_opt(threads)?;
     o.lateness = lateness_opt(lateness)?;
     o.on_late = OnLate::parse(on_late).map_err(to_py)?;
@@ -64,15 +82,16 @@ fn options(
 
 /// Batch band join (see `windgate.band_join`).
 #[pyfunction]
-#[pyo3(signature = (left, right, *, time, window, on, threads=None, lateness=None, on_late="drop",
-                    semantics="interval", index=true, strategy="auto"))]
+#[pyo3(signature = (left, right, *, time, window=None, on=vec![], threads=None, lateness=None,
+                    on_late="drop", semantics="interval", index=true, strategy="auto", lower=None,
+                    upper=None, how="inner"))]
 #[allow(clippy::too_many_arguments)]
 pub fn band_join<'py>(
     py: Python<'py>,
     left: AnyRecordBatch,
     right: AnyRecordBatch,
     time: (String, String),
-    window: &Bound<'py, PyAny>,
+    window: Option<&Bound<'py, PyAny>>,
     on: Vec<PyPredicate>,
     threads: Option<i64>,
     lateness: Option<&Bound<'py, PyAny>>,
@@ -80,10 +99,23 @@ pub fn band_join<'py>(
     semantics: &str,
     index: bool,
     strategy: &str,
+    lower: Option<&Bound<'py, PyAny>>,
+    upper: Option<&Bound<'py, PyAny>>,
+    how: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
     // The batch function is never refused: credits do not apply.
     let opts = options(
-        time, window, on, threads, lateness, on_late, semantics, index, strategy, None,
+        time,
+        (window, lower, upper),
+        how,
+        on,
+        threads,
+        lateness,
+        on_late,
+        semantics,
+        index,
+        strategy,
+        None,
     )?;
     let (left, right) = (left.into_reader()?, right.into_reader()?);
     let (schema, batches) = detached_batch_call(py, "band_join", |check| {
@@ -103,12 +135,13 @@ pub struct BandJoiner {
 #[pymethods]
 impl BandJoiner {
     #[new]
-    #[pyo3(signature = (*, time, window, on, threads=None, lateness=None, on_late="drop",
-                        semantics="interval", index=true, strategy="auto", credits=Some(1 << 20)))]
+    #[pyo3(signature = (*, time, window=None, on=vec![], threads=None, lateness=None, on_late="drop",
+                        semantics="interval", index=true, strategy="auto", credits=Some(1 << 20),
+                        lower=None, upper=None, how="inner"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         time: (String, String),
-        window: &Bound<'_, PyAny>,
+        window: Option<&Bound<'_, PyAny>>,
         on: Vec<PyPredicate>,
         threads: Option<i64>,
         lateness: Option<&Bound<'_, PyAny>>,
@@ -117,9 +150,22 @@ impl BandJoiner {
         index: bool,
         strategy: &str,
         credits: Option<i64>,
+        lower: Option<&Bound<'_, PyAny>>,
+        upper: Option<&Bound<'_, PyAny>>,
+        how: &str,
     ) -> PyResult<Self> {
         let opts = options(
-            time, window, on, threads, lateness, on_late, semantics, index, strategy, credits,
+            time,
+            (window, lower, upper),
+            how,
+            on,
+            threads,
+            lateness,
+            on_late,
+            semantics,
+            index,
+            strategy,
+            credits,
         )?;
         Ok(Self {
             inner: core::BandJoiner::new(opts).map_err(to_py)?,
@@ -167,6 +213,7 @@ impl BandJoiner {
         d.set_item("late_rows_right", s.late_rows[1])?;
         d.set_item("late_rows", s.late_rows[0] + s.late_rows[1])?;
         d.set_item("pairs_out", s.pairs_out)?;
+        d.set_item("unmatched_rows", s.unmatched_rows)?;
         d.set_item("comparisons", s.comparisons)?;
         let per: Vec<u64> = s.per_thread.iter().map(|p| p.0).collect();
         let pairs: Vec<u64> = s.per_thread.iter().map(|p| p.1).collect();

@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 
+use super::outer::Outer;
 use super::prepare::{JoinKey, JoinTuple, Side};
 
 /// Pending tuples of both sides and each side's latest published key (an item or a promise).
@@ -16,6 +17,8 @@ pub struct ReadyMerge {
     ready: u64,
     /// Largest ts released per side, and over both.
     pub ready_max_ts: [Option<i64>; 2],
+    /// `how="left"`: sees every ready tuple, in order.
+    pub outer: Option<Outer>,
 }
 
 impl ReadyMerge {
@@ -64,6 +67,9 @@ impl ReadyMerge {
         let ready = (0..2).all(|j| self.closed[j] || self.latest[j].is_some_and(|l| key < l));
         if !ready {
             return None;
+        }
+        if let Some(o) = &mut self.outer {
+            o.on_ready(key, self.ready);
         }
         self.ready += 1;
         self.ready_max_ts[s] = Some(key.ts);

@@ -5,6 +5,7 @@
 pub mod merge;
 pub mod operator;
 pub mod options;
+mod outer;
 mod output;
 pub mod prepare;
 pub mod processor;
@@ -13,6 +14,6 @@ pub mod scale_join;
 pub mod window;
 
 pub use operator::{BandJoiner, JoinStats, band_join};
-pub use options::{BandJoinOptions, JoinStrategy, Predicate, Semantics};
+pub use options::{BandJoinOptions, Bounds, JoinHow, JoinStrategy, Predicate, Semantics};
 pub use prepare::{JoinKey, JoinTuple, Side};
 pub use processor::{OutKey, OutPair, Processor};

@@ -19,7 +19,8 @@ use crate::interrupt;
 use crate::order::kslack::{Admission, KSlack};
 
 use super::merge::ReadyMerge;
-use super::options::{BandJoinOptions, JoinStrategy, Predicate};
+use super::options::{BandJoinOptions, Bounds, JoinHow, JoinStrategy, Predicate};
+use super::outer::Outer;
 use super::prepare::{self, JoinKey, JoinTuple, Side, SideSchema};
 use super::processor::{OutPair, Processor};
 use super::reference::ReferenceJoin;
@@ -34,6 +35,8 @@ pub struct JoinStats {
     pub rows_in: [u64; 2],
     pub late_rows: [u64; 2],
     pub pairs_out: u64,
+    /// `how="left"`: left rows emitted without a match.
+    pub unmatched_rows: u64,
     /// Pairs compared (window tuples scanned), summed over threads; per thread below.
     pub comparisons: u64,
     pub per_thread: Vec<(u64, u64)>,
@@ -80,11 +83,13 @@ pub struct BandJoiner {
     pub(super) eps: Vec<f64>,
     pub(super) has_eq: bool,
     pub(super) sides: [Option<SideState>; 2],
-    pub(super) window: Option<i64>,
+    /// The time bounds, once the first side is bound (and the time unit known).
+    pub(super) bounds: Option<Bounds>,
     pub(super) eq_dict: Option<KeyDict>,
     engine: Option<Engine>,
     pub(super) merge: ReadyMerge,
-    pub(super) pairs: Vec<OutPair>,
+    /// The outputs not returned yet: `(trigger position, pair)` in output order.
+    pub(super) pairs: Vec<(u64, OutPair)>,
     pub(super) stats: JoinStats,
     pub(super) flushed: bool,
     pub(super) poisoned: Option<Error>,
@@ -123,7 +128,7 @@ impl BandJoiner {
             eps,
             has_eq,
             sides: [None, None],
-            window: None,
+            bounds: None,
             eq_dict: None,
             engine: None,
             merge: ReadyMerge::default(),
@@ -153,9 +158,13 @@ impl BandJoiner {
             };
             prepare::check_eq_types(l, r)?;
         }
-        if self.window.is_none() {
-            self.window = Some(self.opts.window_units(bound.unit)?);
+        if self.bounds.is_none() {
+            let bounds = self.opts.bounds(bound.unit)?;
             self.eq_dict = Some(prepare::eq_dict(&bound)?);
+            self.bounds = Some(bounds);
+            if self.opts.how == JoinHow::Left {
+                self.merge.outer = Some(Outer::new(bounds, self.opts.semantics));
+            }
         }
         let kslack = KSlack::new(self.opts.lateness_policy(bound.unit)?);
         self.sides[side.index()] = Some(SideState {
@@ -217,6 +226,7 @@ impl BandJoiner {
             }
         }
         s.buffered_rows += self.merge.pending_len() as u64;
+        s.buffered_rows += self.merge.outer.as_ref().map_or(0, |o| o.len() as u64);
         for side in Side::BOTH {
             s.pending_rows[side.index()] = self.merge.pending_of(side) as u64;
             if let Some(st) = &self.sides[side.index()] {
@@ -272,16 +282,17 @@ impl BandJoiner {
                 "the joiner was flushed; create a new one",
             ));
         }
-        let (was_bound, had_window) = (self.sides[side.index()].is_some(), self.window.is_some());
+        let (was_bound, had_bounds) = (self.sides[side.index()].is_some(), self.bounds.is_some());
         self.bind(side, &batch.schema())?;
         self.check_credits(side, batch.num_rows() as u64)?;
         if let Err(e) = self.admit(batch, side) {
             // A rejected first batch does not bind the side either: the joiner is exactly as before.
             if !was_bound {
                 self.sides[side.index()] = None;
-                if !had_window {
-                    self.window = None;
+                if !had_bounds {
+                    self.bounds = None;
                     self.eq_dict = None;
+                    self.merge.outer = None;
                 }
             }
             return Err(e);
@@ -311,7 +322,7 @@ impl BandJoiner {
             return Err(Error::param("flush", "the joiner was already flushed"));
         }
         self.flushed = true;
-        if self.window.is_some() {
+        if self.bounds.is_some() {
             self.ensure_engine()?;
             self.release_all_merged()?;
             for side in Side::BOTH {
@@ -327,6 +338,9 @@ impl BandJoiner {
                     t.finish(&mut self.pairs)?;
                 }
                 _ => self.collect()?,
+            }
+            if let Some(o) = &mut self.merge.outer {
+                o.close_all();
             }
         }
         self.output()
@@ -490,7 +504,7 @@ impl BandJoiner {
         match engine {
             Engine::Inline(p) => {
                 while let Some(t) = self.merge.pop() {
-                    p.process(&t, |_, pair| pairs.push(pair));
+                    p.process(&t, |k, pair| pairs.push((k.trigger, pair)));
                     if p.processed() % CHECK_EVERY as u64 == 0 {
                         interrupt::check()?;
                     }
@@ -499,7 +513,7 @@ impl BandJoiner {
             Engine::Reference(r) => {
                 let mut n = 0usize;
                 while let Some(t) = self.merge.pop() {
-                    r.process(t, |_, pair| pairs.push(pair));
+                    r.process(t, |k, pair| pairs.push((k.trigger, pair)));
                     n += 1;
                     if n % CHECK_EVERY == 0 {
                         interrupt::check()?;
@@ -518,21 +532,21 @@ impl BandJoiner {
         if self.engine.is_some() {
             return Ok(());
         }
-        let window = self.window.expect("bound");
+        let bounds = self.bounds.expect("bound");
         let (sem, index) = (self.opts.semantics, self.opts.index);
         let (eps, has_eq) = (self.eps.clone(), self.has_eq);
         self.engine = Some(match self.strategy {
             JoinStrategy::Reference => {
-                Engine::Reference(Box::new(ReferenceJoin::new(window, sem, &self.opts.on)))
+                Engine::Reference(Box::new(ReferenceJoin::new(bounds, sem, &self.opts.on)))
             }
             JoinStrategy::ScaleJoin => {
                 let n = self.threads;
                 Engine::Threads(Box::new(ScaleJoin::start(n, |id| {
-                    Processor::new(id, n, window, sem, &eps, has_eq, index)
+                    Processor::new(id, n, bounds, sem, &eps, has_eq, index)
                 })?))
             }
             JoinStrategy::Serial | JoinStrategy::Auto => Engine::Inline(Box::new(Processor::new(
-                0, 1, window, sem, &eps, has_eq, index,
+                0, 1, bounds, sem, &eps, has_eq, index,
             ))),
         });
         Ok(())

@@ -1,31 +1,35 @@
-//! The joiner's output rows: the pairs' input rows gathered from the batches each side keeps, and the
-//! release of batches no future pair can use (the joiner's memory bound).
+//! The joiner's output rows: the pairs' input rows gathered from the batches each side keeps (nulls for the
+//! right columns of an unmatched left row), and the release of batches no future pair can use (the joiner's
+//! memory bound).
 
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, new_null_array};
 use arrow_schema::{Field, Schema, SchemaRef};
 
 use crate::error::Result;
 
 use super::operator::BandJoiner;
-use super::options::Semantics;
+use super::options::{JoinHow, Semantics};
 use super::prepare::Side;
 use super::processor::OutPair;
 
 impl BandJoiner {
-    /// The output schema: `left_*`, `right_*`, `ts`. Needs both sides bound.
+    /// The output schema: `left_*`, `right_*` (nullable for `how="left"`), `ts`. Needs both sides bound.
     pub fn output_schema(&self) -> Option<SchemaRef> {
         let (Some(l), Some(r)) = (&self.sides[0], &self.sides[1]) else {
             return None;
         };
         let mut fields: Vec<Field> = vec![];
+        let outer = self.opts.how == JoinHow::Left;
         for (prefix, s) in [("left_", l), ("right_", r)] {
             for f in s.schema.schema.fields() {
+                let nullable = f.is_nullable() || (outer && prefix == "right_");
                 fields.push(
                     f.as_ref()
                         .clone()
-                        .with_name(format!("{prefix}{}", f.name())),
+                        .with_name(format!("{prefix}{}", f.name()))
+                        .with_nullable(nullable),
                 );
             }
         }
@@ -35,8 +39,14 @@ impl BandJoiner {
 
     /// Builds the output rows of `self.pairs` and lets go of input batches no future pair can use.
     pub(super) fn output(&mut self) -> Result<RecordBatch> {
-        let pairs = std::mem::take(&mut self.pairs);
-        self.stats.pairs_out += pairs.len() as u64;
+        let triggered = std::mem::take(&mut self.pairs);
+        let n_pairs = triggered.len();
+        let pairs = match self.merge.outer.as_mut() {
+            Some(o) => o.resolve(triggered),
+            None => triggered.into_iter().map(|p| p.1).collect(),
+        };
+        self.stats.pairs_out += n_pairs as u64;
+        self.stats.unmatched_rows += (pairs.len() - n_pairs) as u64;
         let batch = match self.output_schema() {
             Some(schema) => self.rows_of(&pairs, schema)?,
             None => RecordBatch::new_empty(Arc::new(Schema::empty())),
@@ -57,18 +67,26 @@ impl BandJoiner {
                 Side::Left => p.left,
                 Side::Right => p.right,
             });
+            // An unmatched left row's right columns come from one extra all-null row after the chunks.
+            let null_source = st.chunks.len();
             let picks: Vec<(usize, usize)> = seqs
                 .map(|seq| {
+                    if seq == OutPair::NO_ROW {
+                        return (null_source, 0);
+                    }
                     let c = st.chunks.partition_point(|(first, _, _)| *first <= seq) - 1;
                     (c, (seq - st.chunks[c].0) as usize)
                 })
                 .collect();
+            let any_null = side == Side::Right && pairs.iter().any(|p| p.right == OutPair::NO_ROW);
             let time_idx = st.schema.schema.index_of(&st.schema.time)?;
-            for col in 0..st.schema.schema.fields().len() {
+            for (col, field) in st.schema.schema.fields().iter().enumerate() {
+                let null_row = any_null.then(|| new_null_array(field.data_type(), 1));
                 let arrays: Vec<&dyn Array> = st
                     .chunks
                     .iter()
                     .map(|(_, b, _)| b.column(col).as_ref())
+                    .chain(null_row.as_deref())
                     .collect();
                 let picked = arrow_select::interleave::interleave(&arrays, &picks)?;
                 if col == time_idx {
@@ -77,7 +95,18 @@ impl BandJoiner {
                 columns.push(picked);
             }
         }
-        let max_ts: Int64Array = ts[0].iter().zip(&ts[1]).map(|(l, r)| *l.max(r)).collect();
+        // An unmatched left row's time is its own.
+        let max_ts: Int64Array = pairs
+            .iter()
+            .zip(ts[0].iter().zip(&ts[1]))
+            .map(|(p, (l, r))| {
+                if p.right == OutPair::NO_ROW {
+                    *l
+                } else {
+                    *l.max(r)
+                }
+            })
+            .collect();
         let time_type = schema.field(schema.fields().len() - 1).data_type().clone();
         columns.push(crate::arrow_io::int_column_as(
             Arc::new(max_ts),
@@ -87,11 +116,13 @@ impl BandJoiner {
     }
 
     /// Drops leading input batches whose rows can no longer be part of a pair (memory stays
-    /// bounded). Interval: a future trigger has ts >= the last ready ts, so partners below `that - window`
-    /// are dead. ScaleJoin semantics: a tuple leaves its window once an own-side tuple beyond `ts + window`
-    /// was processed.
+    /// bounded). Interval: a future trigger has ts >= the last ready ts, so partners below that side's
+    /// [horizon](super::options::Bounds::horizon) are dead (`ts - window` for symmetric bounds), as long as
+    /// they were processed (below `that`); an unmatched
+    /// left row below it was closed and emitted already. ScaleJoin semantics: a tuple leaves its window once
+    /// an own-side tuple beyond `ts + window` was processed.
     fn release_chunks(&mut self) {
-        let Some(w) = self.window else { return };
+        let Some(bounds) = self.bounds else { return };
         let overall = self.merge.ready_max_ts.iter().flatten().max().copied();
         for side in Side::BOTH {
             let last = match self.opts.semantics {
@@ -99,7 +130,9 @@ impl BandJoiner {
                 Semantics::ScaleJoin => self.merge.ready_max_ts[side.index()],
             };
             let Some(last) = last else { continue };
-            let bound = last.saturating_sub(w);
+            // Rows not processed yet have times >= `last`: the horizon can be above it (`upper < 0` for the
+            // left, `lower > 0` for the right side), but their batches must stay.
+            let bound = bounds.horizon(side, last).min(last);
             if let Some(st) = self.sides[side.index()].as_mut() {
                 while st.chunks.len() > 1 && st.chunks.front().is_some_and(|c| c.2 < bound) {
                     st.chunks.pop_front();

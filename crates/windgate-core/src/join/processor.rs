@@ -3,7 +3,7 @@
 
 use crate::time::Timestamp;
 
-use super::options::Semantics;
+use super::options::{Bounds, Semantics};
 use super::prepare::{JoinTuple, Side};
 use super::window::{Partner, Portion};
 
@@ -17,11 +17,17 @@ pub struct OutKey {
     pub partner: u64,
 }
 
-/// A matching pair as rows of the two inputs (positions among each side's rows in arrival order).
+/// A matching pair as rows of the two inputs (positions among each side's rows in arrival order);
+/// `right` is [`OutPair::NO_ROW`] for a left row without a match (`how="left"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct OutPair {
     pub left: u64,
     pub right: u64,
+}
+
+impl OutPair {
+    /// The `right` of an unmatched left row: its right columns are null.
+    pub const NO_ROW: u64 = u64::MAX;
 }
 
 /// Thread `id` of `n`: sees every tuple, stores every n-th.
@@ -29,7 +35,7 @@ pub struct OutPair {
 pub struct Processor {
     id: u64,
     n: u64,
-    window: i64,
+    bounds: Bounds,
     semantics: Semantics,
     /// Tuples seen so far: the next tuple's merged position.
     counter: u64,
@@ -43,7 +49,7 @@ impl Processor {
     pub fn new(
         id: usize,
         n: usize,
-        window: i64,
+        bounds: Bounds,
         semantics: Semantics,
         eps: &[f64],
         has_eq: bool,
@@ -53,7 +59,7 @@ impl Processor {
         Processor {
             id: id as u64,
             n: n as u64,
-            window,
+            bounds,
             semantics,
             counter: 0,
             portions: [portion(), portion()],
@@ -80,15 +86,21 @@ impl Processor {
         self.counter += 1;
         let own = t.key.side;
         let other = own.other();
-        let bound = t.key.ts.saturating_sub(self.window);
-        if self.semantics == Semantics::Interval {
-            // The "modified" three-step: purge the opposite window first, so every pair is
-            // within `window`.
-            self.portions[other.index()].purge(bound);
+        let ts = t.key.ts;
+        let interval = self.semantics == Semantics::Interval;
+        if interval {
+            // The "modified" three-step: purge the opposite window first, so every pair is within the
+            // bounds (the later bound, for asymmetric ones, is checked by the probe).
+            self.portions[other.index()].purge(self.bounds.horizon(other, ts));
         }
+        let max_ts = if interval {
+            self.bounds.partner_max(own, ts)
+        } else {
+            None
+        };
         if t.valid {
             self.matches.clear();
-            self.comparisons += self.portions[other.index()].probe(t, &mut self.matches);
+            self.comparisons += self.portions[other.index()].probe(t, max_ts, &mut self.matches);
             // The index visits cells, not positions: restore the insertion order.
             self.matches.sort_unstable_by_key(|m| m.0);
             self.pairs += self.matches.len() as u64;
@@ -120,7 +132,7 @@ impl Processor {
             // output.
             self.portions[own.index()].insert(t, pos);
         }
-        // L21-23, for every ready tuple, stored or not.
-        self.portions[own.index()].purge(bound);
+        // L21-23, for every ready tuple, stored or not (`ts - window` for symmetric bounds).
+        self.portions[own.index()].purge(self.bounds.horizon(own, ts));
     }
 }

@@ -3,13 +3,13 @@
 
 use std::collections::VecDeque;
 
-use super::options::{Predicate, Semantics};
+use super::options::{Bounds, Predicate, Semantics};
 use super::prepare::{JoinTuple, Side};
 use super::processor::{OutKey, OutPair};
 
 #[derive(Debug)]
 pub struct ReferenceJoin {
-    window: i64,
+    bounds: Bounds,
     semantics: Semantics,
     eps: Vec<f64>,
     has_eq: bool,
@@ -19,7 +19,7 @@ pub struct ReferenceJoin {
 }
 
 impl ReferenceJoin {
-    pub fn new(window: i64, semantics: Semantics, on: &[Predicate]) -> Self {
+    pub fn new(bounds: Bounds, semantics: Semantics, on: &[Predicate]) -> Self {
         let eps = on
             .iter()
             .filter_map(|p| match p {
@@ -28,7 +28,7 @@ impl ReferenceJoin {
             })
             .collect();
         ReferenceJoin {
-            window,
+            bounds,
             semantics,
             eps,
             has_eq: on.iter().any(|p| matches!(p, Predicate::Eq { .. })),
@@ -43,8 +43,14 @@ impl ReferenceJoin {
         self.windows.iter().map(VecDeque::len).sum()
     }
 
+    /// Every predicate, and for interval semantics the time bounds, checked directly.
     fn matches(&self, a: &JoinTuple, b: &JoinTuple) -> bool {
-        a.valid
+        let (l, r) = match a.key.side {
+            Side::Left => (a, b),
+            Side::Right => (b, a),
+        };
+        (self.semantics == Semantics::ScaleJoin || self.bounds.holds(l.key.ts, r.key.ts))
+            && a.valid
             && b.valid
             && (!self.has_eq || a.eq == b.eq)
             && a.band
@@ -59,9 +65,10 @@ impl ReferenceJoin {
         let pos = self.counter;
         self.counter += 1;
         let (own, other) = (t.key.side.index(), t.key.side.other().index());
-        let bound = t.key.ts.saturating_sub(self.window);
+        let ts = t.key.ts;
         if self.semantics == Semantics::Interval {
-            self.windows[other].retain(|(_, w)| w.key.ts >= bound);
+            let h = self.bounds.horizon(t.key.side.other(), ts);
+            self.windows[other].retain(|(_, w)| w.key.ts >= h);
         }
         for (p, w) in &self.windows[other] {
             self.comparisons += 1;
@@ -80,7 +87,8 @@ impl ReferenceJoin {
                 );
             }
         }
+        let h = self.bounds.horizon(t.key.side, ts);
         self.windows[own].push_back((pos, t));
-        self.windows[own].retain(|(_, w)| w.key.ts >= bound);
+        self.windows[own].retain(|(_, w)| w.key.ts >= h);
     }
 }

@@ -134,7 +134,12 @@ impl ScaleJoin {
     /// passed yet, so a bound on every inserted tuple would wait for progress that cannot happen (a side
     /// pushed alone, or all of one side before the other). Unready tuples are bounded by the joiner's
     /// credits instead.
-    pub fn insert(&mut self, t: JoinTuple, ready: u64, out: &mut Vec<OutPair>) -> Result<()> {
+    pub fn insert(
+        &mut self,
+        t: JoinTuple,
+        ready: u64,
+        out: &mut Vec<(u64, OutPair)>,
+    ) -> Result<()> {
         let side = t.key.side;
         self.inputs[side.index()].add(t.key, t);
         self.inserted += 1;
@@ -159,7 +164,7 @@ impl ScaleJoin {
     }
 
     /// Every output of the first `ready` tuples of the merged stream, appended to `out` in order.
-    pub fn collect(&mut self, ready: u64, out: &mut Vec<OutPair>) -> Result<()> {
+    pub fn collect(&mut self, ready: u64, out: &mut Vec<(u64, OutPair)>) -> Result<()> {
         if ready > self.shared.flush.load(Ordering::Relaxed) {
             self.shared.flush.store(ready, Ordering::Release);
         }
@@ -175,11 +180,11 @@ impl ScaleJoin {
     }
 
     /// After both sides closed: every remaining output; joins the threads.
-    pub fn finish(&mut self, out: &mut Vec<OutPair>) -> Result<()> {
+    pub fn finish(&mut self, out: &mut Vec<(u64, OutPair)>) -> Result<()> {
         self.wake_threads();
         loop {
             match self.output.next_ready() {
-                Next::Item(_, p) => out.push(*p),
+                Next::Item(k, p) => out.push((k.trigger, *p)),
                 Next::End => break,
                 Next::Pending => {
                     self.check_failed()?;
@@ -215,9 +220,9 @@ impl ScaleJoin {
             .sum()
     }
 
-    fn drain(&mut self, out: &mut Vec<OutPair>) {
-        while let Next::Item(_, p) = self.output.next_ready() {
-            out.push(*p);
+    fn drain(&mut self, out: &mut Vec<(u64, OutPair)>) {
+        while let Next::Item(k, p) = self.output.next_ready() {
+            out.push((k.trigger, *p));
         }
     }
 
@@ -243,7 +248,7 @@ impl ScaleJoin {
     /// Drains outputs (so SG_out stays short) until `done` holds, a thread failed or the caller is
     /// interrupted. `done` must only wait for work the threads can do on their own (ready tuples, flush
     /// markers): nothing the caller would have to insert.
-    fn wait(&mut self, out: &mut Vec<OutPair>, done: impl Fn(&Self) -> bool) -> Result<()> {
+    fn wait(&mut self, out: &mut Vec<(u64, OutPair)>, done: impl Fn(&Self) -> bool) -> Result<()> {
         let backoff = Backoff::new();
         while !done(self) {
             self.check_failed()?;

@@ -84,8 +84,19 @@ impl Run {
 
     /// Appends the tuples of this run matching `t` (every band within its eps, and the equality id when the
     /// run keeps ids) to `out`; returns the comparisons made (one per tuple scanned, as the paper counts).
-    fn scan(&self, t: &JoinTuple, eps: &[f64], out: &mut Vec<Partner>) -> u64 {
-        let n = self.ts.len();
+    /// `max_ts`: only tuples at or below it (asymmetric bounds); the run is in time order, so the scan stops
+    /// there.
+    fn scan(
+        &self,
+        t: &JoinTuple,
+        eps: &[f64],
+        max_ts: Option<i128>,
+        out: &mut Vec<Partner>,
+    ) -> u64 {
+        let n = match max_ts {
+            None => self.ts.len(),
+            Some(m) => self.start + self.ts[self.start..].partition_point(|&x| x as i128 <= m),
+        };
         let mut i = self.start;
         let mut hits = [0u8; BLOCK];
         while i < n {
@@ -213,16 +224,17 @@ impl Portion {
         }
     }
 
-    /// Appends the stored tuples matching `t` to `out` (not in position order); returns the comparisons.
-    pub fn probe(&self, t: &JoinTuple, out: &mut Vec<Partner>) -> u64 {
+    /// Appends the stored tuples matching `t` (and at or below `max_ts`, when given) to `out` (not in
+    /// position order); returns the comparisons.
+    pub fn probe(&self, t: &JoinTuple, max_ts: Option<i128>, out: &mut Vec<Partner>) -> u64 {
         if !self.indexed {
-            return self.all.scan(t, &self.eps, out);
+            return self.all.scan(t, &self.eps, max_ts, out);
         }
         let Some(&v) = t.band.first() else {
             return self
                 .cells
                 .get(&(t.eq, 0))
-                .map_or(0, |r| r.scan(t, &self.eps, out));
+                .map_or(0, |r| r.scan(t, &self.eps, max_ts, out));
         };
         let e = self.eps[0];
         let (lo, hi) = if e > 0.0 {
@@ -244,13 +256,13 @@ impl Portion {
                 .cells
                 .iter()
                 .filter(|(k, _)| k.0 == t.eq)
-                .map(|(_, r)| r.scan(t, &self.eps, out))
+                .map(|(_, r)| r.scan(t, &self.eps, max_ts, out))
                 .sum();
         }
         let mut comparisons = 0;
         for c in lo..=hi {
             if let Some(r) = self.cells.get(&(t.eq, c)) {
-                comparisons += r.scan(t, &self.eps, out);
+                comparisons += r.scan(t, &self.eps, max_ts, out);
             }
         }
         comparisons

@@ -54,7 +54,7 @@ fn parameters_out_of_range_are_named() {
     o.threads = Some(0);
     param_error(o, "threads");
     let mut o = base.clone();
-    o.window = Span::Units(-1);
+    o.window = Some(Span::Units(-1));
     param_error(o, "window");
     let mut o = base.clone();
     o.credits = Some(0);
