@@ -36,13 +36,14 @@ demo: setup
 
 test: setup test-rust test-loom test-python
 
+# The `test-opt` profile (Cargo.toml): release optimisation without LTO, so the test binaries link quickly.
 test-rust:
-	cargo test --workspace --release
+	cargo test --workspace --profile test-opt
 
 # loom models of the lock-free structures (ScaleGate, reorder buffer, W-Hive): the core rebuilt with --cfg loom in its own target dir (so the normal build
 # cache survives), every interleaving up to loom's preemption bound.
 test-loom:
-	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p windgate-core --release --test loom_scale_gate --test loom_reorder --test loom_w_hive
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p windgate-core --profile test-opt --test loom_scale_gate --test loom_reorder --test loom_w_hive
 
 # pytest exits 5 when it collects nothing: that must fail here, since a run without tests proves nothing.
 test-python:
