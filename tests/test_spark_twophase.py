@@ -139,3 +139,23 @@ def test_bad_parameters_fail_before_spark_runs(spark, tmp_path):
         wspark.window_aggregate(
             str(tmp_path / "missing"), spark=spark, time="ts", size="1m", aggs={"v": "sum"}
         )
+
+
+def test_partition_columns_and_one_phase_paths(spark, tmp_path):
+    t = _data(n=2000, seed=21, ties=False)
+    root = tmp_path / "parted"
+    for part in (0, 1):
+        (root / f"part={part}").mkdir(parents=True)
+        pq.write_table(t.slice(part * 1000, 1000).drop_columns(["k"]), root / f"part={part}" / "a.parquet")
+    df = spark.read.parquet(str(root))
+    kw = dict(time="ts", size="60s", by="part", aggs={"*": "count", "v": ["sum"]})
+    out = wspark.window_aggregate(df, **kw)
+    assert "mapInArrow" in out.windgate_plan  # "part" lives in directory names, not in the files
+    local = t.drop_columns(["k"]).append_column("part", pa.array([0] * 1000 + [1] * 1000, pa.int32()))
+    want = windgate.window_aggregate(local, **kw)
+    assert _sorted(out.toArrow(), ["part"]).cast(want.schema).equals(want)
+    flat = _write(t, tmp_path / "flat", files=2)
+    kw = dict(time="ts", size="60s", by="k", aggs={"v": ["max"]})
+    one = wspark.window_aggregate(str(flat), spark=spark, plan="one_phase", **kw)
+    want = windgate.window_aggregate(pq.read_table(flat), **kw)
+    assert _sorted(one.toArrow(), ["k"]).cast(want.schema).equals(want)

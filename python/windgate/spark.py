@@ -154,7 +154,8 @@ def window_aggregate(
         spark = spark or _active_session()
         check_executors(spark)
         if plan == "one_phase":
-            df, files = spark.read.parquet(*files.files), None
+            paths = [df] if isinstance(df, (str, os.PathLike)) else df
+            df, files = spark.read.parquet(*[os.fspath(p) for p in paths]), None
     else:
         input_schema(df)  # a batch DataFrame, and executors that can import windgate
         spark = df.sparkSession
@@ -177,7 +178,7 @@ def window_aggregate(
     agg_list = spec["aggs"]
     columns = [time, *by_cols, *(c for c, _ in agg_list if c != "*")]
     if plan != "one_phase":
-        source = files or spark_twophase.plain_parquet_scan(df) or df
+        source = files or spark_twophase.plain_parquet_scan(df, columns) or df
         out = spark_twophase.two_phase(spark, source, spec, columns=columns, sorted_merge=sorted_merge)
         if ordered:
             described = out.windgate_plan

@@ -114,9 +114,11 @@ def _filesystem(paths: list[str]) -> tuple[Any, list[str]]:
     return filesystem, out
 
 
-def plain_parquet_scan(df: DataFrame) -> ParquetInput | None:
+def plain_parquet_scan(df: DataFrame, columns: Sequence[str] = ()) -> ParquetInput | None:
     """The files of ``df`` when it is a plain Parquet scan (``spark.read.parquet(...)``, optionally with
-    columns selected), else ``None``. Only a classic session exposes the plan; Spark Connect falls back."""
+    columns selected) whose files hold ``columns``, else ``None``. Only a classic session exposes the plan;
+    Spark Connect falls back. Partition columns of a Hive-style layout live in directory names, not in the
+    files: a query that reads one takes the ``mapInArrow`` route."""
     try:
         jdf = df._jdf  # classic PySpark only
         plan = jdf.queryExecution().optimizedPlan().toString()
@@ -134,7 +136,10 @@ def plain_parquet_scan(df: DataFrame) -> ParquetInput | None:
         files = df.inputFiles()
     except Exception:  # noqa: BLE001
         return None
-    return parquet_input(sorted(files)) if files else None
+    if not files:
+        return None
+    source = parquet_input(sorted(files))
+    return source if all(c in source.schema.names for c in columns) else None
 
 
 def two_phase(

@@ -225,3 +225,22 @@ fn an_empty_partial_batch_without_a_state_column_is_refused() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ColumnNotFound, "{err}");
 }
+
+#[test]
+fn a_null_extreme_beside_a_count_is_refused() {
+    let c = small_case();
+    let parts = phase_one(&c);
+    let p = parts.iter().find(|b| b.num_rows() > 0).unwrap();
+    let i = p.schema().index_of("max_v__value").unwrap();
+    let mut cols = p.columns().to_vec();
+    cols[i] = Arc::new(arrow_array::Float64Array::new_null(p.num_rows()));
+    let nulled = RecordBatch::try_new(p.schema(), cols).unwrap();
+    let mut opts = case_options(&c);
+    opts.input = InputKind::Partials;
+    let err = WindowAggregator::new(opts)
+        .unwrap()
+        .push(&nulled, 0)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidValue, "{err}");
+    assert!(err.to_string().contains("max_v__value"), "{err}");
+}

@@ -293,20 +293,20 @@ pub(super) fn import(meta: &Arc<AggMeta>, batch: &RecordBatch) -> Result<AggStat
             }
         }
         (Kind::ExtremeInt { .. }, _) => Kind::ExtremeInt {
-            v: values_int(get("value")?, meta)?,
+            v: values_int(get("value")?, meta, &n)?,
             n,
         },
         (Kind::ExtremeFloat { .. }, _) => Kind::ExtremeFloat {
-            v: values_float(get("value")?, meta)?,
+            v: values_float(get("value")?, meta, &n)?,
             n,
         },
         (Kind::PickInt(_), _) => Kind::PickInt(Picked {
-            v: values_int(get("value")?, meta)?,
+            v: values_int(get("value")?, meta, &n)?,
             at: order_keys(&get, meta, rows)?,
             n,
         }),
         (Kind::PickFloat(_), _) => Kind::PickFloat(Picked {
-            v: values_float(get("value")?, meta)?,
+            v: values_float(get("value")?, meta, &n)?,
             at: order_keys(&get, meta, rows)?,
             n,
         }),
@@ -352,23 +352,33 @@ fn exact_sums(arr: &ArrayRef, meta: &AggMeta, part: &str) -> Result<Vec<ExactSum
         .map_err(|e| bad(meta, part, e.message().to_string()))
 }
 
-/// Values of a state's `value` column (nulls, in slots with `n = 0`, become 0: never read).
-fn values_int(arr: &ArrayRef, meta: &AggMeta) -> Result<Vec<i64>> {
-    check_value_type(arr, meta)?;
+/// Values of a state's `value` column: null exactly where the state is empty (`n = 0`; read as 0, never
+/// used); a null beside a count would lose a value, so it is refused.
+fn values_int(arr: &ArrayRef, meta: &AggMeta, n: &[i64]) -> Result<Vec<i64>> {
+    check_value_column(arr, meta, n)?;
     Ok(as_i64(arr, &name(meta, "value"))?.to_vec())
 }
 
-fn values_float(arr: &ArrayRef, meta: &AggMeta) -> Result<Vec<f64>> {
-    check_value_type(arr, meta)?;
+fn values_float(arr: &ArrayRef, meta: &AggMeta, n: &[i64]) -> Result<Vec<f64>> {
+    check_value_column(arr, meta, n)?;
     Ok(as_f64(arr)?.to_vec())
 }
 
-fn check_value_type(arr: &ArrayRef, meta: &AggMeta) -> Result<()> {
+fn check_value_column(arr: &ArrayRef, meta: &AggMeta, n: &[i64]) -> Result<()> {
     if arr.data_type() != &meta.input_type {
         return Err(bad(
             meta,
             "value",
             format!("expected {}, got {}", meta.input_type, arr.data_type()),
+        ));
+    }
+    if let Some(nulls) = arr.logical_nulls()
+        && let Some(i) = (0..arr.len()).find(|&i| nulls.is_null(i) && n[i] > 0)
+    {
+        return Err(bad(
+            meta,
+            "value",
+            format!("row {i} is null while its state holds {} value(s)", n[i]),
         ));
     }
     Ok(())
