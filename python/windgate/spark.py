@@ -58,7 +58,6 @@ __all__ = [
 
 _SEQ = "__windgate_seq"
 _RANGE = "__windgate_range"
-_TIME = "__windgate_time"
 
 
 def local_session(app_name: str = "windgate", master: str = "local[2]", **conf: str) -> SparkSession:
