@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import _args, _native
+from . import _native, _specs
 from ._serial import Serialised
 from .errors import (
     BackpressureError,
@@ -80,12 +80,12 @@ def window_aggregate(
     data: Any,
     *,
     time: str,
-    size: _args.Span,
-    slide: _args.Span | None = None,
-    offset: _args.Span = 0,
+    size: _specs.Span,
+    slide: _specs.Span | None = None,
+    offset: _specs.Span = 0,
     by: str | list[str] | None = None,
     aggs: Aggs,
-    lateness: _args.Span | None = None,
+    lateness: _specs.Span | None = None,
     on_late: str = "drop",
     null_time: str = "error",
     threads: int | None = None,
@@ -168,28 +168,9 @@ def window_aggregate(
         >>> windgate.window_aggregate([pa.concat_tables([b, a])], input="partials", **q).equals(out)
         True
     """
-    kwargs = _args.operator_kwargs(
-        time=time,
-        size=size,
-        slide=slide,
-        offset=offset,
-        by=by,
-        aggs=aggs,
-        lateness=lateness,
-        on_late=on_late,
-        null_time=null_time,
-        threads=threads,
-        strategy=strategy,
-        farm=farm,
-    )
-    sources = _args.sources(data)
-    return _native.window_aggregate(
-        sources,
-        **kwargs,
-        order_by=_args.optional_name(order_by, "order_by"),
-        in_memory=_args.in_memory(sources),
-        **_args.two_phase(input, output, row_offset),
-    )
+    kwargs = _specs.WINDOW_AGGREGATE.forward("windgate.window_aggregate", locals())
+    sources = _specs.sources(data)
+    return _native.window_aggregate(sources, **kwargs, in_memory=_specs.in_memory(sources))
 
 
 class WindowAggregator(Serialised):
@@ -222,12 +203,12 @@ class WindowAggregator(Serialised):
         self,
         *,
         time: str,
-        size: _args.Span,
-        slide: _args.Span | None = None,
-        offset: _args.Span = 0,
+        size: _specs.Span,
+        slide: _specs.Span | None = None,
+        offset: _specs.Span = 0,
         by: str | list[str] | None = None,
         aggs: Aggs,
-        lateness: _args.Span | None = None,
+        lateness: _specs.Span | None = None,
         on_late: str = "drop",
         null_time: str = "error",
         threads: int | None = None,
@@ -240,28 +221,9 @@ class WindowAggregator(Serialised):
         output: str = "windows",
         row_offset: int = 0,
     ) -> None:
-        kwargs = _args.operator_kwargs(
-            time=time,
-            size=size,
-            slide=slide,
-            offset=offset,
-            by=by,
-            aggs=aggs,
-            lateness=lateness,
-            on_late=on_late,
-            null_time=null_time,
-            threads=threads,
-            strategy=strategy,
-            farm=farm,
-        )
+        kwargs = _specs.WINDOW_AGGREGATE.forward("windgate.WindowAggregator", locals())
         super().__init__()
-        self._inner = _native.WindowAggregator(
-            **kwargs,
-            sources=_args.integer(sources, "sources"),
-            credits=_args.optional_integer(credits, "credits"),
-            order_by=_args.optional_name(order_by, "order_by"),
-            **_args.two_phase(input, output, row_offset),
-        )
+        self._inner = _native.WindowAggregator(**kwargs)
 
     def push(self, batch: Any, source: int = 0) -> pa.RecordBatch:
         """Pushes a batch (or a table or stream, batch by batch) of ``source``.
@@ -269,12 +231,12 @@ class WindowAggregator(Serialised):
         Returns the rows of the windows that became final (a possibly empty ``pyarrow.RecordBatch``). Raises
         :class:`windgate.errors.BackpressureError` (nothing consumed) when ``source`` is out of credits.
         """
-        source = _args.integer(source, "source")
-        return self._call(self._inner.push, _args.arrow_source(batch, "batch"), source)
+        source = _specs.integer(source, "source")
+        return self._call(self._inner.push, _specs.arrow_source(batch, "batch"), source)
 
     def close_source(self, source: int) -> pa.RecordBatch:
         """Marks ``source`` as finished so that it no longer holds windows back."""
-        return self._call(self._inner.close_source, _args.integer(source, "source"))
+        return self._call(self._inner.close_source, _specs.integer(source, "source"))
 
     def flush(self) -> pa.RecordBatch:
         """End of stream: returns every window still open. The operator takes no more batches after it."""
