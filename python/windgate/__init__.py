@@ -115,17 +115,19 @@ def window_aggregate(
             ``order_by``, then source, then arrival). Nulls are ignored; all-null gives null. Float sums
             are exact and correctly rounded, so they do not depend on row order.
         lateness: ``None`` (exact over all rows whatever their order), a bound K (rows more than K behind the
-            largest time seen are late), or ``"adaptive"`` (seed 004's K-slack).
+            largest time seen are late), or ``"adaptive"`` (an adaptive lateness bound, K-slack, as in
+            Mencagli et al. 2017).
         on_late: ``"drop"`` (dropped and counted) or ``"error"``.
         null_time: ``"error"`` or ``"drop"`` for rows whose time is null.
         threads: worker threads (``None``: all cores).
         strategy: ``"auto"`` (the fastest engine measured on 2 cores: ``"farm"`` for in-memory input of at
             least 2**20 rows, more than one thread and at most 24 panes per window, else ``"pane"``; the
             streaming operator picks the farm when its first push has at least 2**15 rows),
-            ``"pane"`` (single-threaded panes), ``"farm"`` (seed 004's parallel pane farm), ``"rrcpa"`` (seed
-            003's pane-based approach), ``"hsa"`` and ``"rra"`` (seed 003's line baselines), ``"hoa"`` and
-            ``"rrca"`` (seed 003's ring baselines: hash-once and round-robin-cyclic), seed 000's multiway
-            designs for several time-sorted sources (``"mq"``: locked queues merged by the output thread,
+            ``"pane"`` (single-threaded panes), ``"farm"`` (the parallel pane farm of Mencagli et al. 2017),
+            ``"rrcpa"`` (the pane-based approach of Beicht's thesis on disjoint parallel sliding-window
+            aggregation), ``"hsa"`` and ``"rra"`` (its line baselines), ``"hoa"`` and ``"rrca"`` (its ring
+            baselines: hash-once and round-robin-cyclic), the multiway designs of Cederman et al. for several
+            time-sorted sources (``"mq"``: locked queues merged by the output thread,
             ``"mqlf"``: the same with lock-free queues, ``"tumlsc"``: a T-Gate merging the sources,
             ``"tumlmc"``: a T-Gate read by ``threads`` key-partitioned updaters over a W-Hive, ``"wiml"``: the
             input threads update the W-Hive directly; an input thread per source; ``lateness`` must be
@@ -247,8 +249,10 @@ class WindowAggregator(Serialised):
         """Counters: ``rows_in``, ``pending_rows`` and ``backpressured`` (credits), ``late_rows``,
         ``null_time_rows``, ``rows_out``, ``windows_out``,
         ``open_panes``, ``keys``, ``watermark``, ``slack``, ``threads``, ``strategy``; with the pane farm also
-        ``plq_busy_s`` and ``wlq_busy_s`` (busy seconds per worker), ``punctuations``, ``panes_closed``,
-        ``panes_split``, ``split_factor``, ``theta_b``, ``alpha`` and ``utilisation`` (mean PLQ rho)."""
+        ``plq_busy_s`` and ``wlq_busy_s`` (busy seconds per pane-level query (PLQ) and window-level
+        query (WLQ) worker), ``punctuations``, ``panes_closed``,
+        ``panes_split``, ``split_factor``, ``theta_b``, ``alpha`` and ``utilisation`` (the PLQ workers' mean
+        utilisation)."""
         return self._call(lambda: self._inner.stats)
 
     @property

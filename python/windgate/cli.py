@@ -1,5 +1,5 @@
-"""The ``windgate`` command line: generate data, aggregate Parquet files, run seed 000's multiway queries, run
-the PySpark demo.
+"""The ``windgate`` command line: generate data, aggregate Parquet files, run the multiway queries of
+Cederman et al., run the PySpark demo.
 
 ::
 
@@ -541,9 +541,10 @@ def _parser() -> argparse.ArgumentParser:
         "dataset",
         choices=list(_GENERATE_DEFAULTS),
         help="smartgrid: DEBS 2014 smart-plug readings (one file, or a directory with --sources); "
-        "bandjoin: seed 002's R and S streams (a directory: left.parquet, right.parquet); "
-        "points: seed 004's d-dimensional points for skyline/top-k (one file); "
-        "soundcloud: seed 000's comments on songs (a directory: source-000.parquet, ...)",
+        "bandjoin: the R and S streams of ScaleJoin's benchmark, Gulisano et al. "
+        "(a directory: left.parquet, right.parquet); "
+        "points: d-dimensional points for skyline/top-k, as in Mencagli et al. 2017 (one file); "
+        "soundcloud: comments on songs, as in Cederman et al. (a directory: source-000.parquet, ...)",
     )
     g.add_argument(
         "--rows",
@@ -611,7 +612,8 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         metavar="I",
-        help="smartgrid: index of dispersion of arrivals: 1 = Poisson, thousands = bursty (seed 004 §5.2); "
+        help="smartgrid: index of dispersion of arrivals: 1 = Poisson, thousands = bursty "
+        "(as in Mencagli et al. 2017); "
         "default: regular arrivals",
     )
     g.add_argument("--seed", type=int, default=0)
@@ -664,7 +666,7 @@ def _parser() -> argparse.ArgumentParser:
         "--scheduler",
         choices=["as_pid", "as", "pb_rr", "tb_rr"],
         default=None,
-        help="pane farm: PLQ pane scheduler (default as_pid)",
+        help="pane farm: pane-level query (PLQ) scheduler (default as_pid)",
     )
     a.add_argument("--null-time", choices=["error", "drop"], default=None)
     a.add_argument("--columns", action="append", default=None, help="read only these input columns")
@@ -678,7 +680,8 @@ def _parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser(
         "multiway",
-        help="one of seed 000's twelve queries (k/K, w/W, f/F; -OS, -OI) over the sources of a directory",
+        help="one of the twelve queries of Cederman et al. (k/K, w/W, f/F; -OS, -OI) "
+        "over the sources of a directory",
     )
     m.add_argument(
         "--query",

@@ -1,12 +1,13 @@
 """Ordered pipelines: built-in columnar operators chained and run on all cores, with a sequential result.
 
-A :class:`Pipeline` is a linear chain of operators over Arrow batches (seed 001, "Scaling Ordered Stream
-Processing on Shared-Memory Multicores"): stateless ones (``filter``, ``project``, ``pairs``) run on any
-number of workers, partitioned ones (``sessionize``, ``window_count``, ``last_n_before``, ``regression``)
-on up to one worker per partition of their keys, stateful ones (``topk``, ``running_mean``) on one worker at
-a time; a reorder buffer puts every operator's output back in input order. The result is a function of the
-row sequence only: the same rows in the same order for any thread count, scheduler, reorder scheme,
-partitioning scheme and cut of the input into batches, and equal to ``run(..., sequential=True)``.
+A :class:`Pipeline` is a linear chain of operators over Arrow batches (as in
+Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream Processing on Shared-Memory Multicores*): stateless ones
+(``filter``, ``project``, ``pairs``) run on any number of workers, partitioned ones (``sessionize``,
+``window_count``, ``last_n_before``, ``regression``) on up to one worker per partition of their keys, stateful
+ones (``topk``, ``running_mean``) on one worker at a time; a reorder buffer puts every operator's output back
+in input order. The result is a function of the row sequence only: the same rows in the same order for any
+thread count, scheduler, reorder scheme, partitioning scheme and cut of the input into batches, and equal to
+``run(..., sequential=True)``.
 
 Windows and sessions close by *stream time*: the running maximum of the operator's time column minus
 ``lateness``. Rows must arrive in time order within ``lateness`` (per key for ``sessionize`` and
@@ -423,9 +424,10 @@ class Pipeline:
             data: a pyarrow Table, RecordBatch or RecordBatchReader, or anything with ``__arrow_c_stream__``
                 (polars, duckdb), in arrival order.
             threads: worker threads (``None``: all cores).
-            scheduler: which operator a free worker takes (brief 001 §6): ``"ct"`` (current throughput, the
-                paper's best throughput), ``"ct_input"`` (CT normalised by input ratios), ``"lp"`` (last in
-                pipeline, lowest latency), ``"qst"`` (queue-size throttling), ``"et"`` (estimated time).
+            scheduler: which operator a free worker takes (the paper's heuristics): ``"ct"`` (current
+                throughput, the paper's best throughput), ``"ct_input"`` (CT normalised by input ratios),
+                ``"lp"`` (last in pipeline, lowest latency), ``"qst"`` (queue-size throttling), ``"et"``
+                (estimated time).
             reorder: ``"nonblocking"`` (the paper's reorder buffer) or ``"locked"`` (the lock-based baseline).
             partitioning: ``"hybrid"`` (any worker serves any partition in arrival order) or
                 ``"partitioned"`` (partitions bound to workers; the baseline).

@@ -1,8 +1,11 @@
-"""Continuous preference queries over sliding windows (seed 004): skyline, top-delta dominant and top-k.
+"""Continuous preference queries over sliding windows: skyline, top-delta dominant and top-k, as in
+Mencagli, Torquati, Danelutto, De Matteis, *Parallel Continuous Preference Queries over Out-of-Order and
+Bursty Data Streams* (2017).
 
-Each window's answer is computed per group by the pane-based decomposition of brief 004 (a pane-level query G
-reduces each pane, a window-level query H merges the panes of a window), on one thread or on seed 004's
-PLQ/WLQ farm. Every strategy and thread count returns the same rows in the same order.
+Each window's answer is computed per group by the paper's pane-based decomposition (a pane-level
+query (PLQ) reduces each pane, a window-level query (WLQ) merges the panes of a window), on one
+thread or on the paper's PLQ/WLQ farm (see "Data path" in docs/architecture.md). Every strategy and thread
+count returns the same rows in the same order.
 
 Preferences are per dimension: ``"min"`` (smaller is better, the default) or ``"max"``. A row ``a`` dominates
 ``b`` when it is at least as good in every dimension and strictly better in one; identical rows never dominate
@@ -64,12 +67,13 @@ def skyline(
         prefer: ``"min"`` (smaller is better), ``"max"``, or a list with one of them per dimension.
         by: group column(s): each group has its own skyline. Null is a group of its own.
         lateness: ``None`` (exact over all rows whatever their order), a bound K (rows more than K behind the
-            largest time seen are late), or ``"adaptive"`` (seed 004's K-slack).
+            largest time seen are late), or ``"adaptive"`` (an adaptive lateness bound, K-slack, as in
+            Mencagli et al. 2017).
         on_late: ``"drop"`` (dropped and counted) or ``"error"``.
         null_time: ``"error"`` or ``"drop"`` for rows whose time is null.
         threads: worker threads (``None``: all cores).
         strategy: ``"auto"`` (the farm with more than one thread, else ``"pane"``), ``"pane"`` (panes on one
-            thread), ``"farm"`` (seed 004's PLQ/WLQ farm), ``"recompute"`` (every window from its rows, the
+            thread), ``"farm"`` (the paper's PLQ/WLQ farm), ``"recompute"`` (every window from its rows, the
             paper's Fig. 14 baseline) or ``"reference"`` (the definition over all pairs; slow, for tests).
             Every strategy returns the same rows in the same order.
         farm: the farm's knobs, which change who computes what but never the result: ``scheduler``
@@ -111,7 +115,7 @@ def top_dominant(
     strategy: str = "auto",
     farm: Mapping[str, Any] | None = None,
 ) -> pa.Table:
-    """The top-delta dominant skyline rows of each sliding window, per group (brief 004 §1.2).
+    """The top-delta dominant skyline rows of each sliding window, per group (Mencagli et al. 2017).
 
     ``kappa`` of a row ``t`` is the largest number of dimensions in which some other row, strictly better
     than ``t`` in at least one dimension, is at least as good as ``t`` (0 if no row is strictly better

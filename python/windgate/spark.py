@@ -1,7 +1,8 @@
 """windgate inside PySpark: each Spark task runs a windgate operator over its partition through Arrow UDFs.
 
 Spark spreads the work over machines; windgate fills each task's cores. Every helper returns a Spark DataFrame
-with the same rows as the local function on the same data (DESIGN §5):
+with the same rows as the local function on the same data (the determinism promise, "Contracts" in
+docs/architecture.md):
 
 * keyed window aggregation (``by`` given): ``repartition(by)``, each partition sorted by time, then
   ``mapInArrow`` streams it through a :class:`windgate.WindowAggregator`, so memory per task is bounded
