@@ -1,6 +1,6 @@
 """The Python package's structure: modules share private helpers only through the private helper modules
 (``_ui``, ``_specs``, ``_cli_io``, ...), and each operator's keyword options are declared once
-(``windgate._specs``) and match every public signature, the extension's stub and the README."""
+(``windgate._options``) and match every public signature, the extension's stub and the README."""
 
 from __future__ import annotations
 
@@ -84,8 +84,8 @@ def test_the_checker_sees_both_forms(tmp_path):
 # ------------------------------------------------------------------------------ the option declarations
 
 
-def _specs():
-    return importlib.import_module("windgate._specs")
+def _options():
+    return importlib.import_module("windgate._options")
 
 
 def _resolve(entry_point: str):
@@ -96,7 +96,7 @@ def _resolve(entry_point: str):
 def _entry_points():
     return [
         (operator, entry)
-        for operator, options in _specs().OPERATORS.items()
+        for operator, options in _options().OPERATORS.items()
         for entry in options.entry_points
     ]
 
@@ -109,7 +109,7 @@ def _keywords(obj) -> list[tuple[str, object]]:
 
 @pytest.mark.parametrize(("operator", "entry_point"), _entry_points())
 def test_signature_matches_the_declaration(operator, entry_point):
-    declared = _specs().OPERATORS[operator].signature(entry_point)
+    declared = _options().OPERATORS[operator].signature(entry_point)
     assert _keywords(_resolve(entry_point)) == declared
 
 
@@ -144,7 +144,7 @@ def _stub() -> dict[str, list[str]]:
 def _native_cases():
     return [
         (operator, native, entries, extra)
-        for operator, options in _specs().OPERATORS.items()
+        for operator, options in _options().OPERATORS.items()
         for native, (entries, extra) in options.natives.items()
     ]
 
@@ -152,9 +152,9 @@ def _native_cases():
 @pytest.mark.parametrize(("operator", "native", "entries", "extra"), _native_cases())
 def test_stub_matches_the_declaration(operator, native, entries, extra):
     """The extension's stub takes exactly the keywords the wrappers forward to it."""
-    specs = _specs()
+    options = _options()
     forwarded = set(extra)
-    for op in specs.OPERATORS.values():
+    for op in options.OPERATORS.values():
         for entry in entries:
             if entry in op.entry_points:
                 forwarded |= {n for n in op.entry_points[entry] if op.options[n].convert is not None}

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import _native, _specs
+from . import _native, _options, _specs
 from ._serial import Serialised
 from .errors import (
     BackpressureError,
@@ -170,7 +170,7 @@ def window_aggregate(
         >>> windgate.window_aggregate([pa.concat_tables([b, a])], input="partials", **q).equals(out)
         True
     """
-    kwargs = _specs.WINDOW_AGGREGATE.forward("windgate.window_aggregate", locals())
+    kwargs = _options.WINDOW_AGGREGATE.forward("windgate.window_aggregate", locals())
     sources = _specs.sources(data)
     return _native.window_aggregate(sources, **kwargs, in_memory=_specs.in_memory(sources))
 
@@ -223,7 +223,7 @@ class WindowAggregator(Serialised):
         output: str = "windows",
         row_offset: int = 0,
     ) -> None:
-        kwargs = _specs.WINDOW_AGGREGATE.forward("windgate.WindowAggregator", locals())
+        kwargs = _options.WINDOW_AGGREGATE.forward("windgate.WindowAggregator", locals())
         super().__init__()
         self._inner = _native.WindowAggregator(**kwargs)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import _native, _specs
+from . import _native, _options, _specs
 from ._serial import Serialised
 from ._specs import Band, Eq
 from .errors import ColumnTypeError
@@ -134,7 +134,7 @@ def band_join(
         >>> [(r["left_ts"].second, r["right_ts"] and r["right_ts"].second) for r in out.to_pylist()]
         [(40, None), (50, None)]
     """
-    kwargs = _specs.BAND_JOIN.forward("windgate.band_join", locals())
+    kwargs = _options.BAND_JOIN.forward("windgate.band_join", locals())
     return _native.band_join(_specs.arrow_source(left, "left"), _specs.arrow_source(right, "right"), **kwargs)
 
 
@@ -194,7 +194,7 @@ class BandJoiner(Serialised):
         strategy: str = "auto",
         credits: int | None = 2**20,
     ) -> None:
-        kwargs = _specs.BAND_JOIN.forward("windgate.BandJoiner", locals())
+        kwargs = _options.BAND_JOIN.forward("windgate.BandJoiner", locals())
         super().__init__()
         self._inner = _native.BandJoiner(**kwargs)
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import _native, _specs
+from . import _native, _options, _specs
 from ._serial import Serialised
 
 __all__ = ["skyline", "top_dominant", "topk", "SkylineQuery", "TopDominantQuery", "TopKQuery"]
@@ -93,7 +93,7 @@ def skyline(
         >>> out.column("window_start").to_pylist(), out.column("ts").to_pylist()
         ([0, 0, 4], [1, 2, 5])
     """
-    kwargs = _specs.preference_spec("skyline", locals(), "windgate.skyline")
+    kwargs = _options.preference_spec("skyline", locals(), "windgate.skyline")
     return _native.preference(_specs.arrow_source(data), **kwargs)
 
 
@@ -139,7 +139,7 @@ def top_dominant(
         >>> out.select(["ts", "kappa"]).to_pylist()
         [{'ts': 0, 'kappa': 2}, {'ts': 3, 'kappa': 1}]
     """
-    kwargs = _specs.preference_spec("top_dominant", locals(), "windgate.top_dominant")
+    kwargs = _options.preference_spec("top_dominant", locals(), "windgate.top_dominant")
     return _native.preference(_specs.arrow_source(data), **kwargs)
 
 
@@ -183,7 +183,7 @@ def topk(
         >>> windgate.topk(t, time="ts", size=10, score="v", k=2, descending=False).column("v").to_pylist()
         [2.0, 4.0]
     """
-    kwargs = _specs.preference_spec("topk", locals(), "windgate.topk")
+    kwargs = _options.preference_spec("topk", locals(), "windgate.topk")
     return _native.preference(_specs.arrow_source(data), **kwargs)
 
 
@@ -254,7 +254,7 @@ class SkylineQuery(_PreferenceQuery):
         strategy: str = "auto",
         farm: Mapping[str, Any] | None = None,
     ) -> None:
-        kwargs = _specs.preference_spec("skyline", locals(), "windgate.SkylineQuery")
+        kwargs = _options.preference_spec("skyline", locals(), "windgate.SkylineQuery")
         super().__init__()
         self._inner = _native.PreferenceQuery(**kwargs)
 
@@ -290,7 +290,7 @@ class TopDominantQuery(_PreferenceQuery):
         strategy: str = "auto",
         farm: Mapping[str, Any] | None = None,
     ) -> None:
-        kwargs = _specs.preference_spec("top_dominant", locals(), "windgate.TopDominantQuery")
+        kwargs = _options.preference_spec("top_dominant", locals(), "windgate.TopDominantQuery")
         super().__init__()
         self._inner = _native.PreferenceQuery(**kwargs)
 
@@ -325,6 +325,6 @@ class TopKQuery(_PreferenceQuery):
         strategy: str = "auto",
         farm: Mapping[str, Any] | None = None,
     ) -> None:
-        kwargs = _specs.preference_spec("topk", locals(), "windgate.TopKQuery")
+        kwargs = _options.preference_spec("topk", locals(), "windgate.TopKQuery")
         super().__init__()
         self._inner = _native.PreferenceQuery(**kwargs)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from . import _native, _specs, spark_twophase
+from . import _native, _options, _specs, spark_twophase
 from .errors import ColumnNotFoundError, InvalidParameterError
 from .spark_pipeline import run_pipeline
 from .spark_session import check_executors, default_parallelism, input_schema, output_schema
@@ -162,7 +162,7 @@ def window_aggregate(
     by_cols = _specs.by_columns(by)
     # The tasks stream time-sorted rows: lateness 0 loses none.
     pinned = {"by": by_cols, "lateness": 0, "on_late": "drop", "threads": _task_threads(spark, threads)}
-    spec = _specs.WINDOW_AGGREGATE.native({**locals(), **pinned}, _specs.WINDOW_AGGREGATE.shared)
+    spec = _options.WINDOW_AGGREGATE.native({**locals(), **pinned}, _options.WINDOW_AGGREGATE.shared)
     agg_list = spec["aggs"]
     columns = [time, *by_cols, *(c for c, _ in agg_list if c != "*")]
     if plan != "one_phase":
@@ -373,7 +373,7 @@ def _preference(
     if plan not in ("auto", "two_phase", "one_phase"):
         raise InvalidParameterError(f'plan: expected "auto", "two_phase" or "one_phase", got {plan!r}')
     pinned = {"lateness": 0, "on_late": "drop", "threads": _task_threads(df, threads)}
-    spec = _specs.preference_spec(query, {**params, **pinned})
+    spec = _options.preference_spec(query, {**params, **pinned})
     scored = [spec["score"]] if "score" in spec else []
     columns = [spec["time"], *spec["by"], *spec.get("dims", ()), *scored]
     described = "one-phase: raw rows shuffled by key (unkeyed: by time range) and sorted by time"
