@@ -81,6 +81,46 @@ def test_the_checker_sees_both_forms(tmp_path):
     ]
 
 
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the sibling modules it imports (at the top or inside a function); ``__init__`` for the
+    package itself."""
+    names = {path.stem for path in _modules()} | {"_native"}  # the compiled extension
+    graph: dict[str, set[str]] = {}
+    for path in _modules():
+        edges = graph.setdefault(path.stem, set())
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                edges |= {a.name.split(".")[1] for a in node.names if a.name.startswith("windgate.")}
+                edges |= {"__init__" for a in node.names if a.name == "windgate"}
+            elif isinstance(node, ast.ImportFrom) and (sibling := _sibling(node)) is not None:
+                if sibling:
+                    edges.add(sibling.split(".")[0])
+                else:
+                    edges |= {a.name if a.name in names else "__init__" for a in node.names}
+        edges.discard(path.stem)
+    return graph
+
+
+def test_no_import_cycles_between_modules():
+    """Layers import one way: a module never reaches itself through its imports."""
+    graph = import_graph()
+
+    def cycle_from(start: str) -> list[str] | None:
+        stack, seen = [(start, [start])], set()
+        while stack:
+            node, trail = stack.pop()
+            for nxt in sorted(graph.get(node, ())):
+                if nxt == start:
+                    return [*trail, start]
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*trail, nxt]))
+        return None
+
+    cycles = [" -> ".join(c) for m in sorted(graph) if (c := cycle_from(m))]
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
 # ------------------------------------------------------------------------------ the option declarations
 
 
