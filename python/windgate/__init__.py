@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import _args, _native
+from . import _native, _options, _specs
 from ._serial import Serialised
 from .errors import (
     BackpressureError,
@@ -80,12 +80,12 @@ def window_aggregate(
     data: Any,
     *,
     time: str,
-    size: _args.Span,
-    slide: _args.Span | None = None,
-    offset: _args.Span = 0,
+    size: _specs.Span,
+    slide: _specs.Span | None = None,
+    offset: _specs.Span = 0,
     by: str | list[str] | None = None,
     aggs: Aggs,
-    lateness: _args.Span | None = None,
+    lateness: _specs.Span | None = None,
     on_late: str = "drop",
     null_time: str = "error",
     threads: int | None = None,
@@ -115,17 +115,19 @@ def window_aggregate(
             ``order_by``, then source, then arrival). Nulls are ignored; all-null gives null. Float sums
             are exact and correctly rounded, so they do not depend on row order.
         lateness: ``None`` (exact over all rows whatever their order), a bound K (rows more than K behind the
-            largest time seen are late), or ``"adaptive"`` (seed 004's K-slack).
+            largest time seen are late), or ``"adaptive"`` (an adaptive lateness bound, K-slack, as in
+            Mencagli et al. 2017).
         on_late: ``"drop"`` (dropped and counted) or ``"error"``.
         null_time: ``"error"`` or ``"drop"`` for rows whose time is null.
         threads: worker threads (``None``: all cores).
         strategy: ``"auto"`` (the fastest engine measured on 2 cores: ``"farm"`` for in-memory input of at
             least 2**20 rows, more than one thread and at most 24 panes per window, else ``"pane"``; the
             streaming operator picks the farm when its first push has at least 2**15 rows),
-            ``"pane"`` (single-threaded panes), ``"farm"`` (seed 004's parallel pane farm), ``"rrcpa"`` (seed
-            003's pane-based approach), ``"hsa"`` and ``"rra"`` (seed 003's line baselines), ``"hoa"`` and
-            ``"rrca"`` (seed 003's ring baselines: hash-once and round-robin-cyclic), seed 000's multiway
-            designs for several time-sorted sources (``"mq"``: locked queues merged by the output thread,
+            ``"pane"`` (single-threaded panes), ``"farm"`` (the parallel pane farm of Mencagli et al. 2017),
+            ``"rrcpa"`` (the pane-based approach of Beicht's thesis on disjoint parallel sliding-window
+            aggregation), ``"hsa"`` and ``"rra"`` (its line baselines), ``"hoa"`` and ``"rrca"`` (its ring
+            baselines: hash-once and round-robin-cyclic), the multiway designs of Cederman et al. for several
+            time-sorted sources (``"mq"``: locked queues merged by the output thread,
             ``"mqlf"``: the same with lock-free queues, ``"tumlsc"``: a T-Gate merging the sources,
             ``"tumlmc"``: a T-Gate read by ``threads`` key-partitioned updaters over a W-Hive, ``"wiml"``: the
             input threads update the W-Hive directly; an input thread per source; ``lateness`` must be
@@ -168,28 +170,9 @@ def window_aggregate(
         >>> windgate.window_aggregate([pa.concat_tables([b, a])], input="partials", **q).equals(out)
         True
     """
-    kwargs = _args.operator_kwargs(
-        time=time,
-        size=size,
-        slide=slide,
-        offset=offset,
-        by=by,
-        aggs=aggs,
-        lateness=lateness,
-        on_late=on_late,
-        null_time=null_time,
-        threads=threads,
-        strategy=strategy,
-        farm=farm,
-    )
-    sources = _args.sources(data)
-    return _native.window_aggregate(
-        sources,
-        **kwargs,
-        order_by=_args.optional_name(order_by, "order_by"),
-        in_memory=_args.in_memory(sources),
-        **_args.two_phase(input, output, row_offset),
-    )
+    kwargs = _options.WINDOW_AGGREGATE.forward("windgate.window_aggregate", locals())
+    sources = _specs.sources(data)
+    return _native.window_aggregate(sources, **kwargs, in_memory=_specs.in_memory(sources))
 
 
 class WindowAggregator(Serialised):
@@ -222,12 +205,12 @@ class WindowAggregator(Serialised):
         self,
         *,
         time: str,
-        size: _args.Span,
-        slide: _args.Span | None = None,
-        offset: _args.Span = 0,
+        size: _specs.Span,
+        slide: _specs.Span | None = None,
+        offset: _specs.Span = 0,
         by: str | list[str] | None = None,
         aggs: Aggs,
-        lateness: _args.Span | None = None,
+        lateness: _specs.Span | None = None,
         on_late: str = "drop",
         null_time: str = "error",
         threads: int | None = None,
@@ -240,28 +223,9 @@ class WindowAggregator(Serialised):
         output: str = "windows",
         row_offset: int = 0,
     ) -> None:
-        kwargs = _args.operator_kwargs(
-            time=time,
-            size=size,
-            slide=slide,
-            offset=offset,
-            by=by,
-            aggs=aggs,
-            lateness=lateness,
-            on_late=on_late,
-            null_time=null_time,
-            threads=threads,
-            strategy=strategy,
-            farm=farm,
-        )
+        kwargs = _options.WINDOW_AGGREGATE.forward("windgate.WindowAggregator", locals())
         super().__init__()
-        self._inner = _native.WindowAggregator(
-            **kwargs,
-            sources=_args.integer(sources, "sources"),
-            credits=_args.optional_integer(credits, "credits"),
-            order_by=_args.optional_name(order_by, "order_by"),
-            **_args.two_phase(input, output, row_offset),
-        )
+        self._inner = _native.WindowAggregator(**kwargs)
 
     def push(self, batch: Any, source: int = 0) -> pa.RecordBatch:
         """Pushes a batch (or a table or stream, batch by batch) of ``source``.
@@ -269,12 +233,12 @@ class WindowAggregator(Serialised):
         Returns the rows of the windows that became final (a possibly empty ``pyarrow.RecordBatch``). Raises
         :class:`windgate.errors.BackpressureError` (nothing consumed) when ``source`` is out of credits.
         """
-        source = _args.integer(source, "source")
-        return self._call(self._inner.push, _args.arrow_source(batch, "batch"), source)
+        source = _specs.integer(source, "source")
+        return self._call(self._inner.push, _specs.arrow_source(batch, "batch"), source)
 
     def close_source(self, source: int) -> pa.RecordBatch:
         """Marks ``source`` as finished so that it no longer holds windows back."""
-        return self._call(self._inner.close_source, _args.integer(source, "source"))
+        return self._call(self._inner.close_source, _specs.integer(source, "source"))
 
     def flush(self) -> pa.RecordBatch:
         """End of stream: returns every window still open. The operator takes no more batches after it."""
@@ -285,8 +249,10 @@ class WindowAggregator(Serialised):
         """Counters: ``rows_in``, ``pending_rows`` and ``backpressured`` (credits), ``late_rows``,
         ``null_time_rows``, ``rows_out``, ``windows_out``,
         ``open_panes``, ``keys``, ``watermark``, ``slack``, ``threads``, ``strategy``; with the pane farm also
-        ``plq_busy_s`` and ``wlq_busy_s`` (busy seconds per worker), ``punctuations``, ``panes_closed``,
-        ``panes_split``, ``split_factor``, ``theta_b``, ``alpha`` and ``utilisation`` (mean PLQ rho)."""
+        ``plq_busy_s`` and ``wlq_busy_s`` (busy seconds per pane-level query (PLQ) and window-level
+        query (WLQ) worker), ``punctuations``, ``panes_closed``,
+        ``panes_split``, ``split_factor``, ``theta_b``, ``alpha`` and ``utilisation`` (the PLQ workers' mean
+        utilisation)."""
         return self._call(lambda: self._inner.stats)
 
     @property

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ._ui import EXIT_USAGE, CliError, progress
+
 __all__ = [
     "COMPRESSIONS",
-    "CliError",
     "OneLineParser",
     "check_out_path",
     "make_out_dir",
@@ -20,18 +21,12 @@ __all__ = [
     "positive_int",
     "read_failed",
     "write_failed",
+    "write_parquet",
     "write_table",
 ]
 
 #: Parquet compressions pyarrow writes (``--compression``).
 COMPRESSIONS = ("zstd", "snappy", "gzip", "brotli", "lz4", "none")
-
-#: Exit status of a command line that argparse or windgate rejects.
-EXIT_USAGE = 2
-
-
-class CliError(Exception):
-    """A problem with the command line or the files it names: printed as one line, exit status 2."""
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -114,3 +109,26 @@ def write_failed(exc: BaseException, path: Path, param: str = "--out") -> CliErr
 def read_failed(exc: BaseException, path: Path | str, param: str) -> CliError:
     """The error for an input that cannot be read as Parquet."""
     return CliError(f"{param} {str(path)!r}: cannot read it as Parquet ({_reason(exc)})")
+
+
+def write_parquet(table, path: Path, console, *, row_group_rows: int, compression: str, label: str) -> None:
+    """Write ``table`` to ``path`` in row groups of ``row_group_rows``, with a progress bar; a failed write
+    leaves no half-written file."""
+    import pyarrow as pa
+
+    writer = open_writer(path, table.schema, compression)
+    try:
+        with progress(console) as bar, writer:
+            task = bar.add_task(label, total=table.num_rows)
+            for start in range(0, table.num_rows, row_group_rows):
+                part = table.slice(start, row_group_rows)
+                writer.write_table(part, row_group_size=row_group_rows)
+                bar.advance(task, part.num_rows)
+            if table.num_rows == 0:
+                writer.write_table(table)
+    except (OSError, pa.ArrowException) as exc:
+        path.unlink(missing_ok=True)
+        raise write_failed(exc, path) from exc
+    except BaseException:
+        path.unlink(missing_ok=True)  # no half-written output
+        raise

@@ -1,4 +1,6 @@
-"""Bursty arrival times with a chosen index of dispersion (seed 004 §5.2).
+"""Bursty arrival times with a chosen index of dispersion, as in the synthetic data sets of
+Mencagli, Torquati, Danelutto, De Matteis, *Parallel Continuous Preference Queries over Out-of-Order and
+Bursty Data Streams* (2017), Section 4.3.2.
 
 Why: a Poisson stream is the wrong stress test for a parallel window operator. Real streams arrive in bursts:
 a pane that falls in a burst holds many times the average number of rows, and that is what unbalances
@@ -8,12 +10,13 @@ workers. The **index of dispersion** ``I`` measures how bursty a stream is:
 * equivalently ``I = SCV * (1 + 2 * sum_{k>=1} r_k)``, with ``SCV`` the squared coefficient of variation of
   the inter-arrival times and ``r_k`` their lag-``k`` autocorrelation.
 
-Poisson arrivals have ``I = 1``; the bursty workloads of seed 004 have ``I`` in the thousands (1K, 2.5K, 6K).
-Exponential gaps alone cannot give that: the gaps must be *correlated*, long runs of short gaps (a burst) and
-long runs of long gaps (a lull). The smallest model that does this is a two-state Markovian arrival process,
-MAP(2) (Mi et al., as in the paper): a "slow" and a "fast" state, each with exponential gaps of its own mean,
-and after each arrival the state switches with probability ``p_sf`` (slow to fast) or ``p_fs`` (fast to slow).
-Its ``I``, mean and lag-1 autocorrelation have closed forms, so it can be fitted to a target ``I`` exactly.
+Poisson arrivals have ``I = 1``; the bursty workloads of that paper have ``I`` in the thousands (1K, 2.5K,
+6K). Exponential gaps alone cannot give that: the gaps must be *correlated*, long runs of short gaps (a burst)
+and long runs of long gaps (a lull). The smallest model that does this is a two-state Markovian arrival
+process, MAP(2) (Mi et al., as in the paper): a "slow" and a "fast" state, each with exponential gaps of its
+own mean, and after each arrival the state switches with probability ``p_sf`` (slow to fast) or ``p_fs`` (fast
+to slow). Its ``I``, mean and lag-1 autocorrelation have closed forms, so it can be fitted to a target ``I``
+exactly.
 
 :func:`fit_map2` fits the model, :func:`arrival_times` draws a trace, :func:`estimate_dispersion` measures
 ``I`` from any trace. Only numpy is used; sampling is vectorised (runs of states, then all gaps at once).
@@ -40,7 +43,7 @@ from .errors import InvalidParameterError
 
 __all__ = ["Map2", "fit_map2", "arrival_times", "estimate_dispersion"]
 
-# Fitting constants of the reference code (seed 004 §5.2, ``burst.py``).
+# Fitting constants of the MAP(2) fit (see fit_map2).
 _F_START = 1.0001  # first ratio mean_slow / mean = mean / mean_fast
 _P_FS_START = 0.01
 _SEARCH_ITERATIONS = 1000
@@ -88,7 +91,7 @@ class Map2:
 
     @property
     def dispersion(self) -> float:
-        """Asymptotic index of dispersion, the brief's closed form (seed 004 §5.2):
+        """Asymptotic index of dispersion, in closed form:
         ``1 + 2 p_fs p_sf (l_f - l_s)^2 / ((p_fs + p_sf) (l_f p_fs + l_s p_sf)^2)`` with rates ``l = 1/mean``.
 
         Checked, not corrected: it equals ``SCV * (1 + 2 sum r_k)`` derived from the chain (``r_k`` decays
@@ -105,7 +108,7 @@ class Map2:
 
     @property
     def lag1_autocorrelation(self) -> float:
-        """Lag-1 autocorrelation of the gaps, the brief's ``0.5 (1 - p_sf - p_fs) (1 - m^2 / (v - m^2))``
+        """Lag-1 autocorrelation of the gaps, in closed form, ``0.5 (1 - p_sf - p_fs) (1 - m^2 / (v - m^2))``
         with ``v = E[gap^2] = 2 (p_sf m_f^2 + p_fs m_s^2) / (p_sf + p_fs)``. Checked: it equals
         ``(1 - p_sf - p_fs) Var(E[gap | state]) / Var(gap)`` and matches simulation (0.3068 vs 0.3072)."""
         if self.is_poisson:
@@ -142,19 +145,19 @@ def _check_seed(value: object) -> int | None:
 
 def _model(m: float, factor: float, p_fs: float) -> Map2:
     m_slow, m_fast = factor * m, m / factor
-    # The brief's mean-preserving choice; with these means it is p_sf = factor * p_fs.
+    # The mean-preserving choice of fit_map2; with these means it is p_sf = factor * p_fs.
     p_sf = p_fs * (m_slow - m) / (m - m_fast)
     return Map2(m_slow, m_fast, p_sf, p_fs)
 
 
 def _search_p_fs(m: float, factor: float, target: float, rng: np.random.Generator) -> float:
-    """The brief's random search for ``p_fs``, plus what the brief leaves out: its direction and a fallback.
+    """The random search for ``p_fs`` of :func:`fit_map2`, plus its direction and a fallback.
 
     ``I`` falls as ``p_fs`` grows (shorter bursts), so ``p_fs`` is divided by ``U(0, 1)`` when ``I`` is too
-    high and multiplied by it when too low (the brief says only "divide or multiply"). The search converges
-    in ~100 iterations on average but not always within the 1000 allowed, so it falls back on the exact
-    inverse of the closed form: with ``mean_slow = F m`` and ``mean_fast = m / F`` the closed form reduces
-    to ``I = 1 + 2 (F - 1)^2 / (F (F + 1) p_fs)``.
+    high and multiplied by it when too low (a plain "divide or multiply" leaves the direction open). The
+    search converges in ~100 iterations on average but not always within the 1000 allowed, so it falls back on
+    the exact inverse of the closed form: with ``mean_slow = F m`` and ``mean_fast = m / F`` the closed form
+    reduces to ``I = 1 + 2 (F - 1)^2 / (F (F + 1) p_fs)``.
     """
     p_fs = _P_FS_START
     for _ in range(_SEARCH_ITERATIONS):
@@ -171,14 +174,15 @@ def _search_p_fs(m: float, factor: float, target: float, rng: np.random.Generato
 def fit_map2(mean_interarrival: float, dispersion: float, *, seed: int | None = None) -> Map2:
     """Fit a :class:`Map2` with mean gap ``mean_interarrival`` and index of dispersion ``dispersion``.
 
-    The procedure of the reference code (seed 004 §5.2): ``mean_slow = F m``, ``mean_fast = m / F`` with
-    ``F`` from 1.0001, ``p_sf = p_fs (mean_slow - m) / (m - mean_fast)`` (keeps the mean at ``m``), a random
-    search on ``p_fs`` (from 0.01, up to 1000 steps) until the closed-form ``I`` is within 1% of the target;
-    while the lag-1 autocorrelation is below 0.4, double ``F`` and search again.
+    The procedure (a MAP(2) fitted to a mean and an index of dispersion, as Mencagli et al. 2017 do):
+    ``mean_slow = F m``, ``mean_fast = m / F`` with ``F`` from 1.0001, ``p_sf = p_fs (mean_slow - m) / (m -
+    mean_fast)`` (keeps the mean at ``m``), a random search on ``p_fs`` (from 0.01, up to 1000 steps) until
+    the closed-form ``I`` is within 1% of the target; while the lag-1 autocorrelation is below 0.4, double
+    ``F`` and search again.
 
-    Not in the brief: the lag-1 autocorrelation is below ``(1 - p_sf - p_fs) / 2 < 0.5``, and for a target
-    below about 90 no ``F`` reaches 0.4 (a larger ``F`` needs shorter runs, which kill the correlation, and
-    eventually a switching probability above 1). The doubling then stops when ``F`` becomes infeasible or
+    Beyond that procedure: the lag-1 autocorrelation is below ``(1 - p_sf - p_fs) / 2 < 0.5``, and for a
+    target below about 90 no ``F`` reaches 0.4 (a larger ``F`` needs shorter runs, which kill the correlation,
+    and eventually a switching probability above 1). The doubling then stops when ``F`` becomes infeasible or
     the autocorrelation stops growing, and the fit with the largest autocorrelation is returned; its mean
     and ``I`` are still on target.
 

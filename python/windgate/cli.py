@@ -1,5 +1,5 @@
-"""The ``windgate`` command line: generate data, aggregate Parquet files, run seed 000's multiway queries, run
-the PySpark demo.
+"""The ``windgate`` command line: generate data, aggregate Parquet files, run the multiway queries of
+Cederman et al., run the PySpark demo.
 
 ::
 
@@ -24,7 +24,6 @@ the traceback. Ctrl-C prints ``interrupted`` and exits with status 130.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
@@ -34,9 +33,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import _ui
 from ._cli_io import (
     COMPRESSIONS,
-    CliError,
     OneLineParser,
     check_out_path,
     make_out_dir,
@@ -44,68 +43,14 @@ from ._cli_io import (
     positive_int,
     read_failed,
     write_failed,
+    write_parquet,
     write_table,
 )
+from ._ui import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
 
 __all__ = ["main", "CliError"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
 # ----------------------------------------------------------------------------------------------- helpers
-
-
-def _rich():
-    try:
-        import rich  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - rich is in the cli extra
-        raise CliError("the windgate command line needs rich: pip install 'windgate[cli]'") from exc
-    from rich.console import Console
-
-    return Console
-
-
-def _console(stderr: bool = False):
-    Console = _rich()
-    # Without a terminal rich uses 80 columns; the report tables are wider than that.
-    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "120"))
-    return Console(stderr=stderr, width=width, soft_wrap=width is not None, highlight=False)
-
-
-def _progress(console, unit: str = "rows"):
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    return Progress(
-        SpinnerColumn(),
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn(unit),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-    )
-
-
-@contextlib.contextmanager
-def _step(console, number: int, total: int, title: str, *, spinner: bool = True) -> Iterator[None]:
-    """Print a numbered step, show a spinner while it runs (terminals only) and its duration at the end.
-    ``spinner=False`` for steps that show their own progress bar (rich allows one live display at a time)."""
-    from rich.markup import escape
-
-    console.print(f"[bold cyan]\\[{number}/{total}][/] {escape(title)} ...")
-    t0 = time.perf_counter()
-    with console.status(escape(title)) if spinner else contextlib.nullcontext():
-        yield
-    console.print(f"      [green]done[/] in {time.perf_counter() - t0:.1f} s")
 
 
 def _error_classes() -> tuple[type[BaseException], ...]:
@@ -125,11 +70,6 @@ def _error_classes() -> tuple[type[BaseException], ...]:
         ):
             classes.append(obj)
     return tuple(classes)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
 
 
 _INT = re.compile(r"[+-]?\d+")
@@ -163,45 +103,6 @@ def _split_list(values: Sequence[str] | None) -> list[str] | None:
         return None
     out = [v.strip() for item in values for v in item.split(",") if v.strip()]
     return out or None
-
-
-def _fmt_rate(rows: float, seconds: float) -> str:
-    if seconds <= 0:
-        return "-"
-    rate = rows / seconds
-    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if rate >= scale:
-            return f"{rate / scale:.2f} {unit} rows/s"
-    return f"{rate:.0f} rows/s"
-
-
-def _write_parquet(table, path: Path, console, *, row_group_rows: int, compression: str, label: str) -> None:
-    """Write ``table`` to ``path`` in row groups of ``row_group_rows``, with a progress bar."""
-    import pyarrow as pa
-
-    writer = open_writer(path, table.schema, compression)
-    try:
-        with _progress(console) as progress, writer:
-            task = progress.add_task(label, total=table.num_rows)
-            for start in range(0, table.num_rows, row_group_rows):
-                part = table.slice(start, row_group_rows)
-                writer.write_table(part, row_group_size=row_group_rows)
-                progress.advance(task, part.num_rows)
-            if table.num_rows == 0:
-                writer.write_table(table)
-    except (OSError, pa.ArrowException) as exc:
-        path.unlink(missing_ok=True)
-        raise write_failed(exc, path) from exc
-    except BaseException:
-        path.unlink(missing_ok=True)  # no half-written output
-        raise
-
-
-def _mib(path: Path) -> str:
-    try:
-        return f"{path.stat().st_size / 2**20:,.1f} MiB"
-    except OSError:
-        return "?"
 
 
 # ----------------------------------------------------------------------------------------------- generate
@@ -323,7 +224,7 @@ def _generate_sources(args: argparse.Namespace, headline: str, make: Callable[[]
     ``--out/source-<i>.parquet`` (:data:`SOURCE_FILE`)."""
     from rich.markup import escape
 
-    console = _console()
+    console = _ui.console()
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise CliError(
@@ -337,12 +238,12 @@ def _generate_sources(args: argparse.Namespace, headline: str, make: Callable[[]
     with console.status("generating rows"):
         tables = make()
     gen_s = time.perf_counter() - t0
-    console.print(f"  generated in {gen_s:.2f} s ({_fmt_rate(args.rows, gen_s)})")
+    console.print(f"  generated in {gen_s:.2f} s ({_ui.fmt_rate(args.rows, gen_s)})")
     t1 = time.perf_counter()
     for stale in out.glob("source-*.parquet"):  # a previous run with more sources must not leave extra files
         stale.unlink()
     for i, table in enumerate(tables):
-        _write_parquet(
+        write_parquet(
             table,
             out / SOURCE_FILE.format(i),
             console,
@@ -362,7 +263,7 @@ def _generate_to_file(args: argparse.Namespace, headline: str, make: Callable[[]
     """Prints ``headline``, builds the table with ``make()`` under a status line, writes it to ``--out``."""
     from rich.markup import escape
 
-    console = _console()
+    console = _ui.console()
     out = Path(args.out)
     check_out_path(out)
     console.print(headline)
@@ -370,13 +271,13 @@ def _generate_to_file(args: argparse.Namespace, headline: str, make: Callable[[]
     with console.status("generating rows"):
         table = make()
     gen_s = time.perf_counter() - t0
-    console.print(f"  generated in {gen_s:.2f} s ({_fmt_rate(args.rows, gen_s)})")
+    console.print(f"  generated in {gen_s:.2f} s ({_ui.fmt_rate(args.rows, gen_s)})")
     t1 = time.perf_counter()
-    _write_parquet(
+    write_parquet(
         table, out, console, row_group_rows=args.row_group_rows, compression=args.compression, label="writing"
     )
     console.print(
-        f"Wrote [bold]{escape(str(out))}[/] ({_mib(out)}, row groups of {args.row_group_rows:,} rows) "
+        f"Wrote [bold]{escape(str(out))}[/] ({_ui.mib(out)}, row groups of {args.row_group_rows:,} rows) "
         f"in {time.perf_counter() - t1:.2f} s"
     )
     return EXIT_OK
@@ -387,7 +288,7 @@ def _generate_bandjoin(args: argparse.Namespace) -> int:
 
     from windgate.datasets import bandjoin
 
-    console = _console()
+    console = _ui.console()
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {str(out)!r}: bandjoin writes a directory (left.parquet, right.parquet)")
@@ -404,15 +305,15 @@ def _generate_bandjoin(args: argparse.Namespace) -> int:
     with console.status("generating rows"):
         left, right = bandjoin(args.rows, rate=args.rate, seed=args.seed, disorder=args.disorder, start=start)
     gen_s = time.perf_counter() - t0
-    console.print(f"  generated in {gen_s:.2f} s ({_fmt_rate(2 * args.rows, gen_s)})")
+    console.print(f"  generated in {gen_s:.2f} s ({_ui.fmt_rate(2 * args.rows, gen_s)})")
     t1 = time.perf_counter()
     paths = []
     for name, table in (("left", left), ("right", right)):
         path = out / f"{name}.parquet"
-        _write_parquet(
+        write_parquet(
             table, path, console, row_group_rows=args.row_group_rows, compression=args.compression, label=name
         )
-        paths.append(f"{escape(str(path))} ({_mib(path)})")
+        paths.append(f"{escape(str(path))} ({_ui.mib(path)})")
     console.print(
         f"Wrote [bold]{' and '.join(paths)}[/] (row groups of {args.row_group_rows:,} rows) "
         f"in {time.perf_counter() - t1:.2f} s"
@@ -431,7 +332,7 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
 
     import windgate
 
-    console = _console()
+    console = _ui.console()
     aggs = _parse_aggs(args.agg)
     by = _split_list(args.by)
     src = Path(args.input)
@@ -507,7 +408,7 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     done = False
     try:
-        with _progress(console) as progress:
+        with _ui.progress(console) as progress:
             task = progress.add_task("aggregating", total=total)
             for batch in batches():
                 write(agg.push(batch))
@@ -546,8 +447,8 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
         report.add_row("windows out", count("windows_out", None))
     report.add_row("rows out", count("rows_out", rows_out))
     report.add_row("seconds", f"{seconds:.3f}")
-    report.add_row("throughput", _fmt_rate(rows_in, seconds))
-    report.add_row("output", f"{out} ({_mib(out)})")
+    report.add_row("throughput", _ui.fmt_rate(rows_in, seconds))
+    report.add_row("output", f"{out} ({_ui.mib(out)})")
     console.print(report)
     return EXIT_OK
 
@@ -587,7 +488,7 @@ def _cmd_multiway(args: argparse.Namespace) -> int:
 
     from windgate import queries
 
-    console = _console()
+    console = _ui.console()
     query = queries.QUERIES[args.query]
     out = Path(args.out)
     check_out_path(out)
@@ -615,14 +516,14 @@ def _cmd_multiway(args: argparse.Namespace) -> int:
     report.add_row("rows in", f"{rows_in:,}")
     report.add_row("rows out", f"{out_table.num_rows:,}")
     report.add_row("seconds", f"{seconds:.3f}")
-    report.add_row("throughput", _fmt_rate(rows_in, seconds))
-    report.add_row("output", f"{out} ({_mib(out)})")
+    report.add_row("throughput", _ui.fmt_rate(rows_in, seconds))
+    report.add_row("output", f"{out} ({_ui.mib(out)})")
     console.print(report)
     return EXIT_OK
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import _cmd_demo as run
+    from .demo import run
 
     return run(args)
 
@@ -640,9 +541,10 @@ def _parser() -> argparse.ArgumentParser:
         "dataset",
         choices=list(_GENERATE_DEFAULTS),
         help="smartgrid: DEBS 2014 smart-plug readings (one file, or a directory with --sources); "
-        "bandjoin: seed 002's R and S streams (a directory: left.parquet, right.parquet); "
-        "points: seed 004's d-dimensional points for skyline/top-k (one file); "
-        "soundcloud: seed 000's comments on songs (a directory: source-000.parquet, ...)",
+        "bandjoin: the R and S streams of ScaleJoin's benchmark, Gulisano et al. "
+        "(a directory: left.parquet, right.parquet); "
+        "points: d-dimensional points for skyline/top-k, as in Mencagli et al. 2017 (one file); "
+        "soundcloud: comments on songs, as in Cederman et al. (a directory: source-000.parquet, ...)",
     )
     g.add_argument(
         "--rows",
@@ -710,7 +612,8 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         metavar="I",
-        help="smartgrid: index of dispersion of arrivals: 1 = Poisson, thousands = bursty (seed 004 §5.2); "
+        help="smartgrid: index of dispersion of arrivals: 1 = Poisson, thousands = bursty "
+        "(as in Mencagli et al. 2017); "
         "default: regular arrivals",
     )
     g.add_argument("--seed", type=int, default=0)
@@ -763,7 +666,7 @@ def _parser() -> argparse.ArgumentParser:
         "--scheduler",
         choices=["as_pid", "as", "pb_rr", "tb_rr"],
         default=None,
-        help="pane farm: PLQ pane scheduler (default as_pid)",
+        help="pane farm: pane-level query (PLQ) scheduler (default as_pid)",
     )
     a.add_argument("--null-time", choices=["error", "drop"], default=None)
     a.add_argument("--columns", action="append", default=None, help="read only these input columns")
@@ -777,7 +680,8 @@ def _parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser(
         "multiway",
-        help="one of seed 000's twelve queries (k/K, w/W, f/F; -OS, -OI) over the sources of a directory",
+        help="one of the twelve queries of Cederman et al. (k/K, w/W, f/F; -OS, -OI) "
+        "over the sources of a directory",
     )
     m.add_argument(
         "--query",
@@ -866,13 +770,13 @@ def _run(args: argparse.Namespace, command: str) -> int:
     except ImportError:  # pragma: no cover - pyarrow is a dependency
         files = (OSError,)
     try:
-        _rich()
+        _ui.require_rich()
         return args.func(args)
     except clean + files as exc:
         if os.environ.get("WINDGATE_TRACEBACK"):
             raise
         name = "error" if isinstance(exc, CliError) else f"error: {type(exc).__name__}"
-        print(f"{command}: {name}: {_one_line(exc)}", file=sys.stderr)
+        print(f"{command}: {name}: {_ui.one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
 
 

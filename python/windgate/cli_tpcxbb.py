@@ -15,7 +15,17 @@ import argparse
 import time
 from pathlib import Path
 
-from ._cli_io import COMPRESSIONS, check_out_path, make_out_dir, positive_int, read_failed, write_table
+from . import _ui
+from ._cli_io import (
+    COMPRESSIONS,
+    check_out_path,
+    make_out_dir,
+    positive_int,
+    read_failed,
+    write_parquet,
+    write_table,
+)
+from ._ui import EXIT_OK, CliError
 
 __all__ = ["add_parser"]
 
@@ -63,22 +73,22 @@ def add_parser(sub) -> None:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    from . import cli, tpcxbb
+    from . import tpcxbb
 
-    console = cli._console()
+    console = _ui.console()
     if args.rows < 0:
-        raise cli.CliError(f"--rows: expected a non-negative count, got {args.rows}")
+        raise CliError(f"--rows: expected a non-negative count, got {args.rows}")
     out = Path(args.out)
     make_out_dir(out)
     console.print(f"TPCx-BB-like streams: {args.rows:,} rows per table, seed {args.seed}, {args.days} days")
-    with cli._step(console, 1, 2, "generating"):
+    with _ui.step(console, 1, 2, "generating"):
         tables = tpcxbb.generate(
             args.rows, args.seed, days=args.days, users=args.users, items=args.items, stores=args.stores
         )
     console.print("[bold cyan]\\[2/2][/] writing Parquet ...")
     for name, table in zip(tpcxbb.TABLES, tables, strict=True):
         path = out / f"{name}.parquet"
-        cli._write_parquet(
+        write_parquet(
             table,
             path,
             console,
@@ -86,8 +96,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             compression=args.compression,
             label=name,
         )
-        console.print(f"      {path} ({cli._mib(path)})")
-    return cli.EXIT_OK
+        console.print(f"      {path} ({_ui.mib(path)})")
+    return EXIT_OK
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -95,15 +105,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
     from rich.table import Table
 
-    from . import cli, tpcxbb
+    from . import tpcxbb
 
-    console = cli._console()
+    console = _ui.console()
     name = tpcxbb.table_of(args.query)
     path = Path(args.data) / f"{name}.parquet"
     out = Path(args.out)
     check_out_path(out)
     if not path.is_file():
-        raise cli.CliError(
+        raise CliError(
             f"--data {args.data!r}: no {name}.parquet (windgate tpcxbb generate --out DIR writes it)"
         )
     try:
@@ -148,7 +158,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     latency = stats.get("latency_s")
     console.print(
         f"rows in {data.num_rows:,}, rows out {result.num_rows:,}, {seconds:.3f} s, "
-        f"{cli._fmt_rate(data.num_rows, seconds)}, threads {stats.get('threads')}, "
-        f"latency {'-' if latency is None else f'{latency * 1e3:.2f} ms'}; output {out} ({cli._mib(out)})"
+        f"{_ui.fmt_rate(data.num_rows, seconds)}, threads {stats.get('threads')}, "
+        f"latency {'-' if latency is None else f'{latency * 1e3:.2f} ms'}; output {out} ({_ui.mib(out)})"
     )
-    return cli.EXIT_OK
+    return EXIT_OK

@@ -1,14 +1,16 @@
-"""Synthetic data sets shaped like the public streams the seed papers use.
+"""Synthetic data sets shaped like the public streams of the papers windgate implements.
 
 :func:`smartgrid` models the smart-plug data of the DEBS 2014 Grand Challenge (the "Energy Consumption" data
-of seed 000): every plug of every household reports, at regular intervals, two measurements with the same
-timestamp: ``work`` (property 0, cumulative energy in kWh, never decreasing per plug) and ``load``
+of Cederman et al., *Efficient data streaming multiway aggregation through concurrent algorithmic designs and
+new abstract data types*): every plug of every household reports, at regular intervals, two measurements with
+the same timestamp: ``work`` (property 0, cumulative energy in kWh, never decreasing per plug) and ``load``
 (property 1, current power in W, positive, with a per-plug level drawn from a skewed distribution and a
 daily cycle). :func:`smartgrid_sources` splits the same rows into several time-sorted sources, as the
-data concentrators of seed 000 do. :func:`soundcloud` makes seed 000's other data set, comments on songs
+data concentrators of Cederman et al. do. :func:`soundcloud` makes their other data set, comments on songs
 (40,000 songs, Zipf-skewed, some comments holding an e-mail address or an IP), and :func:`soundcloud_sources`
-splits it into time-sorted sources. :func:`bandjoin` makes the two streams of seed 002's band-join benchmark
-(ScaleJoin, from CellJoin): R = <ts, x, y, z> and S = <ts, a, b, c, d> with uniform join attributes.
+splits it into time-sorted sources. :func:`bandjoin` makes the two streams of the band-join benchmark of
+Gulisano et al., *ScaleJoin: a Deterministic, Disjoint-Parallel and Skew-Resilient Stream Join* (from
+CellJoin): R = <ts, x, y, z> and S = <ts, a, b, c, d> with uniform join attributes.
 
 Only numpy and pyarrow are used (no windgate extension), so the module can generate data before the engine
 is built. Everything is vectorised: 10 M rows take about a second.
@@ -92,10 +94,11 @@ SOUNDCLOUD_SCHEMA = pa.schema(
     ]
 )
 
-#: Seed 000's e-mail pattern (the f queries; brief 000 §3.5). Plain syntax that RE2 (``pyarrow.compute``) and
+#: The e-mail pattern of the f queries of Cederman et al. Plain syntax that RE2 (``pyarrow.compute``) and
 #: Java (Spark's ``rlike``) read alike.
 EMAIL_REGEX = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"
-#: Seed 000's IP pattern (the F queries: an e-mail or this): a dotted quad, octets not range-checked.
+#: The IP pattern of the F queries of Cederman et al. (an e-mail or this): a dotted quad, octets not
+#: range-checked.
 IP_REGEX = r"\b(?:\d{1,3}\.){3}\d{1,3}\b"
 
 _MS_PER_DAY = 86_400_000
@@ -214,9 +217,9 @@ def smartgrid(
     ``lateness=f"{disorder}s"`` drops nothing.
 
     ``dispersion`` (default ``None`` = the regular arrivals above): the index of dispersion of the reading
-    arrivals, ``Var(N_t) / E[N_t]`` for large ``t`` (seed 004 §5.2): 1 gives Poisson arrivals, thousands
-    give bursts (seed 004 uses 1000, 2500, 6000). Keys still report round-robin, so a burst raises the rate
-    of every plug at once.
+    arrivals, ``Var(N_t) / E[N_t]`` for large ``t`` (see :mod:`windgate.bursty`): 1 gives Poisson arrivals,
+    thousands give bursts (Mencagli et al. 2017 use 1000, 2500, 6000). Keys still report round-robin, so a
+    burst raises the rate of every plug at once.
 
     ``batch_rows`` splits the table into record batches (chunks) of that many rows; the rows do not depend on
     it. The result is deterministic for a ``seed`` and the other arguments.
@@ -511,7 +514,7 @@ def soundcloud(
     start: int = 0,
     seed: int = 0,
 ) -> pa.Table:
-    """Comments on songs shaped like seed 000's SoundCloud data (brief 000 §3.5), as a :class:`pyarrow.Table`
+    """Comments on songs shaped like the SoundCloud data of Cederman et al., as a :class:`pyarrow.Table`
     in time order.
 
     Columns (see :data:`SOUNDCLOUD_SCHEMA`):
@@ -638,8 +641,8 @@ def bandjoin(
     disorder: float = 0,
     start: int = 0,
 ) -> tuple[pa.Table, pa.Table]:
-    """The two streams of seed 002's band-join benchmark (ScaleJoin; the data of CellJoin): ``(R, S)``, each
-    a :class:`pyarrow.Table` of ``rows`` rows.
+    """The two streams of ScaleJoin's band-join benchmark (Gulisano et al.; the data of CellJoin): ``(R, S)``,
+    each a :class:`pyarrow.Table` of ``rows`` rows.
 
     ``R`` (left, :data:`BANDJOIN_R_SCHEMA`): ``ts`` (``int64``), ``x`` (``int32``, uniform on
     ``[1, 10000]``), ``y`` (``float32``, uniform on ``[1, 10000]``), ``z`` (``string``, 20 random letters and
@@ -722,7 +725,7 @@ def bandjoin(
     return left, right
 
 
-#: The point distributions of :func:`points` (seed 004 §4.3.2).
+#: The point distributions of :func:`points` (Mencagli et al. 2017, Section 4.3.2).
 POINT_DISTRIBUTIONS = ("independent", "correlated", "anticorrelated")
 
 
@@ -738,7 +741,8 @@ def points(
     start: str | _dt.datetime | _dt.date | np.datetime64 | int = "2013-09-01T00:00:00",
     seed: int = 0,
 ) -> pa.Table:
-    """d-dimensional points for skyline, top-δ dominant and top-k queries (seed 004 §4.3.2, brief 004 §5.2).
+    """d-dimensional points for skyline, top-δ dominant and top-k queries (the synthetic data sets of
+    Mencagli et al. 2017, Section 4.3.2).
 
     Columns: ``ts`` (``timestamp[ms, tz=UTC]``), ``id`` (``int64``, the row's position in event order), then
     ``d0`` ... ``d{dims-1}`` (``float64``).

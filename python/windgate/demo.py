@@ -17,32 +17,19 @@ and writes ``report.json`` and ``demo.png`` (bars of the measured times) into ``
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import time
 from pathlib import Path
 
-from . import _demo_check, _demo_plans
-from .cli import EXIT_FAILED, EXIT_OK, CliError, _console, _step, _write_parquet
+from . import _demo_check, _demo_plans, _ui
+from ._cli_io import write_parquet
+from ._ui import EXIT_FAILED, EXIT_OK, CliError, Steps
+
+__all__ = ["run"]
 
 WINDOWS = _demo_plans.Windows(60, 10, key=("plug_id", "property"))
 TOPK = _demo_plans.Windows(60, 10, key="household_id")
 WINDGATE = "windgate.spark"
-
-
-class _Steps:
-    """Numbered steps (the cli's ``_step``), each one's duration kept for the report."""
-
-    def __init__(self, console, total: int) -> None:
-        self.console, self.total, self.n, self.times = console, total, 0, []
-
-    @contextlib.contextmanager
-    def __call__(self, title: str, *, spinner: bool = True):
-        self.n += 1
-        t0 = time.perf_counter()
-        with _step(self.console, self.n, self.total, title, spinner=spinner):
-            yield
-        self.times.append({"step": title, "seconds": round(time.perf_counter() - t0, 3)})
 
 
 def _data_path(args) -> Path:
@@ -58,7 +45,7 @@ def _cached_rows(path: Path) -> int | None:
         return None
 
 
-def _data(args, steps: _Steps, console) -> tuple[Path, int]:
+def _data(args, steps: Steps, console) -> tuple[Path, int]:
     """The Parquet file of smart-grid rows: generated and written unless a complete one is there."""
     from .datasets import smartgrid
 
@@ -70,12 +57,12 @@ def _data(args, steps: _Steps, console) -> tuple[Path, int]:
         table = smartgrid(args.rows, disorder=args.disorder, seed=args.seed)
     partial = path.with_suffix(".partial")
     with steps(f"write Parquet {path} (row groups of 1Mi rows)", spinner=False):
-        _write_parquet(table, partial, console, row_group_rows=1 << 20, compression="zstd", label="writing")
+        write_parquet(table, partial, console, row_group_rows=1 << 20, compression="zstd", label="writing")
         partial.replace(path)  # a run killed while writing leaves no file that looks complete
     return path, table.num_rows
 
 
-def _timed(steps: _Steps, console, name: str, df, repeat: int, answer: Path) -> float:
+def _timed(steps: Steps, console, name: str, df, repeat: int, answer: Path) -> float:
     """Best of ``repeat`` runs of ``df`` writing its answer to the Parquet directory ``answer``."""
     best = float("inf")
     with steps(f"{name}: {repeat} timed run(s), answer to Parquet"):
@@ -161,7 +148,8 @@ def _plot(results: list[dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """``windgate demo``: the steps above; exit status 0 when every answer equals Spark's, else 1."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -169,7 +157,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         raise CliError(f"--repeat: expected at least 1 timed run, got {args.repeat}")
     if args.check_every < 1:
         raise CliError(f"--check-every: expected at least 1, got {args.check_every}")
-    console = _console()
+    console = _ui.console()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     k = args.k
@@ -179,7 +167,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         f"and the top {k} loads per household and window; every answer checked against Spark's"
     )
     cached = _cached_rows(_data_path(args)) == args.rows
-    steps = _Steps(console, 11 if cached else 13)
+    steps = Steps(console, 11 if cached else 13)
     t_start = time.perf_counter()
     data_path, rows = _data(args, steps, console)
     with steps(f"start Spark ({args.master})"):

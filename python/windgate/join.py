@@ -11,31 +11,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from . import _args, _native
+from . import _native, _options, _specs
 from ._serial import Serialised
-from .errors import ColumnTypeError, InvalidParameterError
+from ._specs import Band, Eq
+from .errors import ColumnTypeError
 
-
-@dataclass(frozen=True)
-class Band:
-    """``|left - right| <= eps`` (see :func:`band`)."""
-
-    left: str
-    right: str
-    eps: float
-
-
-@dataclass(frozen=True)
-class Eq:
-    """``left == right`` (see :func:`eq`)."""
-
-    left: str
-    right: str
+__all__ = ["band_join", "BandJoiner", "band", "eq", "Band", "Eq"]
 
 
 def band(left: str, right: str, eps: float) -> Band:
@@ -66,91 +51,18 @@ def eq(left: str, right: str) -> Eq:
     return Eq(left, right)
 
 
-def _time_pair(time: str | Sequence[str]) -> tuple[str, str]:
-    if isinstance(time, str):
-        return (time, time)
-    if isinstance(time, (list, tuple)) and len(time) == 2 and all(isinstance(t, str) for t in time):
-        return (time[0], time[1])
-    raise ColumnTypeError(f"time: expected a column name or a (left, right) pair of names, got {time!r}")
-
-
-def _predicates(on: Band | Eq | Sequence[Band | Eq]) -> list[tuple[str, str, str, float | None]]:
-    items = [on] if isinstance(on, (Band, Eq)) else list(on)
-    out: list[tuple[str, str, str, float | None]] = []
-    for p in items:
-        if isinstance(p, Band):
-            out.append(("band", p.left, p.right, p.eps))
-        elif isinstance(p, Eq):
-            out.append(("eq", p.left, p.right, None))
-        else:
-            raise InvalidParameterError(
-                f"on: expected windgate.band(...) or windgate.eq(...) predicates, got {p!r}"
-            )
-    return out
-
-
-def _bounds(window: Any, lower: Any, upper: Any) -> dict[str, Any]:
-    """``window``, or ``lower`` and ``upper`` (negative durations too: ``"-30s"``, a negative timedelta)."""
-    if window is not None and (lower is not None or upper is not None):
-        raise InvalidParameterError("window: give either window= (symmetric) or lower= and upper=, not both")
-    if window is None and lower is None and upper is None:
-        raise InvalidParameterError(
-            "window: expected window= (|l.ts - r.ts| <= window) or lower= and upper= "
-            "(l.ts + lower <= r.ts <= l.ts + upper)"
-        )
-    if window is None and upper is None:
-        raise InvalidParameterError("upper: lower= needs upper= too")
-    if window is None and lower is None:
-        raise InvalidParameterError("lower: upper= needs lower= too")
-    return {
-        "window": _args.span(window, "window"),
-        "lower": _args.span(lower, "lower"),
-        "upper": _args.span(upper, "upper"),
-    }
-
-
-def _kwargs(
-    time: str | Sequence[str],
-    window: _args.Span | None,
-    on: Band | Eq | Sequence[Band | Eq],
-    threads: int | None,
-    lateness: _args.Span | None,
-    on_late: str,
-    semantics: str,
-    index: bool,
-    strategy: str,
-    lower: _args.Span | None = None,
-    upper: _args.Span | None = None,
-    how: str = "inner",
-) -> dict[str, Any]:
-    if how not in ("inner", "left"):
-        raise InvalidParameterError(f'how: expected "inner" or "left", got {how!r}')
-    return {
-        "time": _time_pair(time),
-        **_bounds(window, lower, upper),
-        "how": how,
-        "on": _predicates(on),
-        "threads": _args.optional_integer(threads, "threads"),
-        "lateness": _args.span(lateness, "lateness"),
-        "on_late": _args.choice(on_late, "on_late"),
-        "semantics": _args.choice(semantics, "semantics"),
-        "index": bool(index),
-        "strategy": _args.choice(strategy, "strategy"),
-    }
-
-
 def band_join(
     left: Any,
     right: Any,
     *,
     time: str | Sequence[str],
-    window: _args.Span | None = None,
-    lower: _args.Span | None = None,
-    upper: _args.Span | None = None,
+    window: _specs.Span | None = None,
+    lower: _specs.Span | None = None,
+    upper: _specs.Span | None = None,
     how: str = "inner",
     on: Band | Eq | Sequence[Band | Eq] = (),
     threads: int | None = None,
-    lateness: _args.Span | None = None,
+    lateness: _specs.Span | None = None,
     on_late: str = "drop",
     semantics: str = "interval",
     index: bool = True,
@@ -222,10 +134,8 @@ def band_join(
         >>> [(r["left_ts"].second, r["right_ts"] and r["right_ts"].second) for r in out.to_pylist()]
         [(40, None), (50, None)]
     """
-    kwargs = _kwargs(
-        time, window, on, threads, lateness, on_late, semantics, index, strategy, lower, upper, how
-    )
-    return _native.band_join(_args.arrow_source(left, "left"), _args.arrow_source(right, "right"), **kwargs)
+    kwargs = _options.BAND_JOIN.forward("windgate.band_join", locals())
+    return _native.band_join(_specs.arrow_source(left, "left"), _specs.arrow_source(right, "right"), **kwargs)
 
 
 class BandJoiner(Serialised):
@@ -271,25 +181,22 @@ class BandJoiner(Serialised):
         self,
         *,
         time: str | Sequence[str],
-        window: _args.Span | None = None,
-        lower: _args.Span | None = None,
-        upper: _args.Span | None = None,
+        window: _specs.Span | None = None,
+        lower: _specs.Span | None = None,
+        upper: _specs.Span | None = None,
         how: str = "inner",
         on: Band | Eq | Sequence[Band | Eq] = (),
         threads: int | None = None,
-        lateness: _args.Span | None = None,
+        lateness: _specs.Span | None = None,
         on_late: str = "drop",
         semantics: str = "interval",
         index: bool = True,
         strategy: str = "auto",
         credits: int | None = 2**20,
     ) -> None:
-        kwargs = _kwargs(
-            time, window, on, threads, lateness, on_late, semantics, index, strategy, lower, upper, how
-        )
+        kwargs = _options.BAND_JOIN.forward("windgate.BandJoiner", locals())
         super().__init__()
-        credits = _args.optional_integer(credits, "credits", minimum=1)
-        self._inner = _native.BandJoiner(**kwargs, credits=credits)
+        self._inner = _native.BandJoiner(**kwargs)
 
     def push(self, batch: Any, side: str = "left") -> pa.RecordBatch:
         """Pushes a batch (or a table or stream, as one batch) of ``side`` (``"left"`` or ``"right"``).
@@ -298,8 +205,8 @@ class BandJoiner(Serialised):
         :class:`windgate.BackpressureError` when ``side`` has ``credits`` rows pending (see the class
         docstring); nothing is consumed then.
         """
-        side = _args.choice(side, "side")
-        return self._call(self._inner.push, _args.arrow_source(batch, "batch"), side)
+        side = _specs.choice(side, "side")
+        return self._call(self._inner.push, _specs.arrow_source(batch, "batch"), side)
 
     def flush(self) -> pa.RecordBatch:
         """End of both inputs: every remaining pair. The joiner takes no more batches after it."""

@@ -1,12 +1,13 @@
 """Ordered pipelines: built-in columnar operators chained and run on all cores, with a sequential result.
 
-A :class:`Pipeline` is a linear chain of operators over Arrow batches (seed 001, "Scaling Ordered Stream
-Processing on Shared-Memory Multicores"): stateless ones (``filter``, ``project``, ``pairs``) run on any
-number of workers, partitioned ones (``sessionize``, ``window_count``, ``last_n_before``, ``regression``)
-on up to one worker per partition of their keys, stateful ones (``topk``, ``running_mean``) on one worker at
-a time; a reorder buffer puts every operator's output back in input order. The result is a function of the
-row sequence only: the same rows in the same order for any thread count, scheduler, reorder scheme,
-partitioning scheme and cut of the input into batches, and equal to ``run(..., sequential=True)``.
+A :class:`Pipeline` is a linear chain of operators over Arrow batches (as in
+Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream Processing on Shared-Memory Multicores*): stateless ones
+(``filter``, ``project``, ``pairs``) run on any number of workers, partitioned ones (``sessionize``,
+``window_count``, ``last_n_before``, ``regression``) on up to one worker per partition of their keys, stateful
+ones (``topk``, ``running_mean``) on one worker at a time; a reorder buffer puts every operator's output back
+in input order. The result is a function of the row sequence only: the same rows in the same order for any
+thread count, scheduler, reorder scheme, partitioning scheme and cut of the input into batches, and equal to
+``run(..., sequential=True)``.
 
 Windows and sessions close by *stream time*: the running maximum of the operator's time column minus
 ``lateness``. Rows must arrive in time order within ``lateness`` (per key for ``sessionize`` and
@@ -30,7 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import _args, _native
+from . import _native, _specs
 from .errors import ColumnTypeError
 
 __all__ = ["Pipeline", "col", "Col", "Expr"]
@@ -232,7 +233,7 @@ class Pipeline:
         if isinstance(columns, Mapping):
             spec: Any = {name: _spec(e, f"project: columns[{name!r}]") for name, e in columns.items()}
         else:
-            spec = _args.columns(columns, "project: columns")
+            spec = _specs.columns(columns, "project: columns")
         return self._with("project", columns=spec)
 
     def pairs(self, column: str, *, names: tuple[str, str] | None = None) -> Pipeline:
@@ -246,10 +247,10 @@ class Pipeline:
         *,
         key: str | Sequence[str],
         time: str,
-        gap: _args.Span,
+        gap: _specs.Span,
         values: str | None = None,
         counts: Mapping[str, Expr | tuple] | None = None,
-        lateness: _args.Span | None = None,
+        lateness: _specs.Span | None = None,
         allow_unordered: bool = False,
         partitions: int | None = None,
     ) -> Pipeline:
@@ -265,14 +266,14 @@ class Pipeline:
         """
         return self._with(
             "sessionize",
-            key=_args.columns(key, "sessionize: key"),
+            key=_specs.columns(key, "sessionize: key"),
             time=time,
-            gap=_args.span(gap, "sessionize: gap"),
+            gap=_specs.span(gap, "sessionize: gap"),
             values=values,
             counts={n: _predicate(p, f"sessionize: counts[{n!r}]") for n, p in counts.items()}
             if counts
             else None,
-            lateness=_args.span(lateness, "sessionize: lateness"),
+            lateness=_specs.span(lateness, "sessionize: lateness"),
             allow_unordered=allow_unordered,
             partitions=partitions,
         )
@@ -282,10 +283,10 @@ class Pipeline:
         *,
         keys: str | Sequence[str],
         time: str | None = None,
-        size: _args.Span | None = None,
+        size: _specs.Span | None = None,
         min_count: int = 1,
         top_k: int | None = None,
-        lateness: _args.Span | None = None,
+        lateness: _specs.Span | None = None,
         partitions: int | None = None,
     ) -> Pipeline:
         """Rows per key per tumbling window ``[floor(t / size) * size, + size)`` of ``time``; without
@@ -299,12 +300,12 @@ class Pipeline:
         """
         return self._with(
             "window_count",
-            keys=_args.columns(keys, "window_count: keys"),
+            keys=_specs.columns(keys, "window_count: keys"),
             time=time,
-            size=_args.span(size, "window_count: size"),
+            size=_specs.span(size, "window_count: size"),
             min_count=min_count,
             top_k=top_k,
-            lateness=_args.span(lateness, "window_count: lateness"),
+            lateness=_specs.span(lateness, "window_count: lateness"),
             partitions=partitions,
         )
 
@@ -325,7 +326,7 @@ class Pipeline:
             "topk",
             k=k,
             score=score,
-            keys=_args.columns(keys, "topk: keys"),
+            keys=_specs.columns(keys, "topk: keys"),
             window=window,
             descending=descending,
         )
@@ -338,7 +339,7 @@ class Pipeline:
         value: str,
         trigger: Expr | tuple,
         n: int = 5,
-        within: _args.Span | None = None,
+        within: _specs.Span | None = None,
         candidate: Expr | tuple | None = None,
         output: str | None = None,
         partitions: int | None = None,
@@ -349,13 +350,13 @@ class Pipeline:
         ``output`` (default ``value + "_before"``). Rows of a key must arrive in time order."""
         return self._with(
             "last_n_before",
-            key=_args.columns(key, "last_n_before: key"),
+            key=_specs.columns(key, "last_n_before: key"),
             time=time,
             value=value,
             trigger=_predicate(trigger, "last_n_before: trigger"),
             candidate=_predicate(candidate, "last_n_before: candidate") if candidate is not None else None,
             n=n,
-            within=_args.span(within, "last_n_before: within"),
+            within=_specs.span(within, "last_n_before: within"),
             output=output,
             partitions=partitions,
         )
@@ -371,9 +372,9 @@ class Pipeline:
         key: str | Sequence[str],
         time: str,
         value: str,
-        bucket: _args.Span,
+        bucket: _specs.Span,
         max_slope: float | None = None,
-        lateness: _args.Span | None = None,
+        lateness: _specs.Span | None = None,
         partitions: int | None = None,
     ) -> Pipeline:
         """A running least-squares line per key through the sums of ``value`` per ``bucket`` of ``time``
@@ -382,12 +383,12 @@ class Pipeline:
         ``slope <= max_slope`` if given. Integer values are fitted exactly (128-bit sums)."""
         return self._with(
             "regression",
-            key=_args.columns(key, "regression: key"),
+            key=_specs.columns(key, "regression: key"),
             time=time,
             value=value,
-            bucket=_args.span(bucket, "regression: bucket"),
+            bucket=_specs.span(bucket, "regression: bucket"),
             max_slope=max_slope,
-            lateness=_args.span(lateness, "regression: lateness"),
+            lateness=_specs.span(lateness, "regression: lateness"),
             partitions=partitions,
         )
 
@@ -423,9 +424,10 @@ class Pipeline:
             data: a pyarrow Table, RecordBatch or RecordBatchReader, or anything with ``__arrow_c_stream__``
                 (polars, duckdb), in arrival order.
             threads: worker threads (``None``: all cores).
-            scheduler: which operator a free worker takes (brief 001 §6): ``"ct"`` (current throughput, the
-                paper's best throughput), ``"ct_input"`` (CT normalised by input ratios), ``"lp"`` (last in
-                pipeline, lowest latency), ``"qst"`` (queue-size throttling), ``"et"`` (estimated time).
+            scheduler: which operator a free worker takes (the paper's heuristics): ``"ct"`` (current
+                throughput, the paper's best throughput), ``"ct_input"`` (CT normalised by input ratios),
+                ``"lp"`` (last in pipeline, lowest latency), ``"qst"`` (queue-size throttling), ``"et"``
+                (estimated time).
             reorder: ``"nonblocking"`` (the paper's reorder buffer) or ``"locked"`` (the lock-based baseline).
             partitioning: ``"hybrid"`` (any worker serves any partition in arrival order) or
                 ``"partitioned"`` (partitions bound to workers; the baseline).
@@ -438,7 +440,7 @@ class Pipeline:
         None of these options changes the result.
         """
         table, stats = _native.run_pipeline(
-            _args.arrow_source(data),
+            _specs.arrow_source(data),
             self.ops,
             threads=threads,
             scheduler=scheduler,

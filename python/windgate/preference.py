@@ -1,8 +1,11 @@
-"""Continuous preference queries over sliding windows (seed 004): skyline, top-delta dominant and top-k.
+"""Continuous preference queries over sliding windows: skyline, top-delta dominant and top-k, as in
+Mencagli, Torquati, Danelutto, De Matteis, *Parallel Continuous Preference Queries over Out-of-Order and
+Bursty Data Streams* (2017).
 
-Each window's answer is computed per group by the pane-based decomposition of brief 004 (a pane-level query G
-reduces each pane, a window-level query H merges the panes of a window), on one thread or on seed 004's
-PLQ/WLQ farm. Every strategy and thread count returns the same rows in the same order.
+Each window's answer is computed per group by the paper's pane-based decomposition (a pane-level
+query (PLQ) reduces each pane, a window-level query (WLQ) merges the panes of a window), on one
+thread or on the paper's PLQ/WLQ farm (see "Data path" in docs/architecture.md). Every strategy and thread
+count returns the same rows in the same order.
 
 Preferences are per dimension: ``"min"`` (smaller is better, the default) or ``"max"``. A row ``a`` dominates
 ``b`` when it is at least as good in every dimension and strictly better in one; identical rows never dominate
@@ -22,80 +25,25 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import _args, _native
+from . import _native, _options, _specs
 from ._serial import Serialised
-from .errors import ColumnTypeError
 
 __all__ = ["skyline", "top_dominant", "topk", "SkylineQuery", "TopDominantQuery", "TopKQuery"]
 
 Prefer = str | Sequence[str]
 
 
-def _prefer(prefer: Prefer) -> list[str]:
-    """``"min"``/``"max"`` or one per dimension, as a list (the extension checks the names and length)."""
-    if isinstance(prefer, str):
-        return [prefer]
-    try:
-        names = list(prefer)
-    except TypeError:
-        names = None
-    if not names or not all(isinstance(p, str) for p in names):
-        raise ColumnTypeError(
-            f'prefer: expected "min", "max" or a list with one of them per dimension, got {prefer!r}'
-        )
-    return names
-
-
-def _count(value: int, param: str) -> int:
-    """A row count (``delta``, ``k``): an int >= 0."""
-    return _args.integer(value, param, minimum=0)
-
-
-def _dims(dims: str | Sequence[str]) -> list[str]:
-    if dims is None:
-        raise ColumnTypeError("dims: expected a column name or a list of column names, got None")
-    return _args.columns(dims, "dims")
-
-
-def _score(score: str) -> str:
-    if not isinstance(score, str):
-        raise ColumnTypeError(f"score: expected the name of one numeric column, got {score!r}")
-    return score
-
-
-def _spec(
-    query: str,
-    *,
-    dims: str | Sequence[str] | None = None,
-    prefer: Prefer = "min",
-    delta: int | None = None,
-    score: str | None = None,
-    k: int | None = None,
-    descending: bool = True,
-    **window: Any,
-) -> dict[str, Any]:
-    """The keyword arguments of ``_native.preference`` / ``_native.PreferenceQuery``, normalised."""
-    spec: dict[str, Any] = {"query": query, **_args.window_kwargs(**window)}
-    if query == "topk":
-        spec.update(score=_score(score), k=_count(k, "k"), descending=bool(descending))
-    else:
-        spec.update(dims=_dims(dims), prefer=_prefer(prefer))
-        if query == "top_dominant":
-            spec["delta"] = _count(delta, "delta")
-    return spec
-
-
 def skyline(
     data: Any,
     *,
     time: str,
-    size: _args.Span,
-    slide: _args.Span | None = None,
-    offset: _args.Span = 0,
+    size: _specs.Span,
+    slide: _specs.Span | None = None,
+    offset: _specs.Span = 0,
     dims: str | Sequence[str],
     prefer: Prefer = "min",
     by: str | list[str] | None = None,
-    lateness: _args.Span | None = None,
+    lateness: _specs.Span | None = None,
     on_late: str = "drop",
     null_time: str = "error",
     threads: int | None = None,
@@ -119,12 +67,13 @@ def skyline(
         prefer: ``"min"`` (smaller is better), ``"max"``, or a list with one of them per dimension.
         by: group column(s): each group has its own skyline. Null is a group of its own.
         lateness: ``None`` (exact over all rows whatever their order), a bound K (rows more than K behind the
-            largest time seen are late), or ``"adaptive"`` (seed 004's K-slack).
+            largest time seen are late), or ``"adaptive"`` (an adaptive lateness bound, K-slack, as in
+            Mencagli et al. 2017).
         on_late: ``"drop"`` (dropped and counted) or ``"error"``.
         null_time: ``"error"`` or ``"drop"`` for rows whose time is null.
         threads: worker threads (``None``: all cores).
         strategy: ``"auto"`` (the farm with more than one thread, else ``"pane"``), ``"pane"`` (panes on one
-            thread), ``"farm"`` (seed 004's PLQ/WLQ farm), ``"recompute"`` (every window from its rows, the
+            thread), ``"farm"`` (the paper's PLQ/WLQ farm), ``"recompute"`` (every window from its rows, the
             paper's Fig. 14 baseline) or ``"reference"`` (the definition over all pairs; slow, for tests).
             Every strategy returns the same rows in the same order.
         farm: the farm's knobs, which change who computes what but never the result: ``scheduler``
@@ -144,44 +93,29 @@ def skyline(
         >>> out.column("window_start").to_pylist(), out.column("ts").to_pylist()
         ([0, 0, 4], [1, 2, 5])
     """
-    kwargs = _spec(
-        "skyline",
-        time=time,
-        size=size,
-        slide=slide,
-        offset=offset,
-        by=by,
-        lateness=lateness,
-        on_late=on_late,
-        null_time=null_time,
-        threads=threads,
-        strategy=strategy,
-        farm=farm,
-        dims=dims,
-        prefer=prefer,
-    )
-    return _native.preference(_args.arrow_source(data), **kwargs)
+    kwargs = _options.preference_spec("skyline", locals(), "windgate.skyline")
+    return _native.preference(_specs.arrow_source(data), **kwargs)
 
 
 def top_dominant(
     data: Any,
     *,
     time: str,
-    size: _args.Span,
-    slide: _args.Span | None = None,
-    offset: _args.Span = 0,
+    size: _specs.Span,
+    slide: _specs.Span | None = None,
+    offset: _specs.Span = 0,
     dims: str | Sequence[str],
     delta: int,
     prefer: Prefer = "min",
     by: str | list[str] | None = None,
-    lateness: _args.Span | None = None,
+    lateness: _specs.Span | None = None,
     on_late: str = "drop",
     null_time: str = "error",
     threads: int | None = None,
     strategy: str = "auto",
     farm: Mapping[str, Any] | None = None,
 ) -> pa.Table:
-    """The top-delta dominant skyline rows of each sliding window, per group (brief 004 §1.2).
+    """The top-delta dominant skyline rows of each sliding window, per group (Mencagli et al. 2017).
 
     ``kappa`` of a row ``t`` is the largest number of dimensions in which some other row, strictly better
     than ``t`` in at least one dimension, is at least as good as ``t`` (0 if no row is strictly better
@@ -205,38 +139,22 @@ def top_dominant(
         >>> out.select(["ts", "kappa"]).to_pylist()
         [{'ts': 0, 'kappa': 2}, {'ts': 3, 'kappa': 1}]
     """
-    kwargs = _spec(
-        "top_dominant",
-        time=time,
-        size=size,
-        slide=slide,
-        offset=offset,
-        by=by,
-        lateness=lateness,
-        on_late=on_late,
-        null_time=null_time,
-        threads=threads,
-        strategy=strategy,
-        farm=farm,
-        dims=dims,
-        prefer=prefer,
-        delta=delta,
-    )
-    return _native.preference(_args.arrow_source(data), **kwargs)
+    kwargs = _options.preference_spec("top_dominant", locals(), "windgate.top_dominant")
+    return _native.preference(_specs.arrow_source(data), **kwargs)
 
 
 def topk(
     data: Any,
     *,
     time: str,
-    size: _args.Span,
-    slide: _args.Span | None = None,
-    offset: _args.Span = 0,
+    size: _specs.Span,
+    slide: _specs.Span | None = None,
+    offset: _specs.Span = 0,
     score: str,
     k: int,
     descending: bool = True,
     by: str | list[str] | None = None,
-    lateness: _args.Span | None = None,
+    lateness: _specs.Span | None = None,
     on_late: str = "drop",
     null_time: str = "error",
     threads: int | None = None,
@@ -265,24 +183,8 @@ def topk(
         >>> windgate.topk(t, time="ts", size=10, score="v", k=2, descending=False).column("v").to_pylist()
         [2.0, 4.0]
     """
-    kwargs = _spec(
-        "topk",
-        time=time,
-        size=size,
-        slide=slide,
-        offset=offset,
-        by=by,
-        lateness=lateness,
-        on_late=on_late,
-        null_time=null_time,
-        threads=threads,
-        strategy=strategy,
-        farm=farm,
-        score=score,
-        k=k,
-        descending=descending,
-    )
-    return _native.preference(_args.arrow_source(data), **kwargs)
+    kwargs = _options.preference_spec("topk", locals(), "windgate.topk")
+    return _native.preference(_specs.arrow_source(data), **kwargs)
 
 
 class _PreferenceQuery(Serialised):
@@ -295,7 +197,7 @@ class _PreferenceQuery(Serialised):
 
         Returns the rows of the windows that became final (a possibly empty ``pyarrow.RecordBatch``).
         """
-        return self._call(self._inner.push, _args.arrow_source(batch, "batch"))
+        return self._call(self._inner.push, _specs.arrow_source(batch, "batch"))
 
     def flush(self) -> pa.RecordBatch:
         """End of stream: returns the rows of every window still open. The query takes no more batches."""
@@ -339,35 +241,20 @@ class SkylineQuery(_PreferenceQuery):
         self,
         *,
         time: str,
-        size: _args.Span,
-        slide: _args.Span | None = None,
-        offset: _args.Span = 0,
+        size: _specs.Span,
+        slide: _specs.Span | None = None,
+        offset: _specs.Span = 0,
         dims: str | Sequence[str],
         prefer: Prefer = "min",
         by: str | list[str] | None = None,
-        lateness: _args.Span | None = None,
+        lateness: _specs.Span | None = None,
         on_late: str = "drop",
         null_time: str = "error",
         threads: int | None = None,
         strategy: str = "auto",
         farm: Mapping[str, Any] | None = None,
     ) -> None:
-        kwargs = _spec(
-            "skyline",
-            time=time,
-            size=size,
-            slide=slide,
-            offset=offset,
-            by=by,
-            lateness=lateness,
-            on_late=on_late,
-            null_time=null_time,
-            threads=threads,
-            strategy=strategy,
-            farm=farm,
-            dims=dims,
-            prefer=prefer,
-        )
+        kwargs = _options.preference_spec("skyline", locals(), "windgate.SkylineQuery")
         super().__init__()
         self._inner = _native.PreferenceQuery(**kwargs)
 
@@ -389,37 +276,21 @@ class TopDominantQuery(_PreferenceQuery):
         self,
         *,
         time: str,
-        size: _args.Span,
-        slide: _args.Span | None = None,
-        offset: _args.Span = 0,
+        size: _specs.Span,
+        slide: _specs.Span | None = None,
+        offset: _specs.Span = 0,
         dims: str | Sequence[str],
         delta: int,
         prefer: Prefer = "min",
         by: str | list[str] | None = None,
-        lateness: _args.Span | None = None,
+        lateness: _specs.Span | None = None,
         on_late: str = "drop",
         null_time: str = "error",
         threads: int | None = None,
         strategy: str = "auto",
         farm: Mapping[str, Any] | None = None,
     ) -> None:
-        kwargs = _spec(
-            "top_dominant",
-            time=time,
-            size=size,
-            slide=slide,
-            offset=offset,
-            by=by,
-            lateness=lateness,
-            on_late=on_late,
-            null_time=null_time,
-            threads=threads,
-            strategy=strategy,
-            farm=farm,
-            dims=dims,
-            prefer=prefer,
-            delta=delta,
-        )
+        kwargs = _options.preference_spec("top_dominant", locals(), "windgate.TopDominantQuery")
         super().__init__()
         self._inner = _native.PreferenceQuery(**kwargs)
 
@@ -440,36 +311,20 @@ class TopKQuery(_PreferenceQuery):
         self,
         *,
         time: str,
-        size: _args.Span,
-        slide: _args.Span | None = None,
-        offset: _args.Span = 0,
+        size: _specs.Span,
+        slide: _specs.Span | None = None,
+        offset: _specs.Span = 0,
         score: str,
         k: int,
         descending: bool = True,
         by: str | list[str] | None = None,
-        lateness: _args.Span | None = None,
+        lateness: _specs.Span | None = None,
         on_late: str = "drop",
         null_time: str = "error",
         threads: int | None = None,
         strategy: str = "auto",
         farm: Mapping[str, Any] | None = None,
     ) -> None:
-        kwargs = _spec(
-            "topk",
-            time=time,
-            size=size,
-            slide=slide,
-            offset=offset,
-            by=by,
-            lateness=lateness,
-            on_late=on_late,
-            null_time=null_time,
-            threads=threads,
-            strategy=strategy,
-            farm=farm,
-            score=score,
-            k=k,
-            descending=descending,
-        )
+        kwargs = _options.preference_spec("topk", locals(), "windgate.TopKQuery")
         super().__init__()
         self._inner = _native.PreferenceQuery(**kwargs)

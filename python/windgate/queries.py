@@ -1,5 +1,7 @@
-"""Seed 000's twelve multiway-aggregation queries (the paper's Table 2, brief 000 §3.3), runnable over
-several sources with every strategy, locally and through :mod:`windgate.spark`.
+"""The twelve multiway-aggregation queries (the paper's Table 2) of
+Cederman et al., *Efficient data streaming multiway aggregation through concurrent algorithmic designs and
+new abstract data types*, runnable over several sources with every strategy, locally and through
+:mod:`windgate.spark`.
 
 Each query is one sliding-window group-by over one of two data sets, split into time-sorted sources:
 
@@ -83,7 +85,7 @@ __all__ = [
     "union",
 ]
 
-#: The generator arguments that give each data set the paper's shape (brief 000 §3.2, §3.5).
+#: The generator arguments that give each data set the paper's shape.
 DATASETS: dict[str, dict[str, Any]] = {
     "smartgrid": {"households": 27, "plugs_per_household": 9, "rate": 486.0},
     "soundcloud": {"songs": 40_000},

@@ -1,7 +1,8 @@
 """windgate inside PySpark: each Spark task runs a windgate operator over its partition through Arrow UDFs.
 
 Spark spreads the work over machines; windgate fills each task's cores. Every helper returns a Spark DataFrame
-with the same rows as the local function on the same data (DESIGN §5):
+with the same rows as the local function on the same data (the determinism promise, "Contracts" in
+docs/architecture.md):
 
 * keyed window aggregation (``by`` given): ``repartition(by)``, each partition sorted by time, then
   ``mapInArrow`` streams it through a :class:`windgate.WindowAggregator`, so memory per task is bounded
@@ -38,8 +39,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from . import _args, _native, spark_twophase
-from .errors import ColumnNotFoundError, ColumnTypeError, InvalidParameterError
+from . import _native, _options, _specs, spark_twophase
+from .errors import ColumnNotFoundError, InvalidParameterError
 from .spark_pipeline import run_pipeline
 from .spark_session import check_executors, default_parallelism, input_schema, output_schema
 
@@ -94,9 +95,9 @@ def window_aggregate(
     df: DataFrame | str | os.PathLike | Sequence[str | os.PathLike],
     *,
     time: str,
-    size: _args.Span,
-    slide: _args.Span | None = None,
-    offset: _args.Span = 0,
+    size: _specs.Span,
+    slide: _specs.Span | None = None,
+    offset: _specs.Span = 0,
     by: str | list[str] | None = None,
     aggs: Mapping[str, str | list[str]],
     null_time: str = "error",
@@ -104,7 +105,7 @@ def window_aggregate(
     strategy: str = "auto",
     farm: Mapping[str, Any] | None = None,
     ordered: bool = False,
-    range_size: _args.Span | None = None,
+    range_size: _specs.Span | None = None,
     plan: str = "auto",
     spark: SparkSession | None = None,
     sorted_merge: bool | None = None,
@@ -144,7 +145,7 @@ def window_aggregate(
 
     The whole input is one finite stream, so the result is exact (no rows are late).
     """
-    plan = _args.choice(plan, "plan")
+    plan = _specs.choice(plan, "plan")
     if plan not in ("auto", "two_phase", "one_phase"):
         raise InvalidParameterError(f'plan: expected "auto", "two_phase" or "one_phase", got {plan!r}')
     files = None
@@ -158,22 +159,10 @@ def window_aggregate(
     else:
         input_schema(df)  # a batch DataFrame, and executors that can import windgate
         spark = df.sparkSession
-    by_cols = _args.by_columns(by)
+    by_cols = _specs.by_columns(by)
     # The tasks stream time-sorted rows: lateness 0 loses none.
-    spec = _args.operator_kwargs(
-        time=time,
-        size=size,
-        slide=slide,
-        offset=offset,
-        by=by_cols,
-        aggs=aggs,
-        lateness=0,
-        on_late="drop",
-        null_time=null_time,
-        threads=_task_threads(spark, threads),
-        strategy=strategy,
-        farm=farm,
-    )
+    pinned = {"by": by_cols, "lateness": 0, "on_late": "drop", "threads": _task_threads(spark, threads)}
+    spec = _options.WINDOW_AGGREGATE.native({**locals(), **pinned}, _options.WINDOW_AGGREGATE.shared)
     agg_list = spec["aggs"]
     columns = [time, *by_cols, *(c for c, _ in agg_list if c != "*")]
     if plan != "one_phase":
@@ -217,9 +206,9 @@ def skyline(
     df: DataFrame,
     *,
     time: str,
-    size: _args.Span,
-    slide: _args.Span | None = None,
-    offset: _args.Span = 0,
+    size: _specs.Span,
+    slide: _specs.Span | None = None,
+    offset: _specs.Span = 0,
     dims: str | Sequence[str],
     prefer: str | Sequence[str] = "min",
     by: str | list[str] | None = None,
@@ -227,7 +216,7 @@ def skyline(
     threads: int | None = None,
     strategy: str = "auto",
     farm: Mapping[str, Any] | None = None,
-    range_size: _args.Span | None = None,
+    range_size: _specs.Span | None = None,
     plan: str = "auto",
 ) -> DataFrame:
     """:func:`windgate.skyline` over a Spark DataFrame; returns a Spark DataFrame with the same rows.
@@ -274,9 +263,9 @@ def top_dominant(
     df: DataFrame,
     *,
     time: str,
-    size: _args.Span,
-    slide: _args.Span | None = None,
-    offset: _args.Span = 0,
+    size: _specs.Span,
+    slide: _specs.Span | None = None,
+    offset: _specs.Span = 0,
     dims: str | Sequence[str],
     delta: int,
     prefer: str | Sequence[str] = "min",
@@ -285,7 +274,7 @@ def top_dominant(
     threads: int | None = None,
     strategy: str = "auto",
     farm: Mapping[str, Any] | None = None,
-    range_size: _args.Span | None = None,
+    range_size: _specs.Span | None = None,
     plan: str = "auto",
 ) -> DataFrame:
     """:func:`windgate.top_dominant` over a Spark DataFrame; returns a Spark DataFrame with the same rows.
@@ -324,9 +313,9 @@ def topk(
     df: DataFrame,
     *,
     time: str,
-    size: _args.Span,
-    slide: _args.Span | None = None,
-    offset: _args.Span = 0,
+    size: _specs.Span,
+    slide: _specs.Span | None = None,
+    offset: _specs.Span = 0,
     score: str,
     k: int,
     descending: bool = True,
@@ -335,7 +324,7 @@ def topk(
     threads: int | None = None,
     strategy: str = "auto",
     farm: Mapping[str, Any] | None = None,
-    range_size: _args.Span | None = None,
+    range_size: _specs.Span | None = None,
     plan: str = "auto",
 ) -> DataFrame:
     """:func:`windgate.topk` over a Spark DataFrame; returns a Spark DataFrame with the same rows.
@@ -374,18 +363,17 @@ def _preference(
     query: str,
     *,
     threads: int | None,
-    range_size: _args.Span | None,
+    range_size: _specs.Span | None,
     plan: str,
     **params: Any,
 ) -> DataFrame:
     """The preference queries through :func:`_windowed`, after the two-phase plan's per-pane prefilter
     (:func:`windgate.spark_twophase.prefilter`) unless ``plan="one_phase"``."""
-    from .preference import _spec
-
-    plan = _args.choice(plan, "plan")
+    plan = _specs.choice(plan, "plan")
     if plan not in ("auto", "two_phase", "one_phase"):
         raise InvalidParameterError(f'plan: expected "auto", "two_phase" or "one_phase", got {plan!r}')
-    spec = _spec(query, lateness=0, on_late="drop", threads=_task_threads(df, threads), **params)
+    pinned = {"lateness": 0, "on_late": "drop", "threads": _task_threads(df, threads)}
+    spec = _options.preference_spec(query, {**params, **pinned})
     scored = [spec["score"]] if "score" in spec else []
     columns = [spec["time"], *spec["by"], *spec.get("dims", ()), *scored]
     described = "one-phase: raw rows shuffled by key (unkeyed: by time range) and sorted by time"
@@ -397,8 +385,8 @@ def _preference(
                 )
         arrow_in = input_schema(df)
         _native.preference(arrow_in.empty_table(), **spec)  # every parameter checked before Spark runs
-        unit = _unit_of(arrow_in.field(spec["time"]).type)
-        size_u, slide_u, offset_u = _resolve(spec, unit)
+        unit = _specs.time_unit(arrow_in.field(spec["time"]).type)
+        size_u, slide_u, offset_u = _specs.window_units(spec, unit)
         df = spark_twophase.prefilter(df, spec, size=size_u, slide=slide_u, offset=offset_u)
         described = (
             "two-phase: each partition's rows cut to the per-pane candidates (pane skylines; top-k per "
@@ -434,7 +422,7 @@ def _windowed(
     batch: Callable[[pa.Table], pa.Table],
     columns: Sequence[str],
     ties: bool,
-    range_size: _args.Span | None,
+    range_size: _specs.Span | None,
 ) -> DataFrame:
     """Runs the windowed streaming operator ``_native.<operator>(**spec)`` over ``df`` (``spec`` with
     ``lateness=0``: each task's rows arrive sorted by time).
@@ -464,8 +452,8 @@ def _windowed(
     if spec["by"]:
         parts = seq.repartition(*spec["by"]).sortWithinPartitions(time, *tie)
         return parts.mapInArrow(_keyed_task(operator, spec), spark_out)
-    unit = _unit_of(arrow_in.field(time).type)
-    size_u, slide_u, offset_u = _resolve(spec, unit)
+    unit = _specs.time_unit(arrow_in.field(time).type)
+    size_u, slide_u, offset_u = _specs.window_units(spec, unit)
     range_u = _range_length(seq, time, unit, size_u, slide_u, spark, range_size)
     ranged = _with_ranges(seq, time, unit, size_u, slide_u, offset_u, range_u)
     parts = ranged.repartition(_RANGE).sortWithinPartitions(_RANGE, time, *tie)
@@ -540,40 +528,6 @@ def _ranged_task(operator: str, spec: dict[str, Any], range_u: int, offset_u: in
     return run
 
 
-def _unit_of(t: pa.DataType) -> str:
-    if pa.types.is_timestamp(t):
-        return t.unit
-    if pa.types.is_date32(t):
-        return "day"
-    if pa.types.is_integer(t):
-        return "plain"
-    raise ColumnTypeError(f"time: the time column must be a timestamp, date or integer column, got {t}")
-
-
-def _resolve(spec: dict[str, Any], unit: str) -> tuple[int, int, int]:
-    def units(v: int | str | None, param: str) -> int | None:
-        if v is None or isinstance(v, int):
-            return v
-        return _native.duration_units(v, unit, param)
-
-    size = units(spec["size"], "size")
-    slide = units(spec["slide"], "slide") or size
-    offset = units(spec["offset"], "offset") or 0
-    return size, slide, offset % slide
-
-
-def _units_expr(time: str, unit: str):
-    from pyspark.sql import functions as F
-
-    if unit == "us":
-        return F.unix_micros(F.col(time))
-    if unit == "day":
-        return F.unix_date(F.col(time))
-    if unit == "plain":
-        return F.col(time).cast("long")
-    raise ColumnTypeError(f"time: unsupported Spark time unit {unit}")
-
-
 def _floor_div(a, b: int):
     """floor(a / b) for b > 0 in exact long arithmetic (Spark's `div` truncates towards zero)."""
     from pyspark.sql import functions as F
@@ -585,7 +539,7 @@ def _with_ranges(df, time: str, unit: str, size: int, slide: int, offset: int, r
     """Copies each row into every time range whose windows contain it."""
     from pyspark.sql import functions as F
 
-    t = _units_expr(time, unit)
+    t = _specs.spark_time_units(time, unit)
     per_range = range_u // slide
     hi = _floor_div(t - F.lit(offset), slide).cast("long")
     lo = (_floor_div(t - F.lit(offset + size), slide) + F.lit(1)).cast("long")
@@ -600,12 +554,12 @@ def _range_length(df, time: str, unit: str, size: int, slide: int, spark, range_
     from pyspark.sql import functions as F
 
     if range_size is not None:
-        r = _args.span(range_size, "range_size")
+        r = _specs.span(range_size, "range_size")
         r = r if isinstance(r, int) else _native.duration_units(r, unit, "range_size")
         if r <= 0:
             raise InvalidParameterError(f"range_size: expected a positive length, got {r}")
         return max(1, math.ceil(r / slide)) * slide
-    t = _units_expr(time, unit)
+    t = _specs.spark_time_units(time, unit)
     lo, hi = df.agg(F.min(t), F.max(t)).first()
     if lo is None:
         return max(size, slide) // slide * slide + slide
@@ -620,12 +574,12 @@ def band_join(
     right_df: DataFrame,
     *,
     time: str | Sequence[str],
-    window: _args.Span | None = None,
-    lower: _args.Span | None = None,
-    upper: _args.Span | None = None,
+    window: _specs.Span | None = None,
+    lower: _specs.Span | None = None,
+    upper: _specs.Span | None = None,
     how: str = "inner",
     on: Any = (),
-    bucket: _args.Span | None = None,
+    bucket: _specs.Span | None = None,
     partitions: int | None = None,
     threads: int | None = None,
     index: bool = True,

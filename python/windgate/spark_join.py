@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from . import _args, _native
+from . import _native, _specs
 from .errors import ColumnNotFoundError, InvalidParameterError
 from .spark_session import default_parallelism, input_schema, output_schema
 
@@ -52,7 +52,7 @@ KEYED_BUCKET_FACTOR = 64
 
 def signed_units(value: Any, unit: str, param: str) -> int | None:
     """An int, a (possibly negative: ``"-30s"``) duration string or a ``timedelta`` in time-column units."""
-    v = _args.span(value, param)
+    v = _specs.span(value, param)
     if v is None or isinstance(v, int):
         return v
     text = v.strip()
@@ -78,12 +78,12 @@ def band_join(
     right_df: DataFrame,
     *,
     time: str | Sequence[str],
-    window: _args.Span | None = None,
-    lower: _args.Span | None = None,
-    upper: _args.Span | None = None,
+    window: _specs.Span | None = None,
+    lower: _specs.Span | None = None,
+    upper: _specs.Span | None = None,
     how: str = "inner",
     on: Any = (),
-    bucket: _args.Span | None = None,
+    bucket: _specs.Span | None = None,
     partitions: int | None = None,
     threads: int | None = None,
     index: bool = True,
@@ -92,7 +92,6 @@ def band_join(
     """See :func:`windgate.spark.band_join` (the documented entry point)."""
     from pyspark.sql import functions as F
 
-    from .join import _predicates, _time_pair
     from .join import band_join as local_band_join
 
     if semantics != "interval":
@@ -103,8 +102,8 @@ def band_join(
         )
     arrow_l = input_schema(left_df, "left_df")
     arrow_r = input_schema(right_df, "right_df")
-    time_l, time_r = _time_pair(time)
-    preds = _predicates(on)
+    time_l, time_r = _specs.time_pair(time)
+    preds = _specs.predicates(on)
     for side, df, cols in (
         ("left", left_df, [time_l, *(p[1] for p in preds)]),
         ("right", right_df, [time_r, *(p[2] for p in preds)]),
@@ -117,7 +116,7 @@ def band_join(
                     f"{param}: column '{col}' is not in the {side} DataFrame (columns: {names})"
                 )
     if partitions is not None:
-        partitions = _args.integer(partitions, "partitions", minimum=1)
+        partitions = _specs.integer(partitions, "partitions", minimum=1)
     spark = left_df.sparkSession
     if threads is None:
         threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
@@ -137,9 +136,7 @@ def band_join(
     arrow_out = local_band_join(arrow_l.empty_table(), arrow_r.empty_table(), **kwargs).schema
     spark_out = output_schema(arrow_out)
 
-    from .spark import _unit_of, _units_expr
-
-    unit = _unit_of(arrow_l.field(time_l).type)
+    unit = _specs.time_unit(arrow_l.field(time_l).type)
     if window is not None:
         w = signed_units(window, unit, "window")
         lo, up = -w, w
@@ -153,8 +150,8 @@ def band_join(
     # bucket, where the join raises NullTimeError as the local call does (Spark would drop them silently).
     left = left_df if outer else _drop_unmatchable(left_df, time_l, [p[1] for p in preds], arrow_l)
     right = _drop_unmatchable(right_df, time_r, [p[2] for p in preds], arrow_r)
-    left = left.withColumn(_TIME, _units_expr(time_l, unit))
-    right = right.withColumn(_TIME, _units_expr(time_r, unit))
+    left = left.withColumn(_TIME, _specs.spark_time_units(time_l, unit))
+    right = right.withColumn(_TIME, _specs.spark_time_units(time_r, unit))
 
     if bucket is not None:
         bucket_u = signed_units(bucket, unit, "bucket")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from . import _args
+from . import _specs
 from .errors import ColumnNotFoundError, ColumnTypeError
 from .pipeline import Pipeline
 from .spark_session import input_schema, output_schema
@@ -57,8 +57,8 @@ def run_pipeline(
     if not isinstance(pipeline, Pipeline):
         raise ColumnTypeError(f"pipeline: expected a windgate.Pipeline, got {type(pipeline).__name__}")
     arrow_in = input_schema(df)
-    by = _args.columns(partition_by, "partition_by")
-    order = _args.columns(order_by, "order_by")
+    by = _specs.columns(partition_by, "partition_by")
+    order = _specs.columns(order_by, "order_by")
     for param, cols in (("partition_by", by), ("order_by", order)):
         for c in cols:
             if c not in df.columns:

@@ -1,4 +1,6 @@
-"""TPCx-BB-like streams and queries for ordered pipelines (brief 001 §7.2; the contract is docs/tpcxbb.md).
+"""TPCx-BB-like streams and queries for ordered pipelines, as in the evaluation of
+Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream Processing on Shared-Memory Multicores* (the contract is
+docs/tpcxbb.md).
 
 :func:`generate` makes a web clickstream and store sales (deterministic for a seed, time-ordered, skewed);
 :func:`query` returns Q1, Q2, Q3, Q4 or Q15 as a :class:`windgate.Pipeline`; :func:`run` runs one on the
