@@ -1,4 +1,4 @@
-//! Built-in columnar operators for ordered pipelines (issue 8): the pipeline item is an Arrow batch
+//! Built-in columnar operators for ordered pipelines: the pipeline item is an Arrow batch
 //! ([`Chunk`]), and every operator is written so that **a pipeline's result is a function of the row
 //! sequence only**: the same rows in the same order whatever the cut of the input into batches, the thread
 //! count, the scheduler, the reorder scheme and the partitioning scheme.

@@ -1,5 +1,5 @@
 //! `PreferenceOperator`: the streaming skyline, top-δ dominant and top-k operator, and `preference`, the batch
-//! function built on it (DESIGN §5).
+//! function built on it (`docs/architecture.md#preference-queries`).
 //!
 //! The operator owns what every engine shares: schema checks, the time column and K-slack admission (the same
 //! rules as window aggregation, [`crate::order::admission`]), groups, the value columns as exact `f64` (NaN and
