@@ -176,7 +176,7 @@ pub struct PrefQuery {
 /// Partial answers per group.
 pub type Groups = HashMap<u32, Kernel>;
 
-/// A PLQ worker's open pane partitions.
+/// A pane-level query (PLQ) worker's open pane partitions.
 #[derive(Default)]
 pub struct PrefWorker {
     panes: BTreeMap<i64, Groups>,

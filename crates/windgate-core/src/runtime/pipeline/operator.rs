@@ -1,4 +1,5 @@
-//! The three operator kinds of an ordered pipeline (brief 001 §1.2): what each may assume about the order it
+//! The three operator kinds of an ordered pipeline (those of Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream
+//! Processing on Shared-Memory Multicores*): what each may assume about the order it
 //! sees inputs in, and therefore how many workers the runtime may put on it.
 //!
 //! Every operator is *unary*: one input item becomes zero or more output items (selectivity 0, 1 or more),
@@ -59,7 +60,7 @@ pub trait Partitioned<T>: Send + Sync {
     }
 }
 
-/// Maps a key to one of `p` partitions (brief 001 §4.5: hash mod p, or ranges for skewed key spaces).
+/// Maps a key to one of `p` partitions (hash mod p, or ranges for skewed key spaces).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Partitioner {
     /// `hash(key) mod partitions`.
