@@ -1,7 +1,7 @@
-//! Built-in columnar operators for ordered pipelines: the pipeline item is an Arrow batch
-//! ([`Chunk`]), and every operator is written so that **a pipeline's result is a function of the row
-//! sequence only**: the same rows in the same order whatever the cut of the input into batches, the thread
-//! count, the scheduler, the reorder scheme and the partitioning scheme.
+//! Built-in columnar operators for ordered pipelines: the pipeline item is an Arrow batch ([`Chunk`]), and every
+//! operator is written so that **a pipeline's result is a function of the row sequence only**: the same rows in
+//! the same order whatever the cut of the input into batches, the thread count, the scheduler, the reorder scheme
+//! and the partitioning scheme.
 //!
 //! * Stateless ([`Filter`], [`Project`], [`Pairs`]): row by row, so batch cuts cannot matter.
 //! * Partitioned by key ([`Sessionize`], [`WindowCount`], [`LastNBefore`], [`Regression`]): a batch is

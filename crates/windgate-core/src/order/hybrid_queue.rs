@@ -1,6 +1,6 @@
 //! Work queues for partitioned stateful operators (Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream Processing
-//! on Shared-Memory Multicores*, §4): every tuple of a key must be
-//! processed by one worker at a time, in arrival order, while any worker may serve any partition.
+//! on Shared-Memory Multicores*, section 4): every tuple of a key must be processed by one worker at a time, in
+//! arrival order, while any worker may serve any partition.
 //!
 //! [`HybridQueue`] is the paper's HYBRID-QUEUE (Fig. 7): a FIFO per partition holding the tuples, a master FIFO
 //! of partition ids (one entry per tuple, in arrival order) that workers take from, and a count per

@@ -1,6 +1,6 @@
 //! Reorder buffers (Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream Processing on Shared-Memory Multicores*,
-//! §3): workers finish units of work in any order, and each unit's output
-//! must go downstream in the order of its serial number.
+//! section 3): workers finish units of work in any order, and each unit's output must go downstream in the order
+//! of its serial number.
 //!
 //! [`ReorderBuffer`] is the paper's non-blocking scheme (Fig. 4): a worker *deposits* its unit in slot
 //! `serial mod S` whenever the serial is within the window `[next, next + S)` (the entry condition), then tries

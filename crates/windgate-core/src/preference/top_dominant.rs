@@ -1,7 +1,7 @@
 //! Top-δ dominant skyline (Mencagli et al., *Parallel Continuous Preference Queries over Out-of-Order and Bursty
 //! Data Streams*): the skyline with κ kept per point, where κ(t) is the largest k for which some other point
-//! k-dominates t (0 if none). The answer is the δ skyline points of lowest κ, ties by
-//! the total order (the authors broke ties by storage order, which parallelism makes non-deterministic).
+//! k-dominates t (0 if none). The answer is the δ skyline points of lowest κ, ties by the total order (the authors
+//! broke ties by storage order, which parallelism makes non-deterministic).
 //!
 //! Keeping κ only over skyline points is exact: a point dropped because q dominates it is covered by q, which
 //! k-dominates everything the dropped point did with at least the same k. So each stored κ equals κ over every

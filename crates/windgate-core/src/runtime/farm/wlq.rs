@@ -8,9 +8,9 @@
 //! the worker that just merged into it and otherwise serving the oldest window first; WIN_RR sends every task of
 //! window j to worker `j mod m` (the baseline).
 //!
-//! A window is complete once every pane-level query (PLQ) worker acknowledged a punctuation past its last pane and its last task
-//! is merged; then its result goes to the collector. `Progress(j)` tells the collector that every window up to
-//! j has been sent (it follows them on the same channel, or causally after their senders' feedback).
+//! A window is complete once every pane-level query (PLQ) worker acknowledged a punctuation past its last pane and
+//! its last task is merged; then its result goes to the collector. `Progress(j)` tells the collector that every
+//! window up to j has been sent (it follows them on the same channel, or causally after their senders' feedback).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;

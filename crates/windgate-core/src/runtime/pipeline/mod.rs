@@ -1,6 +1,6 @@
-//! Ordered pipelines, as in Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream Processing on Shared-Memory Multicores*: a linear chain of operators run on all cores whose
-//! output equals a sequential run over the inputs in arrival order
-//! (`docs/architecture.md#ordered-pipelines-an-item-through-the-reorder-buffer`).
+//! Ordered pipelines, as in Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream Processing on Shared-Memory
+//! Multicores*: a linear chain of operators run on all cores whose output equals a sequential run over the inputs
+//! in arrival order (`docs/architecture.md#ordered-pipelines-an-item-through-the-reorder-buffer`).
 //!
 //! * [`operator`]: the three kinds (stateless, partitioned stateful, stateful) as traits, plus closure
 //!   adaptors ([`Map`], [`Keyed`]).

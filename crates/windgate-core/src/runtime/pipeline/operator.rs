@@ -1,6 +1,6 @@
 //! The three operator kinds of an ordered pipeline (those of Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream
-//! Processing on Shared-Memory Multicores*): what each may assume about the order it
-//! sees inputs in, and therefore how many workers the runtime may put on it.
+//! Processing on Shared-Memory Multicores*): what each may assume about the order it sees inputs in, and therefore
+//! how many workers the runtime may put on it.
 //!
 //! Every operator is *unary*: one input item becomes zero or more output items (selectivity 0, 1 or more),
 //! and every operator of a chain takes and produces the same item type `T` (rows, or whole Arrow batches:
