@@ -6,7 +6,7 @@
 //! * Stateless ([`Filter`], [`Project`], [`Pairs`]): row by row, so batch cuts cannot matter.
 //! * Partitioned by key ([`Sessionize`], [`WindowCount`], [`LastNBefore`], [`Regression`]): a batch is
 //!   routed into one part per partition; outputs are attributed to input rows and merged back in input-row
-//!   order, ties in a canonical order of the output columns (see [`keyed`]). Windows and sessions close by
+//!   order, ties in a canonical order of the output columns (see `keyed`). Windows and sessions close by
 //!   the operator's *stream time* (running maximum of its time column, minus `lateness`), which every
 //!   partition tracks exactly, so closing never depends on which keys share a partition.
 //! * Stateful ([`TopK`], [`RunningMean`]): one state over the row sequence.

@@ -4,7 +4,7 @@
 //!
 //! * [`operator`]: the three kinds (stateless, partitioned stateful, stateful) as traits, plus closure
 //!   adaptors ([`Map`], [`Keyed`]).
-//! * [`sequential`]: the sequential executor, the definition of the result.
+//! * `sequential`: the sequential executor ([`Pipeline::run_sequential`]), the definition of the result.
 //! * `executor`: one worker per core and a central scheduler handing out time slices by heuristic
 //!   ([`SchedulerPolicy`]: CT, LP, QST, ET); stateless operators on an MPMC worklist, partitioned ones on the
 //!   hybrid queue (or the partitioned-queue baseline), both emitting through a reorder buffer

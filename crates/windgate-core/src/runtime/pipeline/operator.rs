@@ -6,7 +6,7 @@
 //! and every operator of a chain takes and produces the same item type `T` (rows, or whole Arrow batches:
 //! see `columnar`). `process` returns an error for bad data (a windgate error naming the column and row); the
 //! run stops with it. Whatever the kind, a pipeline's output equals a sequential run over the inputs in
-//! arrival order ([`super::Sequential`]); the kind only says which parallelism keeps that true.
+//! arrival order ([`super::Pipeline::run_sequential`]); the kind only says which parallelism keeps that true.
 
 use std::any::Any;
 
