@@ -2,8 +2,8 @@
 //! through concurrent algorithmic designs and new abstract data types*): several time-sorted sources, every design
 //! (mq, mqlf, tumlsc) against the reference engine, for 1-8 sources with equal timestamps across sources, random
 //! batch splits, random interleavings of pushes and closes, and both the streaming operator and the batch
-//! function. Output must be the same rows in the same order, floats and first/last (by the total order `(ts,
-//! source, seq)`) included.
+//! function. Output must be the same rows in the same order, floats and first/last (by the total order
+//! `(ts, source, seq)`) included.
 
 mod common;
 

@@ -6,16 +6,16 @@
 //!   tuples; the columnar kernels want runs, and a block still spreads every pane over every worker).
 //! * `AS`: Algorithm 1 with `theta = theta_b`.
 //! * `AS_PID`: Algorithm 1 with `theta = alpha * theta_b`, `alpha` from the PID (set in [`PaneScheduler::set_alpha`]).
+//!
 //! The paper's Algorithm 1 is implemented with the bookkeeping its listing leaves out: a pane's active partition
-//!takes rows until it holds `theta`; then the pane continues on the least-loaded worker (LLW), re-activating that
-//!worker's partition if it already holds one (for another `theta` rows: re-activating it at `i_sizes[w] + 1` rows
-//!would split again on the next row). `theta_b` is the mean plus standard deviation of the sizes of every
-//!partition closed
-//! so far (cumulative Welford, as the authors' code). No splitting happens during warm-up (the first panes).
+//! takes rows until it holds `theta`; then the pane continues on the least-loaded worker (LLW), re-activating that
+//! worker's partition if it already holds one (for another `theta` rows: re-activating it at `i_sizes[w] + 1` rows
+//! would split again on the next row). `theta_b` is the mean plus standard deviation of the sizes of every
+//! partition closed so far (cumulative Welford, as the authors' code). No splitting happens during warm-up (the
+//! first panes).
 //!
 //! Whatever the decisions, the query's result is the same: partitions of a pane are combined exactly
-//! (`docs/architecture.md#determinism`).
-//! Only timing (the LLW's queue lengths, the PID) changes who computes what.
+//! (`docs/architecture.md#determinism`). Only timing (the LLW's queue lengths, the PID) changes who computes what.
 
 use std::collections::BTreeMap;
 
