@@ -1,8 +1,9 @@
-//! Seed 002's band join (brief 002 §4.1): R<ts, x, y>, S<ts, a, b>, x, y, a, b uniform on [1, 10000],
+//! The band join of Gulisano et al., *ScaleJoin: a Deterministic, Disjoint-Parallel and Skew-Resilient Stream
+//! Join*: R<ts, x, y>, S<ts, a, b>, x, y, a, b uniform on [1, 10000],
 //! predicate |x - a| <= 10 and |y - b| <= 10 (about 1 in 250,000 pairs), 100 rows per time unit per side.
 //!
-//! * `index_off`: every thread scans its whole portion; throughput = comparisons (the paper's c/s; DESIGN §8
-//!   asks >= 1 G per processing thread).
+//! * `index_off`: every thread scans its whole portion; throughput = comparisons (the paper's c/s; the target
+//!   is >= 1 G per processing thread).
 //! * `index_on`: the per-thread cell index; throughput = time-band candidate pairs, comparable with DuckDB's
 //!   0.3 s for 100k rows a side and window 100 (about 2 G pairs).
 

@@ -1,6 +1,8 @@
-//! Throughput of the pane farm against thread count, per PLQ and WLQ scheduler (seed 004's Fig. 8 axes), next
-//! to the single-threaded pane engine, RRCPA and seed 003's line and ring baselines: 1k keys, size 60 s, slide
-//! 10 s, count + sum + max, in order.
+//! Throughput of the pane farm against thread count, per pane-level query (PLQ) and window-level query (WLQ)
+//! scheduler (the axes of Fig. 8 in Mencagli et al., *Parallel Continuous Preference Queries over Out-of-Order
+//! and Bursty Data Streams*), next to the single-threaded pane engine, RRCPA and the line and ring baselines of
+//! Beicht, *Disjoint Parallelization of Sliding-Window Streaming Aggregation*: 1k keys, size 60 s, slide 10 s,
+//! count + sum + max, in order.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -125,7 +127,7 @@ fn bench_threads(c: &mut Criterion) {
         &options(Strategy::Rrcpa, 2, default.clone()),
         |b, o| b.iter(|| black_box(run_stream(&batches, o))),
     );
-    // Seed 003's baselines without panes (6 window updates per row here): the line approaches HSA and RRA
+    // The thesis' baselines without panes (6 window updates per row here): the line approaches HSA and RRA
     // and the ring approaches HOA and RRCA.
     for (name, strategy) in [
         ("hsa", Strategy::Hsa),

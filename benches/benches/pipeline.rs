@@ -1,9 +1,10 @@
-//! Ordered pipelines (seed 001): the reorder buffers on their own, then the runtime's overhead on a cheap
+//! Ordered pipelines (Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream Processing on Shared-Memory
+//! Multicores*): the reorder buffers on their own, then the runtime's overhead on a cheap
 //! chain against the sequential executor.
 //!
 //! * `reorder`: `threads` workers deposit serials 1..N (worker w owns w+1, w+1+threads, ...), so they finish
-//!   out of order; the non-blocking buffer (Fig. 4) against the lock-based one (Fig. 2), S = 1024 (brief 001
-//!   B5's light-operator case with no operator at all: pure ordering cost).
+//!   out of order; the non-blocking buffer (Fig. 4) against the lock-based one (Fig. 2), S = 1024 (the
+//!   paper's light-operator case of Fig. 12 with no operator at all: pure ordering cost).
 //! * `chain`: stateless map -> partitioned running sum (100 partitions, hybrid queue) -> stateful sink, 1 µs-ish
 //!   of work per item, sequential executor against the parallel one at 1 and 2 threads.
 

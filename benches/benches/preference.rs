@@ -1,4 +1,5 @@
-//! Per-tuple cost of the preference kernels against pane size and dimensions (seed 004 Figs. 6-7's axes): a
+//! Per-tuple cost of the preference kernels against pane size and dimensions (the axes of Figs. 6-7 in Mencagli
+//! et al., *Parallel Continuous Preference Queries over Out-of-Order and Bursty Data Streams*): a
 //! pane of `n` points is built by inserting its points one by one (G), for independent and anticorrelated
 //! data (anticorrelated skylines are large: the expensive case). Throughput is points per second.
 

@@ -1,9 +1,11 @@
 //! ScaleGate against the obvious alternatives: a mutex around a binary heap that merges the same sources with
 //! the same readiness rule (an item leaves once every source has sent a later one), and a general concurrent
 //! skip list (crossbeam-skiplist) whose reader checks readiness by scanning every source's latest key (the
-//! seed-000 paper's baseline, brief 000 §6.2 B1). `merge_2_sources`: two source threads, one reader, 1M items
-//! each (brief 002 §5.3 B2; DESIGN §8 asks >= 20 M rows/s through a 2-source merge). `merge_n_sources`: the
-//! T-Gate role of seed 000, 1-20 sources sharing 2M items (on 2 cores the source threads are multiplexed).
+//! baseline of Cederman, Gulisano et al., *Efficient data streaming multiway aggregation through concurrent
+//! algorithmic designs and new abstract data types*). `merge_2_sources`: two source threads, one reader, 1M
+//! items each (as in Gulisano et al., *ScaleJoin: a Deterministic, Disjoint-Parallel and Skew-Resilient Stream
+//! Join*; the target is >= 20 M rows/s through a 2-source merge). `merge_n_sources`: the T-Gate role of the
+//! multiway aggregation paper, 1-20 sources sharing 2M items (on 2 cores the source threads are multiplexed).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -1,4 +1,5 @@
-//! Brief 001 §8.3's micro-benchmarks, scaled to a small machine: parametric operators whose per-item cost is
+//! The micro-benchmarks of Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream Processing on Shared-Memory
+//! Multicores* (Figs. 9-13), scaled to a small machine: parametric operators whose per-item cost is
 //! a busy wait of a set time, so each figure isolates the runtime's overhead.
 //!
 //! * B2 (Fig. 9): one partitioned operator, keys from N(-0.5, σ) over a range partitioner; HYBRID (p = 100)

@@ -1,7 +1,7 @@
 //! Determinism of the pane farm, RRCPA, the line baselines HSA and RRA and the ring baselines HOA and RRCA
-//! (DESIGN §4): for any thread count, PLQ scheduler, window scheduler, forced or adaptive pane splitting, batch
-//! split, bursty arrival and disorder within the lateness bound, each returns the reference engine's rows in
-//! the same order, bit for bit.
+//! (`docs/architecture.md#determinism`): for any thread count, pane-level query (PLQ) scheduler, window scheduler,
+//! forced or adaptive pane splitting, batch split, bursty arrival and disorder within the lateness bound, each
+//! returns the reference engine's rows in the same order, bit for bit.
 
 mod common;
 

@@ -1,8 +1,9 @@
-//! Multiway aggregation (seed 000): several time-sorted sources, every design (mq, mqlf, tumlsc) against the
-//! reference engine, for 1-8 sources with equal timestamps across sources, random batch splits, random
-//! interleavings of pushes and closes, and both the streaming operator and the batch function. Output must
-//! be the same rows in the same order, floats and first/last (by the total order `(ts, source, seq)`)
-//! included.
+//! Multiway aggregation (the designs of Cederman, Gulisano et al., *Efficient data streaming multiway aggregation
+//! through concurrent algorithmic designs and new abstract data types*): several time-sorted sources, every design
+//! (mq, mqlf, tumlsc) against the reference engine, for 1-8 sources with equal timestamps across sources, random
+//! batch splits, random interleavings of pushes and closes, and both the streaming operator and the batch
+//! function. Output must be the same rows in the same order, floats and first/last (by the total order
+//! `(ts, source, seq)`) included.
 
 mod common;
 
@@ -164,7 +165,8 @@ proptest! {
 
 #[test]
 fn windows_come_out_once_every_source_passed_them() {
-    // Two sources: a window is final only when both are past its end (the frontier rule, brief 000 A19).
+    // Two sources: a window is final only when both are past its end (the frontier rule: when a push
+    // returns, exactly the windows ending by the frontier of the data so far have been emitted).
     for design in DESIGNS {
         let mut o = WindowAggregateOptions::new("ts", Span::Units(10), aggs());
         o.strategy = design;

@@ -1,5 +1,5 @@
-//! Brief 000 §5.4's edge cases, one named test each, run on every multiway design (and the pane and reference
-//! engines, which must agree). 17 is scaled down (10^5 keys).
+//! The edge cases of multiway aggregation (e01-e25), one named test each, run on every multiway design (and the
+//! pane and reference engines, which must agree). e17 is scaled down (10^5 keys).
 
 use std::sync::Arc;
 

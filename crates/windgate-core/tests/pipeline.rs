@@ -1,4 +1,4 @@
-//! The differential pipeline test (brief 001 §8.2): random chains of stateless, partitioned and stateful
+//! The differential pipeline test: random chains of stateless, partitioned and stateful
 //! operators, a non-commutative stateful sink, and the parallel executor's output bit-identical to the
 //! sequential executor's for every thread count, heuristic, reorder scheme, partitioning scheme and buffer
 //! size; plus liveness with a one-slot buffer, end of stream, errors and panics.
@@ -266,7 +266,7 @@ proptest! {
     }
 }
 
-/// Brief 001 §8.2's cross-operator deadlock test: a one-slot buffer, every core on a stateless operator of
+/// The cross-operator deadlock test: a one-slot buffer, every core on a stateless operator of
 /// very variable cost, then a partitioned one; it must finish, in order.
 #[test]
 fn one_slot_buffers_finish_under_variable_cost() {

@@ -1,5 +1,6 @@
-//! Preference kernels against brute force over all pairs (brief 004 §1.2, DESIGN §5), on small integer-valued
-//! data so that ties, duplicates and `-0.0 == 0.0` are frequent, with Min and Max preferences mixed.
+//! Preference kernels against brute force over all pairs (the definitions of Mencagli et al., *Parallel Continuous
+//! Preference Queries over Out-of-Order and Bursty Data Streams*), on small integer-valued data so that ties,
+//! duplicates and `-0.0 == 0.0` are frequent, with Min and Max preferences mixed.
 //!
 //! The oracles here are written from the definitions independently of `preference::dominance`.
 

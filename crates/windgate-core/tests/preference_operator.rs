@@ -1,6 +1,6 @@
 //! The preference operator end to end: every engine (pane, farm at 1-8 threads with and without forced pane
 //! splitting, per-window recomputation) returns the reference engine's rows in the same order, for any batch
-//! split and disorder within the lateness bound (DESIGN §4).
+//! split and disorder within the lateness bound (`docs/architecture.md#determinism`).
 
 use std::sync::Arc;
 

@@ -99,7 +99,7 @@ fn sales_of(batches: &[RecordBatch]) -> Vec<Sale> {
     out
 }
 
-// ---- brute force, straight from docs/tpcxbb.md §3 -------------------------------------------------
+// ---- brute force, straight from docs/tpcxbb.md, section 3 -------------------------------------------
 
 fn top_pairs(
     counts: impl IntoIterator<Item = ((i64, i64), i64)>,

@@ -1,12 +1,12 @@
-//! Built-in columnar operators for ordered pipelines (issue 8): the pipeline item is an Arrow batch
-//! ([`Chunk`]), and every operator is written so that **a pipeline's result is a function of the row
-//! sequence only**: the same rows in the same order whatever the cut of the input into batches, the thread
-//! count, the scheduler, the reorder scheme and the partitioning scheme.
+//! Built-in columnar operators for ordered pipelines: the pipeline item is an Arrow batch ([`Chunk`]), and every
+//! operator is written so that **a pipeline's result is a function of the row sequence only**: the same rows in
+//! the same order whatever the cut of the input into batches, the thread count, the scheduler, the reorder scheme
+//! and the partitioning scheme.
 //!
 //! * Stateless ([`Filter`], [`Project`], [`Pairs`]): row by row, so batch cuts cannot matter.
 //! * Partitioned by key ([`Sessionize`], [`WindowCount`], [`LastNBefore`], [`Regression`]): a batch is
 //!   routed into one part per partition; outputs are attributed to input rows and merged back in input-row
-//!   order, ties in a canonical order of the output columns (see [`keyed`]). Windows and sessions close by
+//!   order, ties in a canonical order of the output columns (see `keyed`). Windows and sessions close by
 //!   the operator's *stream time* (running maximum of its time column, minus `lateness`), which every
 //!   partition tracks exactly, so closing never depends on which keys share a partition.
 //! * Stateful ([`TopK`], [`RunningMean`]): one state over the row sequence.

@@ -1,5 +1,5 @@
-//! `band_join` and the streaming `BandJoiner` (DESIGN §5): per-side K-slack and reordering, the engines, and
-//! the output rows.
+//! `band_join` and the streaming `BandJoiner`: per-side K-slack and reordering, the engines, and the output rows
+//! (the data path is in `docs/architecture.md#band-join-a-row-through-scalegate-and-scalejoin`).
 //!
 //! Each side is a ScaleGate source. Rows are released to it in key order once its watermark passed them
 //! (`lateness=K`), or all at the end (`lateness=None`: exact whatever the order, results at `flush`). After

@@ -172,7 +172,7 @@ fn normalise(dt: &DataType) -> DataType {
     }
 }
 
-/// Both sides' equality types must agree after [`normalise`].
+/// Both sides' equality types must agree after `normalise`.
 pub fn check_eq_types(left: &SideSchema, right: &SideSchema) -> Result<()> {
     for ((l, r), (lt, rt)) in left
         .eq

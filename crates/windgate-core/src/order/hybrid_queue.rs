@@ -1,5 +1,6 @@
-//! Work queues for partitioned stateful operators (seed 001, brief 001 §4): every tuple of a key must be
-//! processed by one worker at a time, in arrival order, while any worker may serve any partition.
+//! Work queues for partitioned stateful operators (Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream Processing
+//! on Shared-Memory Multicores*, section 4): every tuple of a key must be processed by one worker at a time, in
+//! arrival order, while any worker may serve any partition.
 //!
 //! [`HybridQueue`] is the paper's HYBRID-QUEUE (Fig. 7): a FIFO per partition holding the tuples, a master FIFO
 //! of partition ids (one entry per tuple, in arrival order) that workers take from, and a count per
@@ -8,7 +9,7 @@
 //! count) and moves on: nobody waits. [`PartitionedQueue`] is the Volcano-style baseline: a queue per partition
 //! and a fixed owner per partition.
 //!
-//! Theorem 4.1 (brief 001): no two workers operate on one partition at once, and each partition's tuples are
+//! The paper's Theorem 4.1: no two workers operate on one partition at once, and each partition's tuples are
 //! processed exactly once, in arrival order. Why, at each step:
 //! * the producer pushes the tuple onto its partition's queue *before* pushing the id onto the master queue,
 //!   so a worker holding a master entry finds the tuple (crossbeam's queues give that happens-before);
@@ -116,7 +117,7 @@ impl<T, S> HybridQueue<T, S> {
     /// L8-15 (worker): takes up to `budget` master entries; for each, either becomes the partition's active
     /// worker and processes its tuples until none is owed, or delegates. `f(partition, state, tuple)` runs
     /// with exclusive access to the partition's state. The budget is checked only between master entries: an
-    /// active worker never leaves a partition with tuples owed (brief 001 §4.5). Returns the entries taken.
+    /// active worker never leaves a partition with tuples owed. Returns the entries taken.
     pub fn consume(&self, budget: usize, mut f: impl FnMut(usize, &mut S, T)) -> usize {
         let mut taken = 0;
         while taken < budget {

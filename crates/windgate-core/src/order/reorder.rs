@@ -1,5 +1,6 @@
-//! Reorder buffers (seed 001, brief 001 §3): workers finish units of work in any order, and each unit's output
-//! must go downstream in the order of its serial number.
+//! Reorder buffers (Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream Processing on Shared-Memory Multicores*,
+//! section 3): workers finish units of work in any order, and each unit's output must go downstream in the order
+//! of its serial number.
 //!
 //! [`ReorderBuffer`] is the paper's non-blocking scheme (Fig. 4): a worker *deposits* its unit in slot
 //! `serial mod S` whenever the serial is within the window `[next, next + S)` (the entry condition), then tries
@@ -8,7 +9,7 @@
 //! the flag emits its unit for it. [`LockedReorder`] is the lock-based baseline (Fig. 2): one lock for deposit
 //! and drain, so depositors queue behind a drainer.
 //!
-//! The invariants (brief 001 §3.4), stated where they are kept:
+//! The invariants (from the paper's correctness proof), stated where they are kept:
 //! * I1: `next` only grows, by one, inside the drain (the flag holder).
 //! * I2: a non-empty slot `j` holds the unit of serial `t ≡ j (mod S)` with `next <= t < next + S`.
 //! * I3: the drainer empties a slot *before* advancing `next`; the other order lets a depositor of `t + S` see
@@ -18,7 +19,7 @@
 //! * I5: when no worker is inside [`ReorderBuffer::send`], the slot of `next` is empty (nothing stranded).
 //!
 //! **The flag handshake.** The paper clears the flag and then rechecks the slot it found empty (L36-L42): a
-//! store→load (Dekker) pattern on two locations, which needs `SeqCst` fences on both sides (brief 001 §3.4).
+//! store→load (Dekker) pattern on two locations, which needs `SeqCst` fences on both sides.
 //! Here the flag and the recheck live in one atomic word: a depositor sets `DRAINING | DIRTY` with one
 //! read-modify-write after its deposit, and the drainer clears `DIRTY` before each pass and leaves only with a
 //! compare-exchange `DRAINING -> 0`, which fails if a deposit announced itself since the pass began. That is
@@ -40,7 +41,7 @@ use crate::sync::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, Ordering};
 pub trait Reorder<T>: Send + Sync {
     /// Deposits the unit of `serial` (serials are 1, 2, 3, ... each exactly once) and emits, through `sink`,
     /// every unit that is now next in order. `Err(unit)` gives the unit back when the buffer cannot take it
-    /// yet (serial `>= next + S`): the caller retries with the same unit (brief 001 §3.3's caller contract).
+    /// yet (serial `>= next + S`): the caller retries with the same unit (the paper's caller contract).
     fn send(&self, serial: u64, unit: T, sink: &mut dyn FnMut(T)) -> Result<(), T>;
 
     /// Serial of the next unit to emit.
@@ -239,7 +240,7 @@ impl<T> Drop for ReorderBuffer<T> {
     }
 }
 
-/// The lock-based baseline (brief 001 §3.2): deposit and drain under one lock; never refuses.
+/// The lock-based baseline (the paper's Fig. 2): deposit and drain under one lock; never refuses.
 pub struct LockedReorder<T> {
     state: Mutex<(u64, BTreeMap<u64, T>)>,
 }

@@ -1,4 +1,5 @@
-//! Pareto dominance and k-dominance (brief 004 §1.2) with a preference per dimension.
+//! Pareto dominance and k-dominance with a preference per dimension (the definitions of
+//! Mencagli et al., *Parallel Continuous Preference Queries over Out-of-Order and Bursty Data Streams*).
 //!
 //! Values are compared with `<` and `<=`, so `-0.0` and `0.0` tie, and identical points never dominate each
 //! other: duplicates are kept by every query built on this. NaN never reaches here (callers reject it).
@@ -53,7 +54,7 @@ pub struct Compare {
     /// Dimensions where `a` is at least as good as `b`.
     pub at_least_as_good: usize,
     /// Whether `a` is strictly better than `b` in some dimension (accumulated over *all* dimensions: the
-    /// authors' code kept only the last one, brief 004 §1.2).
+    /// authors' code kept only the last one).
     pub strictly_better: bool,
 }
 

@@ -1,10 +1,11 @@
-//! Preference queries (brief 004 §1.2, DESIGN §5): skyline, top-δ dominant and top-k over sliding windows.
+//! Preference queries: skyline, top-δ dominant and top-k over sliding windows, as in
+//! Mencagli et al., *Parallel Continuous Preference Queries over Out-of-Order and Bursty Data Streams*.
 //!
 //! The kernels (`skyline`, `top_dominant`, `topk`) are single-threaded incremental stores over columnar `f64`
 //! points, and each plays both farm roles: `insert` is G (a pane partition grows one row at a time) and `merge`
 //! is H (a window combines pane partitions). Both are exact and order-independent: a store's answer depends
 //! only on the *set* of points inserted, never on the order they came in, so the parallel farm cannot change a
-//! result (DESIGN §4).
+//! result (`docs/architecture.md#determinism`).
 //!
 //! Points are identified by their [`OrderKey`], their position in the total order `(ts, arrival)`, which picks
 //! the output rows and breaks ties. NaN never reaches the kernels: the operator rejects it, naming the column.

@@ -1,5 +1,5 @@
 //! `PreferenceOperator`: the streaming skyline, top-δ dominant and top-k operator, and `preference`, the batch
-//! function built on it (DESIGN §5).
+//! function built on it (`docs/architecture.md#preference-queries`).
 //!
 //! The operator owns what every engine shares: schema checks, the time column and K-slack admission (the same
 //! rules as window aggregation, [`crate::order::admission`]), groups, the value columns as exact `f64` (NaN and
@@ -28,7 +28,8 @@ use crate::time::WindowSpec;
 /// Rows ingested at a time on the caller's thread (one slice's scratch stays in cache).
 const INGEST_ROWS: usize = 1 << 15;
 /// The farm's slices: the caller prepares one while the workers run the previous ones, and a punctuation
-/// after each lets the WLQ merge closed panes while the PLQ works on later rows.
+/// after each lets the window-level query (WLQ) workers merge closed panes while the pane-level query (PLQ)
+/// workers take later rows.
 const FARM_INGEST_ROWS: usize = 1 << 13;
 
 /// Counters reported as `stats`.

@@ -1,7 +1,8 @@
-//! The preference kernels as the farm's query (brief 004 §1.4): G keeps one kernel per (pane partition, group)
-//! and H merges a window's partitions kernel by kernel. Every kernel merges exactly and order-independently,
-//! so a pane split over workers or partitions merged in any order give the answer of one kernel over the
-//! window's rows.
+//! The preference kernels as the farm's query (the G/H decomposition of Mencagli et al., *Parallel Continuous
+//! Preference Queries over Out-of-Order and Bursty Data Streams*): G keeps one kernel per (pane partition,
+//! group) and H merges a window's partitions kernel by kernel. Every kernel merges exactly and
+//! order-independently, so a pane split over workers or partitions merged in any order give the answer of one
+//! kernel over the window's rows.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -48,7 +49,7 @@ impl Kernel {
         }
     }
 
-    /// The answer in output order (DESIGN §5): skyline and top-δ rows by the total order, top-k best first.
+    /// The answer in output order: skyline and top-δ rows by the total order, top-k best first.
     pub fn answer(&self, spec: &KernelSpec) -> Vec<Pick> {
         match self {
             Kernel::Skyline(s) => s.members().into_iter().map(|o| (o, None)).collect(),
@@ -175,7 +176,7 @@ pub struct PrefQuery {
 /// Partial answers per group.
 pub type Groups = HashMap<u32, Kernel>;
 
-/// A PLQ worker's open pane partitions.
+/// A pane-level query (PLQ) worker's open pane partitions.
 #[derive(Default)]
 pub struct PrefWorker {
     panes: BTreeMap<i64, Groups>,

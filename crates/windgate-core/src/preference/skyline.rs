@@ -1,5 +1,6 @@
-//! Incremental block-nested-loop skyline (brief 004 §1.2): the current skyline is kept column-wise; each new
-//! point removes the stored points it dominates and is appended unless a stored point dominates it.
+//! Incremental block-nested-loop skyline (as in Mencagli et al., *Parallel Continuous Preference Queries over
+//! Out-of-Order and Bursty Data Streams*): the current skyline is kept column-wise; each new point removes the
+//! stored points it dominates and is appended unless a stored point dominates it.
 //!
 //! The stored set is always exactly the skyline of every point inserted so far, whatever the insertion order,
 //! which is what makes [`Skyline::merge`] (the window-level H step) exact: a point of `A ∪ B` dominated by
@@ -113,7 +114,7 @@ impl Skyline {
         }
     }
 
-    /// The members' positions in the total order, ascending (the output order, DESIGN §5).
+    /// The members' positions in the total order, ascending (the output order).
     pub fn members(&self) -> Vec<OrderKey> {
         let mut m = self.store.order.clone();
         m.sort_unstable();

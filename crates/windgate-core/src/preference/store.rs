@@ -1,5 +1,6 @@
-//! A column-wise point store with swap-to-end deletion (brief 004 §1.2 [code]): the container both the skyline
-//! and the top-δ kernels keep their current points in.
+//! A column-wise point store with swap-to-end deletion (as in the authors' code for Mencagli et al., *Parallel
+//! Continuous Preference Queries over Out-of-Order and Bursty Data Streams*): the container both the skyline and
+//! the top-δ kernels keep their current points in.
 //!
 //! Values are stored *normalised*: negated in dimensions where larger is better, so that smaller is better in
 //! every dimension and the inner loops need no per-dimension branch. A point is compared against a block of

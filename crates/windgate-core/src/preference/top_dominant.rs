@@ -1,6 +1,7 @@
-//! Top-δ dominant skyline (brief 004 §1.2): the skyline with κ kept per point, where κ(t) is the largest k for
-//! which some other point k-dominates t (0 if none). The answer is the δ skyline points of lowest κ, ties by
-//! the total order (the authors broke ties by storage order, which parallelism makes non-deterministic).
+//! Top-δ dominant skyline (Mencagli et al., *Parallel Continuous Preference Queries over Out-of-Order and Bursty
+//! Data Streams*): the skyline with κ kept per point, where κ(t) is the largest k for which some other point
+//! k-dominates t (0 if none). The answer is the δ skyline points of lowest κ, ties by the total order (the authors
+//! broke ties by storage order, which parallelism makes non-deterministic).
 //!
 //! Keeping κ only over skyline points is exact: a point dropped because q dominates it is covered by q, which
 //! k-dominates everything the dropped point did with at least the same k. So each stored κ equals κ over every
@@ -103,7 +104,7 @@ impl TopDominant {
     }
 
     /// H: folds another kernel (same preferences) into this one. An incoming point's κ is the max of its κ
-    /// there and its κ against this container (brief 004 §1.2); the other's points are scanned against this
+    /// there and its κ against this container; the other's points are scanned against this
     /// side's points only and appended afterwards, so pairs within the other side are never compared again.
     pub fn merge(&mut self, other: &TopDominant) {
         debug_assert_eq!(self.prefer(), other.prefer());
@@ -130,7 +131,7 @@ impl TopDominant {
     }
 
     /// The answer: the `delta` skyline points of lowest κ, ties by the total order, returned as `(order, κ)`
-    /// ascending by order (the output order, DESIGN §5).
+    /// ascending by order (the output order).
     pub fn select(&self, delta: usize) -> Vec<(OrderKey, u32)> {
         select_lowest(self.skyline(), delta)
     }

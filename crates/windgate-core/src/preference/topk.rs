@@ -1,4 +1,4 @@
-//! Top-k by a score column (DESIGN §5): the k best rows, best score first, ties by the total order.
+//! Top-k by a score column: the k best rows, best score first, ties by the total order.
 //!
 //! A partial top-k is a bounded max-heap of the worst kept entry, so G costs O(log k) per row. The k best of a
 //! union are among the k best of each part, so [`TopK::merge`] (H) is exact and order-independent: the result

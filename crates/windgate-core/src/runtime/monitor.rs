@@ -1,6 +1,7 @@
-//! The utilisation monitor of AS_PID (brief 004 §3.5, eqs. 4-5): from each worker's busy time and processed
-//! count over a sampling interval, and the load the emitter scheduled to it, estimate whether the PLQ farm is
-//! a bottleneck (`rho >= 1`).
+//! The utilisation monitor of AS_PID (Mencagli et al., *Parallel Continuous Preference Queries over Out-of-Order
+//! and Bursty Data Streams*, eqs. 4-5): from each worker's busy time and processed count over a sampling
+//! interval, and the load the emitter scheduled to it, estimate whether the pane-level query (PLQ) farm is a
+//! bottleneck (`rho >= 1`).
 //!
 //! The unit of work is a row (the emitter schedules rows, in chunks), so `lambda`, `q` and the service time `C`
 //! are all per row.
@@ -125,7 +126,7 @@ impl Monitor {
 mod tests {
     use super::*;
 
-    /// Workers with service time S per row fed evenly at total rate lambda: rho = lambda * S / n (§6.2 item 10).
+    /// Workers with service time S per row fed evenly at total rate lambda: rho = lambda * S / n.
     #[test]
     fn even_load_gives_lambda_s_over_n() {
         let t = Duration::from_secs(1);

@@ -1,4 +1,5 @@
-//! PLQ emitter scheduling (brief 004 §3): which worker aggregates which rows of which pane.
+//! Pane-level query (PLQ) emitter scheduling, as in Mencagli et al., *Parallel Continuous Preference Queries over
+//! Out-of-Order and Bursty Data Streams*: which worker aggregates which rows of which pane.
 //!
 //! * `PB_RR`: a whole pane to one worker, rotating in the order panes first arrive (splitting factor 1).
 //! * `TB_RR`: rows round-robin over the workers, a block of [`TB_BLOCK`] rows at a time (the paper deals single
@@ -6,14 +7,15 @@
 //! * `AS`: Algorithm 1 with `theta = theta_b`.
 //! * `AS_PID`: Algorithm 1 with `theta = alpha * theta_b`, `alpha` from the PID (set in [`PaneScheduler::set_alpha`]).
 //!
-//! Algorithm 1 is implemented "as it must be" (§3.2): a pane's active partition takes rows until it holds
-//! `theta`; then the pane continues on the least-loaded worker (LLW), re-activating that worker's partition if
-//! it already holds one (for another `theta` rows: the brief's re-activation at `i_sizes[w] + 1` would split
-//! again on the next row). `theta_b` is the mean plus standard deviation of the sizes of every partition closed
-//! so far (cumulative Welford, as the authors' code). No splitting happens during warm-up (the first panes).
+//! The paper's Algorithm 1 is implemented with the bookkeeping its listing leaves out: a pane's active partition
+//! takes rows until it holds `theta`; then the pane continues on the least-loaded worker (LLW), re-activating that
+//! worker's partition if it already holds one (for another `theta` rows: re-activating it at `i_sizes[w] + 1` rows
+//! would split again on the next row). `theta_b` is the mean plus standard deviation of the sizes of every
+//! partition closed so far (cumulative Welford, as the authors' code). No splitting happens during warm-up (the
+//! first panes).
 //!
-//! Whatever the decisions, the query's result is the same: partitions of a pane are combined exactly (DESIGN §4).
-//! Only timing (the LLW's queue lengths, the PID) changes who computes what.
+//! Whatever the decisions, the query's result is the same: partitions of a pane are combined exactly
+//! (`docs/architecture.md#determinism`). Only timing (the LLW's queue lengths, the PID) changes who computes what.
 
 use std::collections::BTreeMap;
 

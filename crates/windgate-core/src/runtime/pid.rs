@@ -1,5 +1,6 @@
-//! The PID controller of AS_PID (brief 004 §3.4): it moves the split multiplier `alpha` so that the measured
-//! PLQ utilisation follows a set-point.
+//! The PID controller of AS_PID (Mencagli et al., *Parallel Continuous Preference Queries over Out-of-Order and
+//! Bursty Data Streams*, eq. 3): it moves the split multiplier `alpha` so that the measured utilisation of the
+//! pane-level query (PLQ) workers follows a set-point.
 //!
 //! The error is `setpoint - rho`: an overloaded farm (`rho` above the set-point) gives a negative error, a
 //! smaller `alpha`, a smaller split threshold `theta = alpha * theta_b`, and so more pane splitting. Output and

@@ -1,4 +1,4 @@
-//! The generator of `docs/tpcxbb.md` §2: a web clickstream and store sales, time-ordered, with skewed items,
+//! The generator of `docs/tpcxbb.md` (section 2): a web clickstream and store sales, time-ordered, with skewed items,
 //! users and stores, sessions of clicks, baskets with related items, and categories whose sales drift.
 
 use std::sync::Arc;
@@ -16,7 +16,7 @@ const DAY: i64 = 86_400;
 /// Rows per generated batch.
 const BATCH_ROWS: usize = 1 << 16;
 
-/// The generator's parameters (`docs/tpcxbb.md` §2).
+/// The generator's parameters (`docs/tpcxbb.md`, section 2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GenOptions {
     /// Rows of each table.

@@ -1,4 +1,5 @@
-//! TPCx-BB-like streams and queries for ordered pipelines (brief 001 §7.2): a deterministic generator of a
+//! TPCx-BB-like streams and queries for ordered pipelines (the streaming queries Prasaad, Ramalingam, Rajan,
+//! *Scaling Ordered Stream Processing on Shared-Memory Multicores*, evaluate): a deterministic generator of a
 //! web clickstream and store sales, and Q1, Q2, Q3, Q4 and Q15 as pipelines of the built-in columnar
 //! operators. `docs/tpcxbb.md` is the contract (schemas, generator, each query's exact result); the tests
 //! check the pipelines against plain implementations of it.

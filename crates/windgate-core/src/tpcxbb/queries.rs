@@ -1,5 +1,5 @@
-//! Q1, Q2, Q3, Q4 and Q15 as pipelines of the built-in columnar operators (`docs/tpcxbb.md` §3-4, brief
-//! 001 §7.2). Each query is given in spec form, so that Python builds exactly the same pipeline.
+//! Q1, Q2, Q3, Q4 and Q15 as pipelines of the built-in columnar operators (`docs/tpcxbb.md`, sections 3-4). Each
+//! query is given in spec form, so that Python builds exactly the same pipeline.
 
 use crate::columnar::{ColumnarPipeline, Value};
 use crate::error::{Error, Result};

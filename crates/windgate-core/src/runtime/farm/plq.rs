@@ -1,5 +1,7 @@
-//! PLQ workers (brief 004 §4.1): each keeps the partial results of the pane partitions it was given and, on a
-//! punctuation, ships every partition below it to the WLQ emitter, then acknowledges the punctuation.
+//! Pane-level query (PLQ) workers (Algorithm 2 of Mencagli et al., *Parallel Continuous Preference Queries over
+//! Out-of-Order and Bursty Data Streams*): each keeps the partial results of the pane partitions it was given and, on a
+//! punctuation, ships every partition below it to the window-level query (WLQ) emitter, then acknowledges the
+//! punctuation.
 //!
 //! The acknowledgement replaces the paper's partition counts: channels are FIFO per sender, so once every
 //! worker has acknowledged frontier `F`, the WLQ emitter holds every partition of every pane below `F`.

@@ -1,4 +1,5 @@
-//! The WLQ stage (brief 004 §4.2-§4.3): an emitter turning pane partitions into window tasks, workers merging
+//! The window-level query (WLQ) stage (as in Mencagli et al., *Parallel Continuous Preference Queries over
+//! Out-of-Order and Bursty Data Streams*): an emitter turning pane partitions into window tasks, workers merging
 //! them into window results, and progress reports that let the collector restore window order.
 //!
 //! A window's running result travels with its task: the emitter holds it while the window is idle and a
@@ -7,9 +8,9 @@
 //! the worker that just merged into it and otherwise serving the oldest window first; WIN_RR sends every task of
 //! window j to worker `j mod m` (the baseline).
 //!
-//! A window is complete once every PLQ worker acknowledged a punctuation past its last pane and its last task
-//! is merged; then its result goes to the collector. `Progress(j)` tells the collector that every window up to
-//! j has been sent (it follows them on the same channel, or causally after their senders' feedback).
+//! A window is complete once every pane-level query (PLQ) worker acknowledged a punctuation past its last pane and
+//! its last task is merged; then its result goes to the collector. `Progress(j)` tells the collector that every
+//! window up to j has been sent (it follows them on the same channel, or causally after their senders' feedback).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;

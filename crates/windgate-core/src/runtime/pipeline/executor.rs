@@ -1,5 +1,6 @@
-//! The parallel executor (brief 001 §2, §6): `threads` workers, each asking the central scheduler for an
-//! operator and working one time slice on it; the caller's thread feeds the first operator (bounded by
+//! The parallel executor (the runtime design and dynamic scheduling of Prasaad, Ramalingam, Rajan, *Scaling
+//! Ordered Stream Processing on Shared-Memory Multicores*): `threads` workers, each asking the central scheduler
+//! for an operator and working one time slice on it; the caller's thread feeds the first operator (bounded by
 //! `max_pending`), collects egress in order, and runs end of stream operator by operator.
 //!
 //! **End of stream.** Operator `i`'s `finish` may only run once nothing can reach it any more: operators

@@ -1,9 +1,10 @@
-//! Ordered pipelines (seed 001, brief 001): a linear chain of operators run on all cores whose output equals
-//! a sequential run over the inputs in arrival order.
+//! Ordered pipelines, as in Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream Processing on Shared-Memory
+//! Multicores*: a linear chain of operators run on all cores whose output equals a sequential run over the inputs
+//! in arrival order (`docs/architecture.md#ordered-pipelines-an-item-through-the-reorder-buffer`).
 //!
 //! * [`operator`]: the three kinds (stateless, partitioned stateful, stateful) as traits, plus closure
 //!   adaptors ([`Map`], [`Keyed`]).
-//! * [`sequential`]: the sequential executor, the definition of the result.
+//! * `sequential`: the sequential executor ([`Pipeline::run_sequential`]), the definition of the result.
 //! * `executor`: one worker per core and a central scheduler handing out time slices by heuristic
 //!   ([`SchedulerPolicy`]: CT, LP, QST, ET); stateless operators on an MPMC worklist, partitioned ones on the
 //!   hybrid queue (or the partitioned-queue baseline), both emitting through a reorder buffer

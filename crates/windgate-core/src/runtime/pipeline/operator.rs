@@ -1,11 +1,12 @@
-//! The three operator kinds of an ordered pipeline (brief 001 §1.2): what each may assume about the order it
-//! sees inputs in, and therefore how many workers the runtime may put on it.
+//! The three operator kinds of an ordered pipeline (those of Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream
+//! Processing on Shared-Memory Multicores*): what each may assume about the order it sees inputs in, and therefore
+//! how many workers the runtime may put on it.
 //!
 //! Every operator is *unary*: one input item becomes zero or more output items (selectivity 0, 1 or more),
 //! and every operator of a chain takes and produces the same item type `T` (rows, or whole Arrow batches:
 //! see `columnar`). `process` returns an error for bad data (a windgate error naming the column and row); the
 //! run stops with it. Whatever the kind, a pipeline's output equals a sequential run over the inputs in
-//! arrival order ([`super::Sequential`]); the kind only says which parallelism keeps that true.
+//! arrival order ([`super::Pipeline::run_sequential`]); the kind only says which parallelism keeps that true.
 
 use std::any::Any;
 
@@ -59,7 +60,7 @@ pub trait Partitioned<T>: Send + Sync {
     }
 }
 
-/// Maps a key to one of `p` partitions (brief 001 §4.5: hash mod p, or ranges for skewed key spaces).
+/// Maps a key to one of `p` partitions (hash mod p, or ranges for skewed key spaces).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Partitioner {
     /// `hash(key) mod partitions`.

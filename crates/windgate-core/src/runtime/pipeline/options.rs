@@ -1,18 +1,21 @@
 //! How a pipeline runs: workers, the scheduling heuristic, the reorder and partitioning schemes, and the
-//! constants the paper leaves open (brief 001 §9.7: S, τ, C, W), each with the value chosen here and why.
+//! constants that Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream Processing on Shared-Memory Multicores*
+//! leave open (the reorder buffer size S, the time slice τ, QST's constant C, CT's window W), each with the
+//! value chosen here and why.
 
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 
-/// Which schedulable operator a free worker takes next (brief 001 §6).
+/// Which schedulable operator a free worker takes next (the paper's dynamic scheduling heuristics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SchedulerPolicy {
     /// Current-Throughput (eq. 3, as printed: normalised by `cs_i`): the operator with the fewest
     /// ingress-equivalent tuples processed in the current window. The paper's best for throughput.
     #[default]
     Ct,
-    /// CT normalised by the *input* ratio `cs_{i-1}` (brief 001 §6.5's correction): does not under-schedule
+    /// CT normalised by the *input* ratio `cs_{i-1}` (the paper divides by `cs_i`, which looks like a slip): does
+    /// not under-schedule
     /// filters or over-schedule flat-maps.
     CtInput,
     /// Last-in-Pipeline: the latest operator with work. The paper's best for latency.
@@ -53,7 +56,7 @@ impl SchedulerPolicy {
     }
 }
 
-/// How stateless and partitioned operators put their outputs back in order (brief 001 §3).
+/// How stateless and partitioned operators put their outputs back in order (the paper's reordering schemes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReorderScheme {
     /// The non-blocking reorder buffer (Fig. 4): depositing never waits for draining.
@@ -83,7 +86,7 @@ impl ReorderScheme {
     }
 }
 
-/// How partitioned operators share partitions among workers (brief 001 §4).
+/// How partitioned operators share partitions among workers (the paper's partitioning schemes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Partitioning {
     /// The hybrid queue (Fig. 7): any worker serves any partition, in master-queue (arrival) order.

@@ -1,4 +1,5 @@
-//! The central scheduler (brief 001 §6): a free worker asks for an operator, gets one by the policy's rule
+//! The central scheduler (the dynamic scheduling of Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream
+//! Processing on Shared-Memory Multicores*): a free worker asks for an operator, gets one by the policy's rule
 //! among the *schedulable* ones (fewer workers than its maximum degree of parallelism, and work waiting),
 //! runs it for one time slice worth of items, and reports back what it did. The reports are the online
 //! estimates: per-item cost `c_i`, selectivity `s_i`, and CT's worker time in the current window.

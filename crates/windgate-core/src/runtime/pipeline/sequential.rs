@@ -1,6 +1,7 @@
 //! The sequential executor: every input through the whole chain, in arrival order, on the caller's thread.
 //! It *defines* what a pipeline returns; the parallel executor must return the same items in the same order
-//! (brief 001 Definition 5.1).
+//! (Definition 5.1 of Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream Processing on Shared-Memory
+//! Multicores*).
 
 use std::any::Any;
 use std::time::Instant;

@@ -1,5 +1,5 @@
 //! One operator at run time: its worklist, its reorder buffer, and how its outputs reach the next operator
-//! (brief 001 §2, §5).
+//! (the runtime of Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream Processing on Shared-Memory Multicores*).
 //!
 //! * Stateless: an MPMC queue of `(serial, item)`; any number of workers; each output unit goes through
 //!   the reorder buffer.
@@ -8,17 +8,17 @@
 //!   and deposits the unit. Per-partition FIFO order is serial order, since parts are added in serial order.
 //! * Stateful: a queue and one worker at a time (the scheduler's `M_i = 1`); outputs go straight on.
 //!
-//! **Serials and the single producer.** An operator's inputs get serials 1, 2, 3, ... as they are added,
-//! and only one thread adds to an operator at a time: the caller for the first operator; for the others,
-//! the upstream reorder buffer's drainer (the flag holder, or the lock holder), or the upstream stateful
-//! operator's single worker, or the caller at end of stream when everything upstream is idle. Successive
-//! producers are ordered by that flag, lock or allotment, so serial order is FIFO order (brief 001 §5).
+//! **Serials and the single producer.** An operator's inputs get serials 1, 2, 3, ... as they are added, and only
+//! one thread adds to an operator at a time: the caller for the first operator; for the others, the upstream
+//! reorder buffer's drainer (the flag holder, or the lock holder), or the upstream stateful operator's single
+//! worker, or the caller at end of stream when everything upstream is idle. Successive producers are ordered by
+//! that flag, lock or allotment, so serial order is FIFO order (the paper's correctness argument).
 //!
-//! **Deadlock freedom.** A worker deposits a unit it has finished and retries while the buffer is full. The
-//! unit with serial `next` is then always held by a worker that is processing it (stateless: it was
-//! dequeued earlier; hybrid: its master entries were taken earlier, by a worker still inside that partition
-//! or delegated to one), so the retry ends (brief 001 §3.5). The baseline cannot argue that (a worker owns
-//! several partitions), so it admits a part only if its serial fits the buffer and never retries.
+//! **Deadlock freedom.** A worker deposits a unit it has finished and retries while the buffer is full. The unit
+//! with serial `next` is then always held by a worker that is processing it (stateless: it was dequeued earlier;
+//! hybrid: its master entries were taken earlier, by a worker still inside that partition or delegated to one), so
+//! the retry ends (the paper's progress argument for the full buffer). The baseline cannot argue that (a worker
+//! owns several partitions), so it admits a part only if its serial fits the buffer and never retries.
 
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

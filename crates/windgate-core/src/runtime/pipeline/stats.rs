@@ -67,8 +67,8 @@ pub struct PipelineStats {
 }
 
 impl PipelineStats {
-    /// Mean latency of the markers between the 20th and 80th percentile of arrival (brief 001 §7.1: drops
-    /// start-up and shut-down).
+    /// Mean latency of the markers between the 20th and 80th percentile of arrival (as the paper measures
+    /// latency: drops start-up and shut-down).
     pub fn trimmed_latency(&self) -> Option<Duration> {
         let n = self.latencies.len();
         let (lo, hi) = (n / 5, n - n / 5);
