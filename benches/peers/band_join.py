@@ -1,11 +1,12 @@
-#!/usr/bin/env python
-"""Seed 002's band join, side by side: windgate, DuckDB, Polars and Spark on the same data.
+"""The band join of Gulisano, Nikolakopoulos, Papatriantafilou and Tsigas, *ScaleJoin: a Deterministic,
+Disjoint-Parallel and Skew-Resilient Stream Join*, side by side: windgate, DuckDB, Polars and Spark on the
+same data.
 
-The query (brief 002 §4, DESIGN §8): R and S from :func:`windgate.datasets.bandjoin` (default 100,000 rows a
-side, 100 rows per time unit, in ``ts`` order), joined on ``|l.ts - r.ts| <= 100`` (the window) and
-``|x - a| <= 10`` and ``|y - b| <= 10`` (x, y, a, b uniform on [1, 10000]: about 1 in 250,000 pairs of the
-time band match). Every engine returns every matching pair with all columns of both sides (``left_*``,
-``right_*``) and ``ts = max(l.ts, r.ts)``.
+The query (the paper's band-join benchmark): R and S from :func:`windgate.datasets.bandjoin` (default
+100,000 rows a side, 100 rows per time unit, in ``ts`` order), joined on ``|l.ts - r.ts| <= 100`` (the
+window) and ``|x - a| <= 10`` and ``|y - b| <= 10`` (x, y, a, b uniform on [1, 10000]: about 1 in 250,000
+pairs of the time band match). Every engine returns every matching pair with all columns of both sides
+(``left_*``, ``right_*``) and ``ts = max(l.ts, r.ts)``.
 
 Engines, each timed best-of-N from data already in its own memory format (loading is not timed):
 
@@ -28,8 +29,8 @@ rows/s (both sides' rows over the seconds). Check: every engine's set of pairs, 
 ``(left ts, x, y, right ts, a, b)`` rows, must equal a numpy oracle's on the same rows, and windgate's must
 also equal DuckDB's; any difference prints FAIL and the script exits 1.
 
-    .venv/bin/python benches/peers/band_join.py                  # 100 k rows a side, ~2 G time-band pairs
-    .venv/bin/python benches/peers/band_join.py --quick          # 5 k rows a side (smoke test)
+    .venv/bin/python -m benches.peers band_join                  # 100 k rows a side, ~2 G time-band pairs
+    .venv/bin/python -m benches.peers band_join --quick          # 5 k rows a side (smoke test)
 
 Results: ``<out>/band_join.{json,md,png}`` (default ``bench-results/``).
 """
@@ -37,13 +38,11 @@ Results: ``<out>/band_join.{json,md,png}`` (default ``bench-results/``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -51,10 +50,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import _report  # noqa: E402
-from _report import best_of, failure, log  # noqa: E402
+from . import plot as plots
+from . import report, runner
+from .report import best_of, failure, fmt_rate, log
 
 NAME = "band_join"
 TIME = "ts"
@@ -141,9 +139,9 @@ def check(pairs: pa.Table, expected: pa.Table, duckdb_pairs: pa.Table | None) ->
     """An engine's sorted pairs against the oracle's and (windgate) DuckDB's: "ok ..." or what differs."""
     problems = []
     if not pairs.equals(expected):
-        problems.append(_report.describe_difference(pairs, expected, "oracle"))
+        problems.append(report.describe_difference(pairs, expected, "oracle"))
     if duckdb_pairs is not None and not pairs.equals(duckdb_pairs):
-        problems.append(_report.describe_difference(pairs, duckdb_pairs, "duckdb"))
+        problems.append(report.describe_difference(pairs, duckdb_pairs, "duckdb"))
     if problems:
         return "FAIL: " + "; ".join(problems)
     return "ok (oracle + duckdb)" if duckdb_pairs is not None else "ok (oracle)"
@@ -331,9 +329,11 @@ def polars_worker(ipc_dir: str, window: int, repeat: int) -> None:
 def run_polars(ipc_dir: Path, window: int, threads: list[int], repeat: int) -> list[dict]:
     out = []
     for n in threads:
-        env = dict(os.environ, POLARS_MAX_THREADS=str(n))
-        cmd = [sys.executable, str(HERE / "band_join.py"), "--worker", "polars", "--ipc", str(ipc_dir)]
-        cmd += ["--window", str(window), "--repeat", str(repeat)]
+        cmd, env = runner.worker(
+            NAME,
+            *("--worker", "polars", "--ipc", str(ipc_dir), "--window", str(window), "--repeat", str(repeat)),
+            POLARS_MAX_THREADS=str(n),
+        )
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
@@ -479,17 +479,13 @@ def run_spark(
 # --------------------------------------------------------------------------------------------- main
 
 
-def _fmt_g(x) -> str:
-    return _report._fmt_rate(x)
-
-
 COLUMNS = (
     ("engine", "engine"),
     ("threads", "cores"),
     ("rows_per_side", "rows a side", lambda v: f"{v:,}"),
     ("seconds", "seconds (best)"),
-    ("candidate_pairs", "time-band pairs", _fmt_g),
-    ("pairs_per_s", "time-band pairs/s", _fmt_g),
+    ("candidate_pairs", "time-band pairs", fmt_rate),
+    ("pairs_per_s", "time-band pairs/s", fmt_rate),
     ("rows_per_s", "rows/s"),
     ("speedup", "vs 1 core"),
     ("out_rows", "output pairs"),
@@ -499,7 +495,7 @@ COLUMNS = (
 
 
 def plot(results, path, title):
-    return _report.plot_rows_per_s(
+    return plots.rows_per_s(
         results,
         path,
         title,
@@ -510,18 +506,19 @@ def plot(results, path, title):
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    p = runner.parser(
+        __doc__,
+        rows=100_000,
+        rows_help="rows per side (default 100,000)",
+        quick="5,000 rows a side (smoke test); overrides --rows",
+        repeat=3,
+        repeat_help="timed runs per fast engine, best kept (default 3)",
+        threads="1,2",
+        threads_help="thread counts for windgate, DuckDB, Polars (default 1,2)",
     )
-    p.add_argument("--rows", type=int, default=100_000, help="rows per side (default 100,000)")
-    p.add_argument("--quick", action="store_true", help="5,000 rows a side (smoke test); overrides --rows")
     p.add_argument("--rate", type=float, default=100.0, help="rows per time unit per side (default 100)")
     p.add_argument("--window", type=int, default=100, help="time band: |l.ts - r.ts| <= window (default 100)")
-    p.add_argument("--repeat", type=int, default=3, help="timed runs per fast engine, best kept (default 3)")
     p.add_argument("--slow-repeat", type=int, default=1, help="timed runs for Spark (default 1)")
-    p.add_argument(
-        "--threads", default="1,2", help="thread counts for windgate, DuckDB, Polars (default 1,2)"
-    )
     p.add_argument(
         "--engines",
         default=",".join(DEFAULT_ENGINES),
@@ -536,14 +533,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="rows a side given to Spark (default: as many as it joins in about --spark-budget seconds)",
     )
     p.add_argument("--spark-budget", type=float, default=60.0, help="seconds for Spark's run (default 60)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=_report.DEFAULT_OUT, help="results directory (default bench-results/)")
-    p.add_argument("--worker", choices=["polars"], help=argparse.SUPPRESS)
-    p.add_argument("--ipc", help=argparse.SUPPRESS)
+    runner.add_worker_options(p, "--ipc")
     args = p.parse_args(argv)
-    args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    if unknown := sorted(set(args.engines) - set(ENGINES)):
-        p.error(f"unknown engine(s) {', '.join(unknown)}; choose from {', '.join(ENGINES)}")  # exits 2
+    args.engines = runner.engine_list(p, args.engines, ENGINES)
     if args.quick:
         args.rows = 5_000
     return args
@@ -556,15 +548,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     engines = args.engines
-    threads = [int(x) for x in args.threads.split(",") if x.strip()]
-    busy_at_start, cpu_start, build = _report.start_run()
+    threads = runner.thread_counts(args.threads)
+    run = runner.Run(NAME, args.out)
     rows, window = args.rows, args.window
 
     log(
         f"generating {rows:,} band-join rows a side ({args.rate:g} per time unit, in order, seed {args.seed})"
     )
     t0 = time.perf_counter()
-    left, right = _report.load_generator("bandjoin")(rows, rate=args.rate, seed=args.seed)
+    left, right = report.load_generator("bandjoin")(rows, rate=args.rate, seed=args.seed)
     left, right = left.combine_chunks(), right.combine_chunks()
     gen_s = time.perf_counter() - t0
     log(f"generated in {gen_s:.2f} s; counting the time band and computing the oracle")
@@ -576,7 +568,6 @@ def main(argv: list[str] | None = None) -> int:
         f"(oracle in {time.perf_counter() - t0:.2f} s)"
     )
 
-    results: list[dict] = []
     duckdb_pairs: dict[int, pa.Table] = {}  # DuckDB's (1st variant's) pairs, per rows a side
     tmp = Path(tempfile.mkdtemp(prefix="windgate-bench-"))
     # DuckDB first: windgate's pairs are checked against its.
@@ -616,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
                 r["rows"] = 2 * n
                 pairs = r.pop("pairs", None)
                 if r.get("seconds") is None:
-                    results.append(_report.finish(r))
+                    run.add(r)
                     continue
                 if n not in band:
                     band[n] = time_band_pairs(left.slice(0, n), right.slice(0, n), window)
@@ -627,16 +618,17 @@ def main(argv: list[str] | None = None) -> int:
                     duckdb_pairs[n] = pairs
                 ref = duckdb_pairs.get(n) if r["engine"].startswith("windgate") else None
                 r["check"] = check(pairs, expected[n], ref)
-                log(
+                run.add(
+                    r,
                     f"  {r['engine']} ({r['threads']} threads, {n:,} rows a side): {r['seconds']:.3f} s, "
                     f"{r['pairs_per_s'] / 1e9:.2f} G time-band pairs/s, {r['out_rows']:,} pairs out, "
-                    f"{r['check']}"
+                    f"{r['check']}",
                 )
-                results.append(_report.finish(r))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    speedups = _report.add_speedups(results)
+    results = run.results
+    speedups = report.add_speedups(results)
     import windgate
 
     streaming = []
@@ -655,9 +647,7 @@ def main(argv: list[str] | None = None) -> int:
         "repeat": args.repeat,
         "slow_repeat": args.slow_repeat,
         "generate_seconds": round(gen_s, 3),
-        "windgate_extension": build,
-        "cpu_busy_at_start": busy_at_start,
-        "cpu_busy_by_others": _report.others_busy(cpu_start),
+        **run.load(),
     }
     notes = [
         "Seconds are the best of the timed runs; input already in each engine's memory (not timed).",
@@ -675,17 +665,14 @@ def main(argv: list[str] | None = None) -> int:
         "vs 1 core: rows/s over the same engine's 1-thread rows/s on the same rows in this run.",
         *(f"Speed-up in this run, {line}" for line in speedups),
     ]
-    paths = _report.write_report(
-        NAME,
-        results,
-        out_dir=args.out,
-        title=f"Band join (seed 002), {rows:,} rows a side, window {window}, |x-a|<=10, |y-b|<=10",
+    paths = run.write(
+        title=f"Band join, {rows:,} rows a side, window {window}, |x-a|<=10, |y-b|<=10",
         params=params,
         notes=notes,
         columns=COLUMNS,
         plot=plot,
     )
-    print(_report.markdown_table(results, COLUMNS))
+    print(report.markdown_table(results, COLUMNS))
     print("".join(f"\nspeed-up in this run, {line}" for line in speedups))
     for r in streaming:
         print(
@@ -694,10 +681,4 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['rows_per_s']:,} rows/s"
         )
     print()
-    print("wrote " + ", ".join(str(p) for p in paths.values()))
-    return 1 if any(str(r.get("check", "")).startswith("FAIL") for r in results) else 0
-
-
-if __name__ == "__main__":
-    with contextlib.suppress(BrokenPipeError):
-        sys.exit(main())
+    return run.done(paths, run.failed())

@@ -1,6 +1,7 @@
-#!/usr/bin/env python
-"""Seed 004's continuous preference queries: windgate side by side with DuckDB and Polars, then the paper's
-pane-vs-window (Fig. 14), PLQ-scheduler (Fig. 8) and WLQ-scheduler (Figs. 12-13) experiments on windgate.
+"""Continuous preference queries as in Mencagli, Torquati, Danelutto and De Matteis, *Parallel Continuous
+Preference Queries over Out-of-Order and Bursty Data Streams*: windgate side by side with DuckDB and Polars,
+then the paper's pane-vs-window (Fig. 14), pane-level query (PLQ) scheduler (Fig. 8) and window-level query
+(WLQ) scheduler (Figs. 12-13) experiments on windgate.
 
 Data: :func:`windgate.datasets.points` (``ts`` timestamp[ms], ``id`` = the row's position, ``d0..d{d-1}``
 float64; independent points uniform on [0, 1000), anticorrelated ones multivariate normal with correlation
@@ -57,9 +58,9 @@ Timing: best of ``--repeat`` runs (slow configurations stop repeating once anoth
 ``--budget`` seconds), input already in each engine's memory (loading is not timed), output materialised
 (windgate and DuckDB: Arrow; Polars: a DataFrame). rows/s = input rows over the seconds.
 
-    .venv/bin/python benches/peers/preference.py                  # ~3-5 minutes on 2 cores
-    .venv/bin/python benches/peers/preference.py --quick          # smoke test, well under a minute
-    .venv/bin/python benches/peers/preference.py --sections 1,2   # only some sections
+    .venv/bin/python -m benches.peers preference                  # ~3-5 minutes on 2 cores
+    .venv/bin/python -m benches.peers preference --quick          # smoke test, well under a minute
+    .venv/bin/python -m benches.peers preference --sections 1,2   # only some sections
 
 Results: ``<out>/preference.{json,md,png}`` (default ``bench-results/``).
 """
@@ -67,14 +68,11 @@ Results: ``<out>/preference.{json,md,png}`` (default ``bench-results/``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import json
 import math
-import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -83,10 +81,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import _report  # noqa: E402
-from _report import failure, log  # noqa: E402
+from . import plot as plots
+from . import report, runner
+from .report import failure, fmt_rate, log
 
 NAME = "preference"
 TIME = "ts"
@@ -388,8 +385,9 @@ def run_polars(tasks: list[dict], tmp: Path, threads: list[int], repeat: int, bu
     spec_path.write_text(json.dumps({"tasks": tasks, "dir": str(tmp), "repeat": repeat, "budget": budget}))
     results: dict[tuple[str, int], dict] = {}
     for n in threads:
-        env = dict(os.environ, POLARS_MAX_THREADS=str(n))
-        cmd = [sys.executable, str(HERE / "preference.py"), "--worker", "polars", "--tasks", str(spec_path)]
+        cmd, env = runner.worker(
+            NAME, "--worker", "polars", "--tasks", str(spec_path), POLARS_MAX_THREADS=str(n)
+        )
         log(f"polars, {n} thread(s): {len(tasks)} queries in a subprocess")
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
@@ -438,7 +436,7 @@ def section1(args, wg: Windgate | None, tmp: Path) -> list[dict]:
     jobs = []
     for dist, d in S1_WORKLOADS:
         t0 = time.perf_counter()
-        table = _report.load_generator("points")(
+        table = report.load_generator("points")(
             args.rows, dims=d, distribution=dist, rate=S1_RATE, seed=args.seed
         ).combine_chunks()
         log(f"generated {args.rows:,} {dist} points, d={d}, in {time.perf_counter() - t0:.2f} s")
@@ -475,7 +473,7 @@ def section1(args, wg: Windgate | None, tmp: Path) -> list[dict]:
                 f"  {workload}: {r['engine']} ({r['threads']} threads): {r['seconds']:.3f} s, "
                 f"{args.rows / r['seconds'] / 1e6:.2f} M rows/s, {r['out_rows']:,} rows out, {r['check']}"
             )
-        results.append(_report.finish(r))
+        results.append(report.finish(r))
 
     # windgate
     if "windgate" in args.engines:
@@ -519,7 +517,7 @@ def section1(args, wg: Windgate | None, tmp: Path) -> list[dict]:
                     else:
                         r["_checks"] = [
                             "output != pane's (Table.equals): "
-                            + _report.describe_difference(out, wg_tables[workload], "pane")
+                            + report.describe_difference(out, wg_tables[workload], "pane")
                         ]
                 record(workload, r, pairs)
             del out
@@ -637,7 +635,7 @@ def section1(args, wg: Windgate | None, tmp: Path) -> list[dict]:
                 }
                 record(task["workload"], r, res["pairs"])
 
-    _report.add_speedups(results)
+    report.add_speedups(results)
     pane = {
         r["workload"]: r["seconds"] for r in results if r["engine"] == "windgate pane" and r.get("seconds")
     }
@@ -664,9 +662,7 @@ S2_COLUMNS = (
 def section2(args, wg: Windgate) -> list[dict]:
     """Fig. 14: pane vs recompute, 1 thread, vs panes per window."""
     rows = args.rows_fig14
-    table = _report.load_generator("points")(
-        rows, dims=S2_DIMS, rate=S2_RATE, seed=args.seed
-    ).combine_chunks()
+    table = report.load_generator("points")(rows, dims=S2_DIMS, rate=S2_RATE, seed=args.seed).combine_chunks()
     log(f"Fig. 14: {rows:,} independent points, d={S2_DIMS}, windows of {S2_SIZE_MS} ms")
     results = []
     for slide in S2_SLIDES_MS:
@@ -699,8 +695,8 @@ def section2(args, wg: Windgate) -> list[dict]:
             elif out.equals(ref):
                 r["check"] = "ok (= pane exactly)"
             else:
-                r["check"] = "FAIL: " + _report.describe_difference(out, ref, "pane")
-            results.append(_report.finish(r))
+                r["check"] = "FAIL: " + report.describe_difference(out, ref, "pane")
+            results.append(report.finish(r))
             log(
                 f"  {ppw:>2} panes/window: {strategy}: {best:.3f} s, {rows / best / 1e6:.2f} M rows/s, "
                 f"{out.num_rows:,} rows out, {r['check']}"
@@ -737,7 +733,7 @@ S4_COLUMNS = (
     ("workers", "PLQ+WLQ"),
     ("seconds", "seconds (best)"),
     ("rows_per_s", "rows/s"),
-    ("windows_per_s", "windows/s", _report._fmt_rate),
+    ("windows_per_s", "windows/s", fmt_rate),
     ("vs_pane", "vs pane 1t", lambda x: f"{x:.2f}x"),
     ("window_tasks", "window tasks", lambda x: f"{x:,}"),
     ("wlq_unbalance", "WLQ unbalance %", lambda x: f"{x:.1f}"),
@@ -777,7 +773,7 @@ def stream_measure(wg: Windgate, batches, kw: dict, repeat: int, budget: float, 
         seconds, out, stats = wg.stream(batches, **kw)
         runs.append(seconds)
         if ref is not None and not out.equals(ref):
-            problems.append(_report.describe_difference(out, ref, "pane"))
+            problems.append(report.describe_difference(out, ref, "pane"))
         if best is None or seconds < best[0]:
             best = (seconds, stats)
         if sum(runs) + runs[-1] > budget:
@@ -832,7 +828,7 @@ def scheduler_section(args, wg: Windgate, section: str) -> tuple[list[dict], dic
     threads = max(args.threads)
     for burst, dispersion in levels:
         t0 = time.perf_counter()
-        table = _report.load_generator("points")(
+        table = report.load_generator("points")(
             rows, dims=d, rate=rate, dispersion=dispersion, seed=args.seed
         ).combine_chunks()
         f = facts[burst] = {"dispersion": dispersion or 1, **workload_facts(table, pane_ms)}
@@ -853,7 +849,7 @@ def scheduler_section(args, wg: Windgate, section: str) -> tuple[list[dict], dic
             results.append({**common, **failure("pane", 1, exc)})
             continue
         r.pop("out")
-        results.append(_report.finish({**common, "engine": "pane (1 thread)", **r, "vs_pane": 1.0}))
+        results.append(report.finish({**common, "engine": "pane (1 thread)", **r, "vs_pane": 1.0}))
         pane_rate = rows / r["seconds"]
         log(f"  pane, 1 thread: {pane_rate / 1e6:.2f} M rows/s, {ref.num_rows:,} rows out")
         for label, knobs in configs:
@@ -873,7 +869,7 @@ def scheduler_section(args, wg: Windgate, section: str) -> tuple[list[dict], dic
             r.pop("out")
             r["vs_pane"] = rows / r["seconds"] / pane_rate
             r["farm"] = farm
-            results.append(_report.finish({**common, "engine": label, **r}))
+            results.append(report.finish({**common, "engine": label, **r}))
             if r.get("windows_out") is not None:
                 results[-1]["windows_per_s"] = r["windows_out"] / r["seconds"]
             log(
@@ -906,109 +902,75 @@ def facts_table(facts: dict, pane_ms: int) -> str:
 # --------------------------------------------------------------------------------------------- plot
 
 
-def make_plot(sections: dict[str, list[dict]]):
-    """A 2x2 figure: side by side (log rows/s), Fig. 14, Fig. 8, Figs. 12-13."""
-
-    def plot(_results, path: Path, title: str) -> Path | None:
-        plt = _report.pyplot()
-        if plt is None:
-            return None
-        fig, axes = plt.subplots(2, 2, figsize=(15, 10.5))
-        ax = axes[0][0]
-        s1 = [r for r in sections.get("1", []) if r.get("rows_per_s")]
-        if s1:
-            workloads = list(dict.fromkeys(r["workload"] for r in s1))
-            engines = list(dict.fromkeys(f"{r['engine']} ({r['threads']}c)" for r in s1))
-            width = 0.8 / len(workloads)
-            for i, w in enumerate(workloads):
-                vals = {
-                    f"{r['engine']} ({r['threads']}c)": r["rows_per_s"] / 1e6
-                    for r in s1
-                    if r["workload"] == w
-                }
-                xs = [k + (i - (len(workloads) - 1) / 2) * width for k in range(len(engines))]
-                ax.bar(xs, [vals.get(e, 0) for e in engines], width, label=w)
-            ax.set_xticks(range(len(engines)), engines, rotation=35, ha="right", fontsize=7)
-            ax.set_yscale("log")
-            from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-            ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.yaxis.set_minor_formatter(NullFormatter())
-            ax.legend(fontsize=7)
-        ax.set_ylabel("M rows/s (log; higher is better)")
-        ax.set_title("1. side by side, same windows", fontsize=9)
-        ax.grid(axis="y", alpha=0.3)
-
-        ax = axes[0][1]
-        s2 = [r for r in sections.get("2", []) if r.get("rows_per_s")]
-        for strategy, style in (("pane", "-o"), ("recompute", "--s")):
-            pts = sorted(
-                (r["panes_per_window"], r["rows_per_s"] / 1e6) for r in s2 if r["engine"] == strategy
-            )
-            if pts:
-                ax.plot(*zip(*pts, strict=True), style, label=strategy)
-        if s2:
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(
-                sorted({r["panes_per_window"] for r in s2}),
-                [str(x) for x in sorted({r["panes_per_window"] for r in s2})],
-            )
-            ax2 = ax.twinx()
-            pts = sorted({(r["panes_per_window"], r["ratio"]) for r in s2 if r.get("ratio")})
-            if pts:
-                ax2.plot(
-                    *zip(*pts, strict=True), ":", color="grey", marker="x", label="time ratio paned/windowed"
+def plot(sections: dict[str, list[dict]], path: Path, title: str) -> Path | None:
+    """Four panels: side by side (log rows/s), Fig. 14, Fig. 8, Figs. 12-13."""
+    panels: list[plots.Panel] = []
+    s1 = [r for r in sections.get("1", []) if r.get("rows_per_s")]
+    workloads = list(dict.fromkeys(r["workload"] for r in s1))
+    engines = list(dict.fromkeys(f"{r['engine']} ({r['threads']}c)" for r in s1))
+    rates = {(r["workload"], f"{r['engine']} ({r['threads']}c)"): r["rows_per_s"] / 1e6 for r in s1}
+    panels.append(
+        plots.Bars(
+            "1. side by side, same windows",
+            engines,
+            {w: [rates.get((w, e), 0) for e in engines] for w in workloads},
+            ylabel="M rows/s (log; higher is better)",
+            yscale="log" if s1 else None,
+            plain_log_labels=True,
+            rotate=True,
+        )
+    )
+    s2 = [r for r in sections.get("2", []) if r.get("rows_per_s")]
+    panels.append(
+        plots.Lines(
+            "2. Fig. 14: pane-based vs per-window recomputation (1 thread)",
+            {
+                e: plots.points(s2, "panes_per_window", "rows_per_s", scale=1e6, engine=e)
+                for e in ("pane", "recompute")
+            },
+            xlabel="panes per window",
+            ylabel="M rows/s",
+            xscale=("log", 2) if s2 else None,
+            styles={"pane": "-o", "recompute": "--s"},
+            twin={
+                "time ratio paned/windowed": sorted(
+                    {(r["panes_per_window"], r["ratio"]) for r in s2 if r.get("ratio")}
                 )
-                ax2.set_ylabel("paned / windowed time (grey)")
-                ax2.set_ylim(bottom=0)
-            ax.legend(fontsize=7, loc="upper center")
-        ax.set_xlabel("panes per window")
-        ax.set_ylabel("M rows/s")
-        ax.set_ylim(bottom=0)
-        ax.set_title("2. Fig. 14: pane-based vs per-window recomputation (1 thread)", fontsize=9)
-        ax.grid(alpha=0.3)
-
-        for ax, key, name in (
-            (axes[1][0], "3", "3. Fig. 8: PLQ schedulers"),
-            (axes[1][1], "4", "4. Figs. 12-13: WLQ schedulers"),
-        ):
-            rs = [r for r in sections.get(key, []) if r.get("rows_per_s")]
-            if rs:
-                bursts = list(dict.fromkeys(r["burst"] for r in rs))
-                engines = list(dict.fromkeys(f"{r['engine']}" for r in rs))
-                width = 0.8 / len(engines)
-                for i, e in enumerate(engines):
-                    vals = {r["burst"]: r["rows_per_s"] / 1e6 for r in rs if r["engine"] == e}
-                    xs = [k + (i - (len(engines) - 1) / 2) * width for k in range(len(bursts))]
-                    ax.bar(xs, [vals.get(b, 0) for b in bursts], width, label=e)
-                ax.set_xticks(range(len(bursts)), bursts)
-                ax.legend(fontsize=7)
-            ax.set_xlabel("burstiness")
-            ax.set_ylabel("M rows/s")
-            ax.set_title(
-                f"{name} (farm at {max((r.get('threads') or 1) for r in rs) if rs else '?'} threads)",
-                fontsize=9,
+            },
+            twin_label="paned / windowed time (grey)",
+            ymin=0,
+        )
+    )
+    for key, name in (("3", "3. Fig. 8: PLQ schedulers"), ("4", "4. Figs. 12-13: WLQ schedulers")):
+        rs = [r for r in sections.get(key, []) if r.get("rows_per_s")]
+        bursts = list(dict.fromkeys(r["burst"] for r in rs))
+        rates = {(r["engine"], r["burst"]): r["rows_per_s"] / 1e6 for r in rs}
+        farm_threads = max((r.get("threads") or 1) for r in rs) if rs else "?"
+        panels.append(
+            plots.Bars(
+                f"{name} (farm at {farm_threads} threads)",
+                bursts,
+                {e: [rates.get((e, b), 0) for b in bursts] for e in dict.fromkeys(r["engine"] for r in rs)},
+                xlabel="burstiness",
+                ylabel="M rows/s",
             )
-            ax.grid(axis="y", alpha=0.3)
-        fig.suptitle(title, fontsize=10)
-        fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        return path
-
-    return plot
+        )
+    return plots.figure(path, title, panels, ncols=2, panel_size=(7.5, 5.25), dpi=110)
 
 
 # --------------------------------------------------------------------------------------------- main
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    p = runner.parser(
+        __doc__,
+        rows=200_000,
+        rows_help="section 1 rows per workload (default 200,000)",
+        quick="smoke test: 20,000 / 30,000 / 60,000 / 100,000 rows (sections 1-4)",
+        repeat=3,
+        threads="1,2",
+        threads_help="thread counts for the farm, DuckDB, Polars (default 1,2)",
     )
-    p.add_argument("--rows", type=int, default=200_000, help="section 1 rows per workload (default 200,000)")
     p.add_argument("--rows-fig14", type=int, default=200_000, help="section 2 rows (default 200,000)")
     p.add_argument(
         "--rows-fig8", type=int, default=300_000, help="section 3 rows per level (default 300,000)"
@@ -1017,21 +979,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--rows-fig12", type=int, default=1_000_000, help="section 4 rows per level (default 1,000,000)"
     )
     p.add_argument(
-        "--quick",
-        action="store_true",
-        help="smoke test: 20,000 / 30,000 / 60,000 / 100,000 rows (sections 1-4)",
-    )
-    p.add_argument(
-        "--repeat", type=int, default=3, help="timed runs per configuration, best kept (default 3)"
-    )
-    p.add_argument(
         "--budget",
         type=float,
         default=8.0,
         help="seconds per configuration: no further run once another would exceed it (default 8)",
-    )
-    p.add_argument(
-        "--threads", default="1,2", help="thread counts for the farm, DuckDB, Polars (default 1,2)"
     )
     p.add_argument("--sections", default=",".join(SECTIONS), help="comma list of 1,2,3,4 (default all)")
     p.add_argument(
@@ -1050,18 +1001,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="farm monitor/PID period in seconds (default 0.05; a run lasts ~0.1-1 s)",
     )
     p.add_argument("--polars-timeout", type=float, default=900.0, help="seconds per Polars subprocess")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=_report.DEFAULT_OUT, help="results directory (default bench-results/)")
-    p.add_argument("--worker", choices=["polars"], help=argparse.SUPPRESS)
-    p.add_argument("--tasks", help=argparse.SUPPRESS)
+    runner.add_worker_options(p, "--tasks")
     args = p.parse_args(argv)
-    args.threads = [int(x) for x in args.threads.split(",") if x.strip()]
+    args.threads = runner.thread_counts(args.threads)
     args.sections = [s.strip() for s in args.sections.split(",") if s.strip()]
     if unknown := sorted(set(args.sections) - set(SECTIONS)):
         p.error(f"unknown section(s) {', '.join(unknown)}; choose from 1,2,3,4")
-    args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    if unknown := sorted(set(args.engines) - set(ENGINES)):
-        p.error(f"unknown engine(s) {', '.join(unknown)}; choose from {', '.join(ENGINES)}")
+    args.engines = runner.engine_list(p, args.engines, ENGINES)
     args.lateness = (
         None
         if args.lateness.lower() == "none"
@@ -1078,7 +1024,7 @@ def main(argv: list[str] | None = None) -> int:
         polars_worker(args.tasks)
         return 0
 
-    busy_at_start, cpu_start, build = _report.start_run()
+    run = runner.Run(NAME, args.out)
     try:
         wg = Windgate()
     except Exception as exc:  # the wheel may be missing or half-built
@@ -1116,7 +1062,8 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - t_start
 
     s1 = sections.get("1", [])
-    others = _report.others_busy(cpu_start)
+    load = run.load()
+    busy_at_start, others = load["cpu_busy_at_start"], load["cpu_busy_by_others"]
     params = {
         "sections": args.sections,
         "rows_side_by_side": args.rows,
@@ -1170,7 +1117,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.rows_fig14:,} independent points, d={S2_DIMS}, windows of {S2_SIZE_MS} ms, 1 thread; "
             "ratio = pane seconds / recompute seconds "
             "(the paper's metric, < 1 means the pane-based approach is faster).\n\n"
-            + _report.markdown_table(sections["2"], S2_COLUMNS)
+            + report.markdown_table(sections["2"], S2_COLUMNS)
         )
     for key, cols, title, rows in (
         ("3", S3_COLUMNS, "## 3. Fig. 8: PLQ schedulers under burstiness", args.rows_fig8),
@@ -1188,7 +1135,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{title}\n\n{rows:,} rows per level, {spec}; SkylineQuery.push in {STREAM_BATCH:,}-row batches, "
             f"lateness=0, sample_interval {args.sample_interval} s; 'vs pane 1t' = over strategy='pane' on 1 "
             "thread on the same batches; unbalance = (1 - min/max) * 100 over the workers' busy seconds.\n\n"
-            + _report.markdown_table(sections[key], cols)
+            + report.markdown_table(sections[key], cols)
         )
         if facts.get(key):
             pane_ms = math.gcd(S3_SIZE_MS, S3_SLIDE_MS) if key == "3" else math.gcd(S4_SIZE_MS, S4_SLIDE_MS)
@@ -1196,31 +1143,27 @@ def main(argv: list[str] | None = None) -> int:
         md_sections.append(text)
 
     title = (
-        f"Preference queries (seed 004): skyline and top-{TOPK_K}, {args.rows:,} points, windows "
+        f"Preference queries: skyline and top-{TOPK_K}, {args.rows:,} points, windows "
         f"{S1_SIZE_MS} ms / {S1_SLIDE_MS} ms"
     )
-    paths = _report.write_report(
-        NAME,
-        s1,
-        out_dir=args.out,
+    # The other sections' results go into the JSON next to section 1's.
+    extra = {"windgate_extension": run.build, "workloads": facts}
+    for key, name in (("2", "fig14"), ("3", "fig8"), ("4", "fig12_13")):
+        if key in sections:
+            extra[name] = [report.finish(dict(r)) for r in sections[key]]
+    paths = run.write(
         title=title,
         params=params,
         notes=notes,
         columns=S1_COLUMNS,
         sections=md_sections,
-        plot=make_plot(sections),
+        plot=lambda _s1, path, title: plot(sections, path, title),
+        results=s1,
+        extra=extra,
     )
-    # The other sections' results go into the JSON next to section 1's.
-    doc = json.loads(paths["json"].read_text())
-    doc["windgate_extension"] = build
-    doc["workloads"] = facts
-    for key, name in (("2", "fig14"), ("3", "fig8"), ("4", "fig12_13")):
-        if key in sections:
-            doc[name] = [_report.finish(dict(r)) for r in sections[key]]
-    paths["json"].write_text(json.dumps(doc, indent=2, default=_report._json_default) + "\n")
 
     if s1:
-        print(_report.markdown_table(s1, S1_COLUMNS))
+        print(report.markdown_table(s1, S1_COLUMNS))
     for text in md_sections:
         print()
         print(text)
@@ -1239,8 +1182,3 @@ def main(argv: list[str] | None = None) -> int:
             f"({r.get('threads')} threads): {r.get('error') or r['check']}"
         )
     return 1 if bad else 0
-
-
-if __name__ == "__main__":
-    with contextlib.suppress(BrokenPipeError):
-        sys.exit(main())
