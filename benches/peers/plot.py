@@ -93,7 +93,8 @@ class Bars:
 @dataclass
 class HBars:
     """A panel of horizontal bars, one per label, top to bottom, each annotated with ``value_fmt(value)``;
-    ``message`` is shown instead when there is no bar."""
+    ``message`` is shown instead when there is no bar; on a log axis the bars end ``headroom`` times
+    below its right edge (room for the annotations; None: matplotlib's default)."""
 
     title: str
     labels: Sequence[str]
@@ -105,6 +106,8 @@ class HBars:
     label_size: float | None = None
     title_loc: str = "center"
     message: str = "no engine succeeded"
+    plain_log_labels: bool = False
+    headroom: float | None = 3.0
 
 
 Panel = Lines | Bars | HBars
@@ -146,8 +149,6 @@ def _draw_lines(ax, p: Lines) -> None:
     ticks = p.xticks if p.xticks is not None else (xs if p.xscale else None)
     if ticks:
         ax.set_xticks(list(ticks), list(p.xtick_labels or [f"{t:g}" for t in ticks]))
-    if p.ymin is not None:
-        ax.set_ylim(bottom=p.ymin)
     ax.grid(alpha=0.3, which="both" if p.yscale else "major")
 
 
@@ -189,7 +190,10 @@ def _draw_hbars(ax, p: HBars) -> None:
             )
     if p.xscale:
         ax.set_xscale(p.xscale)
-        ax.set_xlim(right=max(p.values) * 3)
+        if p.plain_log_labels:
+            _plain_log(ax.xaxis)
+        if p.headroom:
+            ax.set_xlim(right=max(p.values) * p.headroom)
 
 
 def figure(
@@ -202,12 +206,14 @@ def figure(
     size: tuple[float, float] | None = None,
     height_ratios: Sequence[float] | None = None,
     shared_legend: bool = False,
+    legend_cols: int = 4,
     sharey: bool = False,
     dpi: int = 120,
 ) -> Path | None:
     """Draw ``panels`` row by row on an ``ncols``-wide grid, title the figure and save it as ``path``.
 
-    ``shared_legend`` puts one legend (the first panel's entries) under the grid instead of one per panel.
+    ``shared_legend`` puts one legend (the first panel's entries, in ``legend_cols`` columns) under the grid
+    instead of one per panel.
     Returns ``path``, or None without matplotlib."""
     plt = pyplot()
     if plt is None:
@@ -221,7 +227,7 @@ def figure(
         sharey=sharey,
         gridspec_kw={"height_ratios": list(height_ratios)} if height_ratios else None,
     )
-    for ax, p in zip(axes.flat, panels, strict=False):
+    for i, (ax, p) in enumerate(zip(axes.flat, panels, strict=False)):
         if isinstance(p, Lines):
             _draw_lines(ax, p)
         elif isinstance(p, Bars):
@@ -232,15 +238,20 @@ def figure(
             ax.set_title(p.title, fontsize=9)
             if p.legend and not shared_legend and ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=7)
-        ax.set_xlabel(p.xlabel, fontsize=8 if isinstance(p, HBars) else None)
-        if not isinstance(p, HBars):
+        ax.set_xlabel(p.xlabel, fontsize=8 if isinstance(p, HBars) and p.label_size else None)
+        if not isinstance(p, HBars) and (not sharey or i % ncols == 0):
             ax.set_ylabel(p.ylabel)
+    for ax, p in zip(axes.flat, panels, strict=False):  # once every panel is drawn (shared axes)
+        if isinstance(p, Lines) and p.ymin is not None:
+            ax.set_ylim(bottom=p.ymin)
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     rect = (0, 0, 1, 1)
     if shared_legend:
         handles, labels = axes.flat[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="lower center", ncol=min(max(len(labels), 1), 4), fontsize=8)
+        fig.legend(
+            handles, labels, loc="lower center", ncol=min(max(len(labels), 1), legend_cols), fontsize=8
+        )
         rect = (0, 0.1, 1, 1)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=rect)

@@ -407,7 +407,9 @@ def plot(results, path: Path, title: str) -> Path | None:
                 xticks=sorted({r["threads"] for r in mine}),
             )
         )
-    return plots.figure(path, title, panels, ncols=len(panels), panel_size=(4.3, 4.2), shared_legend=True)
+    return plots.figure(
+        path, title, panels, ncols=len(panels), panel_size=(4.3, 4.2), shared_legend=True, legend_cols=7
+    )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

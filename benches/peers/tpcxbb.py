@@ -399,6 +399,8 @@ def plot(results, path, title, queries):
                 values=[r["rows_per_s"] / 1e6 for _, _, r in hits],
                 colors=[plots.engine_color(e) for e, _, _ in hits],
                 label_size=7,
+                plain_log_labels=True,
+                headroom=None,
             )
         )
 
