@@ -68,344 +68,62 @@ Results: ``<out>/preference.{json,md,png}`` (default ``bench-results/``).
 from __future__ import annotations
 
 import argparse
-import gc
-import json
 import math
 import shutil
-import subprocess
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 from . import plot as plots
 from . import report, runner
-from .report import failure, fmt_rate, log
+from .preference_common import (
+    STREAM_BATCH,
+    TIME,
+    TOPK_K,
+    TOPK_SCORE,
+    Windgate,
+    compare_pairs,
+    dims_of,
+    pairs_of,
+    skipped,
+    timed,
+)
+from .preference_peers import (
+    duckdb_skyline_brute,
+    duckdb_skyline_paned,
+    duckdb_topk,
+    polars_worker,
+    run_polars,
+)
+from .preference_schedulers import (
+    S3_COLUMNS,
+    S3_DIMS,
+    S3_RATE,
+    S3_SIZE_MS,
+    S3_SLIDE_MS,
+    S4_COLUMNS,
+    S4_DIMS,
+    S4_RATE,
+    S4_SIZE_MS,
+    S4_SLIDE_MS,
+    facts_table,
+    scheduler_section,
+)
+from .report import failure, log
 
 NAME = "preference"
-TIME = "ts"
-TOPK_K, TOPK_SCORE = 10, "d0"
 
 # Section 1: side by side.
 S1_SIZE_MS, S1_SLIDE_MS, S1_RATE = 1000, 250, 1000.0
 S1_WORKLOADS = (("independent", 2), ("independent", 4), ("anticorrelated", 2))
 # Section 2 (Fig. 14): window size and slides (panes per window = size / slide).
 S2_SIZE_MS, S2_SLIDES_MS, S2_DIMS, S2_RATE = 1600, (800, 400, 200, 100), 4, 1000.0
-# Section 3 (Fig. 8): PLQ schedulers under burstiness.
-# The paper's setting (d=8, lambda = 100K/s, L_p = 100 ms: panes of ~10K points; I = 1K, 2.5K, 6K), with
-# tumbling windows so that the PLQ is the bottleneck (with 4 panes per window the WLQ's merge of four
-# ~1K-point pane skylines per window dominates and the whole runs at ~6K rows/s on 2 cores).
-S3_SIZE_MS, S3_SLIDE_MS, S3_DIMS, S3_RATE = 100, 100, 8, 100_000.0
-S3_BURSTINESS = (("none", None), ("low", 1000.0), ("medium", 2500.0), ("high", 6000.0))
-S3_SCHEDULERS = ("pb_rr", "tb_rr", "as_pid")
-# Section 4 (Figs. 12-13): WLQ schedulers with many panes per window.
-# Panes of ~1000 points, 20 per window: the WLQ's merge work is >10x the PLQ's. At 1000 points per pane,
-# I = 100 and 1000 give pane-size CVs of ~0.3 and ~0.9 (the paper's I = 2.5K-8K at 10K points per pane).
-S4_SIZE_MS, S4_SLIDE_MS, S4_DIMS, S4_RATE = 2000, 100, 4, 10_000.0
-S4_BURSTINESS = (("none", None), ("medium", 100.0), ("high", 1000.0))
-S4_WINDOW_SCHEDULERS = ("win_rr", "win_fb")
-STREAM_BATCH = 10_000
 SECTIONS = ("1", "2", "3", "4")
 
 #: Section 1's engines, in the order they run (windgate first: it is every other engine's reference).
 ENGINES = ("windgate", "duckdb", "polars")
-
-
-# --------------------------------------------------------------------------------------------- helpers
-
-
-def timed(fn: Callable[[], object], repeat: int, budget: float) -> tuple[float, list[float], object]:
-    """Best of up to ``repeat`` runs of ``fn``; stops early when another run would take the total past
-    ``budget`` seconds. Returns (best seconds, every run, the last output)."""
-    runs: list[float] = []
-    out = None
-    for _ in range(max(1, repeat)):
-        out = None
-        gc.collect()
-        t0 = time.perf_counter()
-        out = fn()
-        runs.append(time.perf_counter() - t0)
-        if sum(runs) + runs[-1] > budget:
-            break
-    return min(runs), runs, out
-
-
-def ms_int(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-    """A timestamp column (any unit) as int64 epoch milliseconds; an integer column as int64."""
-    if pa.types.is_timestamp(col.type):
-        col = col.cast(pa.timestamp("ms", tz=col.type.tz))
-    return col.cast(pa.int64())
-
-
-def pairs_of(table: pa.Table) -> pa.Table:
-    """The sorted (window_start in epoch ms, id) pairs of an engine's output."""
-    t = pa.table(
-        {"window_start": ms_int(table.column("window_start")), "id": table.column("id").cast(pa.int64())}
-    )
-    return t.sort_by([("window_start", "ascending"), ("id", "ascending")])
-
-
-def compare_pairs(pairs: pa.Table, ref: pa.Table, ref_name: str) -> str | None:
-    """None when equal, else what differs (counts of pairs only on one side, and one example)."""
-    if pairs.equals(ref):
-        return None
-    a = {(w, i) for w, i in zip(*(pairs.column(c).to_pylist() for c in ("window_start", "id")), strict=True)}
-    b = {(w, i) for w, i in zip(*(ref.column(c).to_pylist() for c in ("window_start", "id")), strict=True)}
-    extra, missing = sorted(a - b), sorted(b - a)
-    msg = f"{pairs.num_rows:,} (window, id) pairs vs {ref.num_rows:,} ({ref_name}): "
-    msg += f"{len(extra):,} not in {ref_name}'s, {len(missing):,} missing"
-    if extra:
-        msg += f"; e.g. extra (window_start={extra[0][0]}, id={extra[0][1]})"
-    if missing:
-        msg += f"; e.g. missing (window_start={missing[0][0]}, id={missing[0][1]})"
-    if not extra and not missing:
-        msg += " (duplicate pairs)"
-    return msg
-
-
-def dims_of(d: int) -> list[str]:
-    return [f"d{k}" for k in range(d)]
-
-
-def skipped(engine: str, why: str, **extra) -> dict:
-    log(f"{engine}: skipped: {why}")
-    return {"engine": engine, "threads": None, "seconds": None, "check": "skipped", "notes": why, **extra}
-
-
-def unbalance(busy) -> float | None:
-    """(1 - min/max) * 100 over per-worker busy seconds (None without them)."""
-    busy = [b for b in (busy or []) if b is not None]
-    if len(busy) < 1 or max(busy) <= 0:
-        return None
-    return (1 - min(busy) / max(busy)) * 100
-
-
-# --------------------------------------------------------------------------------------------- windgate
-
-
-class Windgate:
-    """The windgate preference API: ``windgate.skyline`` / ``topk`` / ``SkylineQuery`` when the Python
-    wrappers exist, else the extension's ``_native.preference`` (batch only) with the same keywords."""
-
-    def __init__(self) -> None:
-        import windgate
-
-        self.wg = windgate
-        self.native = getattr(windgate, "_native", None)
-        self.has_wrappers = hasattr(windgate, "skyline")
-        self.has_native = self.native is not None and hasattr(self.native, "preference")
-        self.available = self.has_wrappers or self.has_native
-        self.why = (
-            "" if self.available else "the installed windgate has no skyline() (nor _native.preference)"
-        )
-        self.via = "windgate.skyline/topk" if self.has_wrappers else "windgate._native.preference"
-
-    def query(self, query: str, data: pa.Table, **kw) -> pa.Table:
-        if self.has_wrappers:
-            fn = {"skyline": self.wg.skyline, "topk": self.wg.topk, "top_dominant": self.wg.top_dominant}[
-                query
-            ]
-            return fn(data, **kw)
-        from windgate import _args
-
-        kw = dict(kw)
-        for key in ("dims", "by"):
-            if key in kw and kw[key] is not None and isinstance(kw[key], str):
-                kw[key] = [kw[key]]
-        if isinstance(kw.get("prefer"), str):
-            kw["prefer"] = [kw["prefer"]] * len(kw.get("dims") or [1])
-        return self.native.preference(_args.sources(data), query=query, **kw)
-
-    @property
-    def streaming(self) -> bool:
-        return hasattr(self.wg, "SkylineQuery")
-
-    def stream(self, batches: list[pa.RecordBatch], **kw) -> tuple[float, pa.Table, dict]:
-        """Push every batch into a SkylineQuery and flush; (seconds, output, stats)."""
-        t0 = time.perf_counter()
-        q = self.wg.SkylineQuery(**kw)
-        parts = [o for o in map(q.push, batches) if o.num_rows]
-        parts.append(q.flush())
-        seconds = time.perf_counter() - t0
-        return seconds, pa.Table.from_batches(parts), dict(q.stats)
-
-
-# --------------------------------------------------------------------------------------------- SQL
-
-
-def duckdb_assign(src: str, size: int, slide: int) -> str:
-    """Each row of ``src`` once per window it belongs to, as column ``j`` (window j = [j*slide, +size))."""
-    return (
-        f"SELECT unnest(range((epoch_ms(ts) - {size}) // {slide} + 1, epoch_ms(ts) // {slide} + 1)) AS j, * "
-        f"FROM {src}"
-    )
-
-
-def duckdb_dominated(dims: list[str]) -> str:
-    """b dominates a (smaller is better)."""
-    le = " AND ".join(f"b.{d} <= a.{d}" for d in dims)
-    lt = " OR ".join(f"b.{d} < a.{d}" for d in dims)
-    return f"{le} AND ({lt})"
-
-
-def duckdb_bounds(size: int, slide: int) -> str:
-    return f"epoch_ms(j * {slide}) AS window_start, epoch_ms(j * {slide} + {size}) AS window_end"
-
-
-def duckdb_skyline_brute(dims: list[str], size: int, slide: int) -> str:
-    return (
-        f"WITH a AS ({duckdb_assign('pts', size, slide)}) "
-        f"SELECT {duckdb_bounds(size, slide)}, a.* EXCLUDE (j) FROM a "
-        f"ANTI JOIN a b ON b.j = a.j AND {duckdb_dominated(dims)} ORDER BY j, ts, id"
-    )
-
-
-def duckdb_skyline_paned(dims: list[str], size: int, slide: int) -> str:
-    pane = math.gcd(size, slide)
-    return (
-        f"WITH p AS (SELECT epoch_ms(ts) // {pane} AS p, * FROM pts), "
-        f"ps AS (SELECT a.* EXCLUDE (p) FROM p a ANTI JOIN p b ON b.p = a.p AND {duckdb_dominated(dims)}), "
-        f"a AS ({duckdb_assign('ps', size, slide)}) "
-        f"SELECT {duckdb_bounds(size, slide)}, a.* EXCLUDE (j) FROM a "
-        f"ANTI JOIN a b ON b.j = a.j AND {duckdb_dominated(dims)} ORDER BY j, ts, id"
-    )
-
-
-def duckdb_topk(size: int, slide: int) -> str:
-    return (
-        f"WITH a AS ({duckdb_assign('pts', size, slide)}) "
-        f"SELECT {duckdb_bounds(size, slide)}, a.* EXCLUDE (j) FROM a "
-        f"QUALIFY row_number() OVER (PARTITION BY j ORDER BY {TOPK_SCORE} DESC, ts, id) <= {TOPK_K} "
-        f"ORDER BY j, {TOPK_SCORE} DESC, ts, id"
-    )
-
-
-# --------------------------------------------------------------------------------------------- Polars
-
-
-def polars_query(kind: str, df, dims: list[str], size: int, slide: int):
-    """The Polars plan of one task (a DataFrame, collected)."""
-    import polars as pl
-
-    epoch = pl.col("ts").dt.epoch("ms")
-
-    def assign(lf):
-        return lf.with_columns(j=pl.int_ranges((epoch - size) // slide + 1, epoch // slide + 1)).explode("j")
-
-    def bounds(lf):
-        return lf.select(
-            pl.from_epoch(pl.col("j") * slide, time_unit="ms").alias("window_start"),
-            pl.from_epoch(pl.col("j") * slide + size, time_unit="ms").alias("window_end"),
-            pl.exclude("j"),
-        )
-
-    def anti_skyline(lf, key: str):
-        """The rows of ``lf`` no row of the same ``key`` dominates."""
-        other = lf.select(key, *dims).rename({c: f"{c}_b" for c in (key, *dims)})
-        dominated = (
-            lf.select(key, "id", *dims)
-            .join_where(
-                other,
-                pl.col(key) == pl.col(f"{key}_b"),
-                *(pl.col(f"{d}_b") <= pl.col(d) for d in dims),
-                pl.any_horizontal([pl.col(f"{d}_b") < pl.col(d) for d in dims]),
-            )
-            .select(key, "id")
-            .unique()
-        )
-        return lf.join(dominated, on=[key, "id"], how="anti")
-
-    lf = df.lazy()
-    if kind == "skyline_brute":
-        out = bounds(anti_skyline(assign(lf), "j").sort("j", "ts", "id"))
-        return out.collect(engine="streaming")
-    if kind == "skyline_paned":
-        pane = math.gcd(size, slide)
-        survivors = anti_skyline(lf.with_columns(p=epoch // pane), "p").drop("p")
-        return bounds(anti_skyline(assign(survivors), "j").sort("j", "ts", "id")).collect()
-    if kind == "topk":
-        top = (
-            assign(lf)
-            .group_by("j")
-            .agg(pl.all().top_k_by([TOPK_SCORE, "ts", "id"], k=TOPK_K, reverse=[False, True, True]))
-            .explode(pl.exclude("j"))
-            .sort("j", TOPK_SCORE, "ts", "id", descending=[False, True, False, False])
-        )
-        return bounds(top).collect()
-    raise ValueError(kind)
-
-
-def polars_worker(task_file: str) -> None:
-    """Runs in a subprocess with POLARS_MAX_THREADS set: every task of ``task_file`` (JSON), its pairs
-    written to an Arrow file; prints one JSON line (a list of results)."""
-    import polars as pl
-
-    spec = json.loads(Path(task_file).read_text())
-    out = []
-    frames: dict[str, object] = {}
-    for task in spec["tasks"]:
-        path = task["input"]
-        if path not in frames:
-            frames[path] = pl.read_ipc(path).rechunk()
-        df = frames[path]
-        try:
-            best, runs, res = timed(
-                lambda df=df, task=task: polars_query(
-                    task["kind"], df, task["dims"], task["size"], task["slide"]
-                ),
-                spec["repeat"],
-                spec["budget"],
-            )
-        except BaseException as exc:  # MemoryError, a Polars error: report it, go on
-            out.append({"key": task["key"], "error": f"{type(exc).__name__}: {exc}"})
-            continue
-        pairs = pairs_of(res.select("window_start", "id").to_arrow())
-        ppath = Path(spec["dir"]) / f"polars_{task['key']}_{pl.thread_pool_size()}.arrow"
-        with pa.OSFile(str(ppath), "wb") as f, pa.ipc.new_file(f, pairs.schema) as w:
-            w.write_table(pairs)
-        out.append(
-            {
-                "key": task["key"],
-                "seconds": best,
-                "runs": runs,
-                "out_rows": res.height,
-                "pairs": str(ppath),
-                "pool": pl.thread_pool_size(),
-            }
-        )
-    print(json.dumps(out))
-
-
-def run_polars(tasks: list[dict], tmp: Path, threads: list[int], repeat: int, budget: float, timeout: float):
-    """Every task at each thread count (a subprocess per count): {(key, threads): result or error}."""
-    spec_path = tmp / "polars_tasks.json"
-    spec_path.write_text(json.dumps({"tasks": tasks, "dir": str(tmp), "repeat": repeat, "budget": budget}))
-    results: dict[tuple[str, int], dict] = {}
-    for n in threads:
-        cmd, env = runner.worker(
-            NAME, "--worker", "polars", "--tasks", str(spec_path), POLARS_MAX_THREADS=str(n)
-        )
-        log(f"polars, {n} thread(s): {len(tasks)} queries in a subprocess")
-        try:
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            for t in tasks:
-                results[(t["key"], n)] = {"error": f"timed out after {timeout:.0f} s (all Polars tasks)"}
-            continue
-        if proc.returncode != 0:
-            err = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
-            for t in tasks:
-                results[(t["key"], n)] = {"error": f"Polars subprocess failed: {err}"}
-            continue
-        for r in json.loads(proc.stdout.strip().splitlines()[-1]):
-            if "pairs" in r:
-                with pa.memory_map(r["pairs"]) as f:
-                    r["pairs"] = pa.ipc.open_file(f).read_all()
-            results[(r["key"], n)] = r
-    return results
 
 
 # --------------------------------------------------------------------------------------------- section 1
@@ -706,197 +424,6 @@ def section2(args, wg: Windgate) -> list[dict]:
             ratio = got["pane"]["seconds"] / got["recompute"]["seconds"]
             got["pane"]["ratio"] = got["recompute"]["ratio"] = ratio
     return results
-
-
-# --------------------------------------------------------------------------------------------- sections 3, 4
-
-S3_COLUMNS = (
-    ("burst", "burstiness"),
-    ("dispersion", "I", lambda x: f"{x:g}"),
-    ("engine", "scheduler"),
-    ("threads", "threads"),
-    ("workers", "PLQ+WLQ"),
-    ("seconds", "seconds (best)"),
-    ("rows_per_s", "rows/s"),
-    ("vs_pane", "vs pane 1t", lambda x: f"{x:.2f}x"),
-    ("utilisation", "utilisation", lambda x: f"{x:.2f}"),
-    ("split_factor", "split factor", lambda x: f"{x:.2f}"),
-    ("panes_split", "panes split", lambda x: f"{x:,}"),
-    ("plq_unbalance", "PLQ unbalance %", lambda x: f"{x:.1f}"),
-    ("check", "check"),
-)
-S4_COLUMNS = (
-    ("burst", "burstiness"),
-    ("dispersion", "I", lambda x: f"{x:g}"),
-    ("engine", "scheduler"),
-    ("threads", "threads"),
-    ("workers", "PLQ+WLQ"),
-    ("seconds", "seconds (best)"),
-    ("rows_per_s", "rows/s"),
-    ("windows_per_s", "windows/s", fmt_rate),
-    ("vs_pane", "vs pane 1t", lambda x: f"{x:.2f}x"),
-    ("window_tasks", "window tasks", lambda x: f"{x:,}"),
-    ("wlq_unbalance", "WLQ unbalance %", lambda x: f"{x:.1f}"),
-    ("split_factor", "split factor", lambda x: f"{x:.2f}"),
-    ("check", "check"),
-)
-
-
-def workload_facts(table: pa.Table, pane_ms: int) -> dict:
-    """Panes, rows per pane (mean, max, coefficient of variation), measured index of dispersion."""
-    ts = ms_int(table.column(TIME)).to_numpy()
-    per_pane = np.bincount((ts - ts.min() // pane_ms * pane_ms) // pane_ms)
-    if per_pane.size > 2:  # the first and last panes are cut short by the data's ends
-        per_pane = per_pane[1:-1]
-    try:
-        from windgate.bursty import estimate_dispersion
-
-        measured = float(f"{estimate_dispersion(np.sort(ts) / 1000.0):.3g}")
-    except Exception:  # windgate.bursty missing, or too short a trace
-        measured = None
-    return {
-        "panes": int(per_pane.size),
-        "rows_per_pane_mean": round(float(per_pane.mean()), 1),
-        "rows_per_pane_max": int(per_pane.max()),
-        "rows_per_pane_cv": round(float(per_pane.std() / per_pane.mean()), 3),
-        "measured_dispersion": measured,
-    }
-
-
-def stream_measure(wg: Windgate, batches, kw: dict, repeat: int, budget: float, ref: pa.Table | None) -> dict:
-    """Best of the runs of SkylineQuery(**kw) over ``batches``; stats of the best run; every run's output
-    checked against ``ref`` (exactly)."""
-    runs, best, problems, out = [], None, [], None
-    for _ in range(max(1, repeat)):
-        out = None
-        gc.collect()
-        seconds, out, stats = wg.stream(batches, **kw)
-        runs.append(seconds)
-        if ref is not None and not out.equals(ref):
-            problems.append(report.describe_difference(out, ref, "pane"))
-        if best is None or seconds < best[0]:
-            best = (seconds, stats)
-        if sum(runs) + runs[-1] > budget:
-            break
-    stats = best[1]
-    plq, wlq = stats.get("plq_busy_s") or [], stats.get("wlq_busy_s") or []
-    r = {
-        "threads": kw.get("threads"),
-        "seconds": best[0],
-        "runs": runs,
-        "out_rows": out.num_rows,
-        "out": out,
-        "stats": stats,
-        "utilisation": stats.get("utilisation"),
-        "split_factor": stats.get("split_factor"),
-        "panes_split": stats.get("panes_split"),
-        "window_tasks": stats.get("window_tasks"),
-        "windows_out": stats.get("windows_out"),
-        "late_rows": stats.get("late_rows"),
-        "workers": f"{len(plq)}+{len(wlq)}" if plq or wlq else None,
-        "plq_unbalance": unbalance(plq) if len(plq) > 1 else None,
-        "wlq_unbalance": unbalance(wlq) if len(wlq) > 1 else None,
-        "check": "reference" if ref is None else "ok (= pane exactly)",
-    }
-    if problems:
-        r["check"] = f"FAIL in {len(problems)} of {len(runs)} runs: {problems[0]}"
-    elif r["late_rows"]:
-        r["check"] += f"; {r['late_rows']:,} late rows dropped"
-    return r
-
-
-def scheduler_section(args, wg: Windgate, section: str) -> tuple[list[dict], dict]:
-    """Fig. 8 (section "3": PLQ schedulers) or Figs. 12-13 (section "4": WLQ schedulers)."""
-    if section == "3":
-        size, slide, d, rate, levels = S3_SIZE_MS, S3_SLIDE_MS, S3_DIMS, S3_RATE, S3_BURSTINESS
-        rows = args.rows_fig8
-        configs = [(s.upper(), {"scheduler": s, "window_scheduler": "win_fb"}) for s in S3_SCHEDULERS]
-    else:
-        size, slide, d, rate, levels = S4_SIZE_MS, S4_SLIDE_MS, S4_DIMS, S4_RATE, S4_BURSTINESS
-        rows = args.rows_fig12
-        configs = [(w.upper(), {"scheduler": "as_pid", "window_scheduler": w}) for w in S4_WINDOW_SCHEDULERS]
-    fig = "Fig. 8" if section == "3" else "Figs. 12-13"
-    pane_ms = math.gcd(size, slide)
-    base = {
-        "time": TIME,
-        "size": f"{size}ms",
-        "slide": f"{slide}ms",
-        "dims": dims_of(d),
-        "lateness": 0,
-    }
-    results, facts = [], {}
-    threads = max(args.threads)
-    for burst, dispersion in levels:
-        t0 = time.perf_counter()
-        table = report.load_generator("points")(
-            rows, dims=d, rate=rate, dispersion=dispersion, seed=args.seed
-        ).combine_chunks()
-        f = facts[burst] = {"dispersion": dispersion or 1, **workload_facts(table, pane_ms)}
-        log(
-            f"{fig}, {burst} burstiness (I={dispersion or 1}, measured {f['measured_dispersion']}): "
-            f"{rows:,} rows, "
-            f"{f['panes']} panes of {f['rows_per_pane_mean']:,.0f} rows (max {f['rows_per_pane_max']:,}, "
-            f"CV {f['rows_per_pane_cv']}), generated in {time.perf_counter() - t0:.1f} s"
-        )
-        batches = table.to_batches(max_chunksize=STREAM_BATCH)
-        common = {"section": section, "burst": burst, "dispersion": dispersion or 1, "rows": rows}
-        try:
-            ref = wg.stream(batches, **base, threads=1, strategy="pane")[1]  # untimed: reference + warm-up
-            r = stream_measure(
-                wg, batches, {**base, "threads": 1, "strategy": "pane"}, args.repeat, args.budget, None
-            )
-        except Exception as exc:
-            results.append({**common, **failure("pane", 1, exc)})
-            continue
-        r.pop("out")
-        results.append(report.finish({**common, "engine": "pane (1 thread)", **r, "vs_pane": 1.0}))
-        pane_rate = rows / r["seconds"]
-        log(f"  pane, 1 thread: {pane_rate / 1e6:.2f} M rows/s, {ref.num_rows:,} rows out")
-        for label, knobs in configs:
-            farm = {**knobs, "sample_interval": args.sample_interval}
-            try:
-                r = stream_measure(
-                    wg,
-                    batches,
-                    {**base, "threads": threads, "strategy": "farm", "farm": farm},
-                    args.repeat,
-                    args.budget,
-                    ref,
-                )
-            except Exception as exc:
-                results.append({**common, **failure(label, threads, exc)})
-                continue
-            r.pop("out")
-            r["vs_pane"] = rows / r["seconds"] / pane_rate
-            r["farm"] = farm
-            results.append(report.finish({**common, "engine": label, **r}))
-            if r.get("windows_out") is not None:
-                results[-1]["windows_per_s"] = r["windows_out"] / r["seconds"]
-            log(
-                f"  {label}, {threads} threads: {rows / r['seconds'] / 1e6:.2f} M rows/s "
-                f"({r['vs_pane']:.2f}x pane), utilisation {r['utilisation']}, "
-                f"split factor {r['split_factor']}, "
-                f"panes split {r['panes_split']}, workers {r['workers']}, {r['check']}"
-            )
-        for res in results:
-            if res.get("burst") == burst and res["engine"].startswith("pane") and res.get("windows_out"):
-                res["windows_per_s"] = res["windows_out"] / res["seconds"]
-        del table, batches, ref
-    return results, facts
-
-
-def facts_table(facts: dict, pane_ms: int) -> str:
-    lines = [
-        f"| burstiness | index of dispersion | measured | panes ({pane_ms} ms; ends left out) | "
-        "rows/pane (mean) | rows/pane (max) | CV rows/pane |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for burst, f in facts.items():
-        lines.append(
-            f"| {burst} | {f['dispersion']:g} | {f['measured_dispersion']} | {f['panes']:,} | "
-            f"{f['rows_per_pane_mean']:,.0f} | {f['rows_per_pane_max']:,} | {f['rows_per_pane_cv']} |"
-        )
-    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------------- plot

@@ -1,8 +1,10 @@
-"""The one runner of the peer suites: the options they share, an engine's timed and checked measurement,
-the progress lines, and the end of a run (report written, console summary, exit code).
+"""The one runner of the peer suites: the options they share, the Polars worker subprocess, and a
+:class:`Run` that measures the machine's load, records the results with a progress line each and ends the
+run (report written, console summary, exit code).
 
 A suite module declares its data, engines, checks, tables and plot, and calls these pieces from its
-``main(argv)``; ``python -m benches.peers <suite>`` (see :mod:`benches.peers.__main__`) runs it.
+``main(argv)``; ``python -m benches.peers <suite>`` (see :mod:`benches.peers.__main__`) runs it. Timing
+is :func:`report.best_of` (best of N after a garbage collection), failures :func:`report.failure`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from . import plot as plots
 from . import report
-from .report import DEFAULT_OUT, ROOT, best_of, failure, log
+from .report import DEFAULT_OUT, ROOT, log
 
 # --------------------------------------------------------------------------------------------- options
 
@@ -108,28 +110,6 @@ class Run:
         if self.build:
             b = self.build
             log(f"windgate extension: {b['path']} ({b['mb']} MB, debug info: {b['debug_info']})")
-
-    def measure(
-        self,
-        engine: str,
-        threads: int | None,
-        fn: Callable[[], object],
-        repeat: int,
-        *,
-        check: Callable[[object], dict] | None = None,
-        **fields,
-    ) -> dict:
-        """Time ``fn`` best of ``repeat``, add ``check(output)`` (a dict, e.g. ``{"check": "ok",
-        "out_rows": 10}``) and ``fields`` to the result, record it and return it; an engine that raises is
-        recorded as failed and the run goes on."""
-        try:
-            best, runs, out = best_of(fn, repeat)
-        except Exception as exc:  # one engine failing must not stop the run
-            return self.add({**fields, **failure(engine, threads, exc)})
-        r = {"engine": engine, "threads": threads, "seconds": best, "runs": runs, **fields}
-        if check is not None:
-            r.update(check(out))
-        return self.add(r)
 
     def add(self, result: dict, progress: str | None = None) -> dict:
         """Record a result (rates filled in by :func:`report.finish`) and log a progress line:
