@@ -402,17 +402,6 @@ def write_report(
     return paths
 
 
-def start_run() -> tuple[float, object, dict | None]:
-    """The start of a timed run: how busy other processes keep the machine now (they skew timings), a CPU
-    snapshot to measure their share later (``others_busy``), and the windgate build measured (logged)."""
-    busy_at_start = cpu_busy()
-    cpu_start = cpu_snapshot()
-    build = windgate_build()
-    if build:
-        log(f"windgate extension: {build['path']} ({build['mb']} MB, debug info: {build['debug_info']})")
-    return busy_at_start, cpu_start, build
-
-
 def describe_difference(out, ref, ref_name: str) -> str:
     """What differs between an output table and the reference one (for a FAIL message)."""
     if out.schema != ref.schema:
