@@ -100,11 +100,11 @@ class Run:
     """One suite's run: measures how busy the machine is and which windgate build runs at the start,
     collects the result dicts, and ends with the report and the exit code."""
 
-    def __init__(self, name: str, out: str | Path, *, build: bool = True, busy: bool = True) -> None:
+    def __init__(self, name: str, out: str | Path, *, build: bool = True) -> None:
         self.name = name
         self.out = out
         self.results: list[dict] = []
-        self.busy_at_start = report.cpu_busy() if busy else None  # other work skews the timings
+        self.busy_at_start = report.cpu_busy()  # a compiler or a test next to a benchmark skews it
         self.cpu_start = report.cpu_snapshot()
         self.build = report.windgate_build() if build else None
         if self.build:
@@ -171,7 +171,7 @@ class Run:
         )
 
     def done(self, paths: dict[str, Path], failed: Sequence[dict] = (), *, what: str = "") -> int:
-        """Print where the report went and one FAIL line per failed result (``what(result)`` names its
+        """Print where the report went and one FAIL line per failed result (its field ``what`` names the
         case); 1 when something failed, else 0."""
         print("wrote " + ", ".join(str(p) for p in paths.values()))
         for r in failed:
