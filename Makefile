@@ -55,15 +55,7 @@ bench-rust:
 	cargo bench -p windgate-benches -- --noplot
 
 bench-peers:
-	$(PY) benches/peers/window_aggregate.py --out bench-results
-	$(PY) benches/peers/farm_schedulers.py --out bench-results
-	$(PY) benches/peers/thesis_approaches.py --out bench-results
-	$(PY) benches/peers/band_join.py --out bench-results
-	$(PY) benches/peers/preference.py --out bench-results
-	$(PY) benches/peers/multiway.py --out bench-results
-	$(PY) benches/peers/pipeline.py --out bench-results
-	$(PY) benches/peers/tpcxbb.py --out bench-results
-	$(PY) benches/peers/spark.py --out bench-results
+	$(PY) -m benches.peers all --out bench-results
 
 lint: $(VENV)/.created
 	$(PIP) install --quiet "ruff>=0.6"

@@ -1,11 +1,8 @@
-"""The DuckDB versions of docs/tpcxbb.md's five queries (benches/peers/tpcxbb_peers.py) against windgate's
+"""The DuckDB versions of docs/tpcxbb.md's five queries (benches.peers.tpcxbb_peers) against windgate's
 ordered pipelines on a small generated data set: the same rows in the same order, floats bit for bit, from
 the sequential executor and the parallel one on 2 threads."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +12,7 @@ try:
 except ImportError as exc:  # the extension predates windgate.tpcxbb
     pytest.skip(f"windgate.tpcxbb is not importable ({exc})", allow_module_level=True)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches" / "peers"))
-import tpcxbb_peers as peers  # noqa: E402
+from benches.peers import tpcxbb_peers as peers  # noqa: E402  (after the skips above)
 
 ROWS, DAYS = 6_000, 3  # 3 days: enough rows an hour for Q1's repeated pairs, days for Q15's lines
 

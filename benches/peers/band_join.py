@@ -1,11 +1,12 @@
-#!/usr/bin/env python
-"""Seed 002's band join, side by side: windgate, DuckDB, Polars and Spark on the same data.
+"""The band join of Gulisano, Nikolakopoulos, Papatriantafilou and Tsigas, *ScaleJoin: a Deterministic,
+Disjoint-Parallel and Skew-Resilient Stream Join*, side by side: windgate, DuckDB, Polars and Spark on the
+same data.
 
-The query (brief 002 §4, DESIGN §8): R and S from :func:`windgate.datasets.bandjoin` (default 100,000 rows a
-side, 100 rows per time unit, in ``ts`` order), joined on ``|l.ts - r.ts| <= 100`` (the window) and
-``|x - a| <= 10`` and ``|y - b| <= 10`` (x, y, a, b uniform on [1, 10000]: about 1 in 250,000 pairs of the
-time band match). Every engine returns every matching pair with all columns of both sides (``left_*``,
-``right_*``) and ``ts = max(l.ts, r.ts)``.
+The query (the paper's band-join benchmark): R and S from :func:`windgate.datasets.bandjoin` (default
+100,000 rows a side, 100 rows per time unit, in ``ts`` order), joined on ``|l.ts - r.ts| <= 100`` (the
+window) and ``|x - a| <= 10`` and ``|y - b| <= 10`` (x, y, a, b uniform on [1, 10000]: about 1 in 250,000
+pairs of the time band match). Every engine returns every matching pair with all columns of both sides
+(``left_*``, ``right_*``) and ``ts = max(l.ts, r.ts)``.
 
 Engines, each timed best-of-N from data already in its own memory format (loading is not timed):
 
@@ -28,8 +29,8 @@ rows/s (both sides' rows over the seconds). Check: every engine's set of pairs, 
 ``(left ts, x, y, right ts, a, b)`` rows, must equal a numpy oracle's on the same rows, and windgate's must
 also equal DuckDB's; any difference prints FAIL and the script exits 1.
 
-    .venv/bin/python benches/peers/band_join.py                  # 100 k rows a side, ~2 G time-band pairs
-    .venv/bin/python benches/peers/band_join.py --quick          # 5 k rows a side (smoke test)
+    .venv/bin/python -m benches.peers band_join                  # 100 k rows a side, ~2 G time-band pairs
+    .venv/bin/python -m benches.peers band_join --quick          # 5 k rows a side (smoke test)
 
 Results: ``<out>/band_join.{json,md,png}`` (default ``bench-results/``).
 """
@@ -37,13 +38,7 @@ Results: ``<out>/band_join.{json,md,png}`` (default ``bench-results/``).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import math
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -51,40 +46,28 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import _report  # noqa: E402
-from _report import best_of, failure, log  # noqa: E402
+from . import plot as plots
+from . import report, runner
+from .band_join_peers import (
+    EPS_X,
+    EPS_Y,
+    TIME,
+    pairs_of,
+    polars_worker,
+    run_duckdb,
+    run_polars,
+    run_spark,
+)
+from .report import best_of, failure, fmt_rate, log
 
 NAME = "band_join"
-TIME = "ts"
-EPS_X, EPS_Y = 10, 10
 # windgate variants: engine name -> (label, index).
 WINDGATE = {"windgate": ("windgate index", True), "windgate_noindex": ("windgate no index", False)}
 ENGINES = (*WINDGATE, "duckdb", "duckdb_between", "polars", "spark")
 DEFAULT_ENGINES = ("windgate", "windgate_noindex", "duckdb", "polars", "spark")
-#: The pair identity the checks compare: (left ts, x, y, right ts, a, b).
-PAIR_SCHEMA = pa.schema(
-    [
-        ("left_ts", pa.int64()),
-        ("left_x", pa.int32()),
-        ("left_y", pa.float32()),
-        ("right_ts", pa.int64()),
-        ("right_a", pa.int32()),
-        ("right_b", pa.float32()),
-    ]
-)
-#: Rows a side of Spark's two calibration runs (seconds = fixed + c * rows², fitted through both).
-SPARK_CALIBRATION_ROWS = (15_000, 30_000)
 
 
 # --------------------------------------------------------------------------------------------- helpers
-
-
-def pairs_of(out) -> pa.Table:
-    """The sorted pair identities of an engine's output (a pyarrow Table with left_/right_ columns)."""
-    t = pa.Table.from_arrays([out.column(f.name).cast(f.type) for f in PAIR_SCHEMA], schema=PAIR_SCHEMA)
-    return t.sort_by([(name, "ascending") for name in PAIR_SCHEMA.names])
 
 
 def time_band_pairs(left: pa.Table, right: pa.Table, window: int) -> int:
@@ -141,9 +124,9 @@ def check(pairs: pa.Table, expected: pa.Table, duckdb_pairs: pa.Table | None) ->
     """An engine's sorted pairs against the oracle's and (windgate) DuckDB's: "ok ..." or what differs."""
     problems = []
     if not pairs.equals(expected):
-        problems.append(_report.describe_difference(pairs, expected, "oracle"))
+        problems.append(report.describe_difference(pairs, expected, "oracle"))
     if duckdb_pairs is not None and not pairs.equals(duckdb_pairs):
-        problems.append(_report.describe_difference(pairs, duckdb_pairs, "duckdb"))
+        problems.append(report.describe_difference(pairs, duckdb_pairs, "duckdb"))
     if problems:
         return "FAIL: " + "; ".join(problems)
     return "ok (oracle + duckdb)" if duckdb_pairs is not None else "ok (oracle)"
@@ -234,253 +217,7 @@ def skipped(engine: str, why: str) -> dict:
     return {"engine": engine, "threads": None, "seconds": None, "check": "skipped", "notes": why}
 
 
-def duckdb_query(window: int, between: bool = False) -> str:
-    cols = "l.ts AS left_ts, l.x AS left_x, l.y AS left_y, l.z AS left_z, r.ts AS right_ts, r.a AS right_a, "
-    cols += "r.b AS right_b, r.c AS right_c, r.d AS right_d, greatest(l.ts, r.ts) AS ts"
-    if between:
-        on = (
-            f"l.ts BETWEEN r.ts - {window} AND r.ts + {window} "
-            f"AND l.x BETWEEN r.a - {EPS_X} AND r.a + {EPS_X} AND l.y BETWEEN r.b - {EPS_Y} AND r.b + {EPS_Y}"
-        )
-    else:
-        on = (
-            f"l.ts >= r.ts - {window} AND l.ts <= r.ts + {window} AND l.x >= r.a - {EPS_X} "
-            f"AND l.x <= r.a + {EPS_X} AND l.y >= r.b - {EPS_Y} AND l.y <= r.b + {EPS_Y}"
-        )
-    return f"SELECT {cols} FROM l JOIN r ON {on}"
-
-
-def run_duckdb(left, right, window: int, threads: list[int], repeat: int, between: bool) -> list[dict]:
-    import duckdb
-
-    engine = "duckdb between" if between else "duckdb"
-    con = duckdb.connect()
-    try:
-        con.register("l_src", left)
-        con.register("r_src", right)
-        con.execute("CREATE TABLE l AS SELECT * FROM l_src")  # native storage, not timed
-        con.execute("CREATE TABLE r AS SELECT * FROM r_src")
-        con.unregister("l_src")
-        con.unregister("r_src")
-        q = duckdb_query(window, between)
-        plan = con.sql("EXPLAIN " + q).fetchall()[0][1]
-        join = next(
-            (op for op in ("IE_JOIN", "IE Join", "PIECEWISE", "NESTED_LOOP", "Nested") if op in plan), "?"
-        )
-        spelled = "BETWEEN" if between else "six explicit >= / <= comparisons"
-        out = []
-        for n in threads:
-            try:
-                con.execute(f"SET threads={n}")
-                best, runs, res = best_of(lambda q=q: con.sql(q).to_arrow_table(), repeat)
-                out.append(
-                    {
-                        "engine": engine,
-                        "threads": n,
-                        "seconds": best,
-                        "runs": runs,
-                        "out_rows": res.num_rows,
-                        "pairs": pairs_of(res),
-                        "notes": f"SQL inner join, {spelled} (plan: {join}), to Arrow; threads={n}",
-                    }
-                )
-            except Exception as exc:
-                out.append(failure(engine, n, exc))
-        return out
-    finally:
-        con.close()
-
-
-POLARS_NOTE = "join_where, time band first, then x, y; POLARS_MAX_THREADS={n} in a subprocess"
-
-
-def polars_query(lf, rf, window: int):
-    """``join_where`` with the time band's two comparisons first: with x and y first Polars' IE join runs
-    out of memory on 100 k rows a side (Polars 1.x picks the join from the first comparisons)."""
-    import polars as pl
-
-    l_ = lf.rename({c: f"left_{c}" for c in lf.columns})
-    r_ = rf.rename({c: f"right_{c}" for c in rf.columns})
-    return l_.join_where(
-        r_,
-        pl.col("left_ts") >= pl.col("right_ts") - window,
-        pl.col("left_ts") <= pl.col("right_ts") + window,
-        pl.col("left_x") >= pl.col("right_a") - EPS_X,
-        pl.col("left_x") <= pl.col("right_a") + EPS_X,
-        pl.col("left_y") >= pl.col("right_b") - EPS_Y,
-        pl.col("left_y") <= pl.col("right_b") + EPS_Y,
-    ).with_columns(pl.max_horizontal("left_ts", "right_ts").alias(TIME))
-
-
-def polars_worker(ipc_dir: str, window: int, repeat: int) -> None:
-    """Runs in a subprocess with POLARS_MAX_THREADS set: time the query, write its pairs next to the inputs,
-    print one JSON line."""
-    import polars as pl
-
-    d = Path(ipc_dir)
-    lf, rf = pl.read_ipc(d / "left.arrow").rechunk(), pl.read_ipc(d / "right.arrow").rechunk()
-    best, runs, res = best_of(lambda: polars_query(lf, rf, window), repeat)
-    n = pl.thread_pool_size()
-    pairs = pairs_of(res.to_arrow())
-    path = d / f"polars_pairs_{n}.arrow"
-    with pa.OSFile(str(path), "wb") as f, pa.ipc.new_file(f, pairs.schema) as w:
-        w.write_table(pairs)
-    print(json.dumps({"seconds": best, "runs": runs, "pool": n, "out_rows": res.height, "pairs": str(path)}))
-
-
-def run_polars(ipc_dir: Path, window: int, threads: list[int], repeat: int) -> list[dict]:
-    out = []
-    for n in threads:
-        env = dict(os.environ, POLARS_MAX_THREADS=str(n))
-        cmd = [sys.executable, str(HERE / "band_join.py"), "--worker", "polars", "--ipc", str(ipc_dir)]
-        cmd += ["--window", str(window), "--repeat", str(repeat)]
-        try:
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-                raise RuntimeError(f"polars worker exited with {proc.returncode}: {tail}")
-            res = json.loads(proc.stdout.strip().splitlines()[-1])
-            pool = res.pop("pool")
-            if pool != n:
-                log(f"polars: asked for {n} threads, its pool has {pool}")
-            with pa.memory_map(res.pop("pairs")) as f:
-                pairs = pa.ipc.open_file(f).read_all()
-            out.append(
-                {"engine": "polars", "threads": n, **res, "pairs": pairs, "notes": POLARS_NOTE.format(n=n)}
-            )
-        except Exception as exc:  # report per variant
-            out.append(failure("polars", n, exc))
-    return out
-
-
-def spark_rows_for(budget: float, total: int, small: int, large: int, sink) -> tuple[int, str]:
-    """The rows a side Spark's nested-loop join handles in about ``budget`` seconds (at most ``total``):
-    ``sink(n)`` runs it on ``n`` rows at ``small`` and ``large`` rows, and ``seconds = fixed + c * n²`` is
-    fitted through the two times. Returns the rows and how they were found."""
-    t = []
-    for n in (small, large):
-        t0 = time.perf_counter()
-        sink(n)
-        t.append(time.perf_counter() - t0)
-    if large <= small or t[1] <= t[0]:  # too few rows to tell, or noise: plain n² from the larger run
-        fixed, c = 0.0, t[1] / max(large, 1) ** 2
-    else:
-        c = (t[1] - t[0]) / (large**2 - small**2)
-        fixed = max(0.0, t[0] - c * small**2)
-    fit = math.sqrt(max(budget - fixed, 0.0) / max(c, 1e-18))
-    rows = total if fit >= total else max(1000, int(fit) // 1000 * 1000)
-    how = (
-        f"{small:,} and {large:,} rows took {t[0]:.2f} and {t[1]:.2f} s, so ~{budget:g} s fit "
-        f"{rows:,} rows a side"
-    )
-    return rows, how
-
-
-def run_spark(
-    left: pa.Table,
-    right: pa.Table,
-    window: int,
-    tmp: Path,
-    repeat: int,
-    master: str,
-    driver_memory: str,
-    rows: int | None,
-    budget: float,
-) -> list[dict]:
-    """Spark's own join on the first ``rows`` rows of each side; ``rows=None``: as many as fit ``budget``
-    seconds, estimated from calibration runs on fewer rows (see :func:`spark_rows_for`)."""
-    import pyarrow.parquet as pq
-    from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
-
-    cores = int(master[len("local[") : -1]) if master.startswith("local[") and master[-2].isdigit() else None
-    spark = (
-        SparkSession.builder.master(master)
-        .appName("windgate-bench")
-        .config("spark.driver.memory", driver_memory)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(cores or 2))
-        .config("spark.default.parallelism", str(cores or 2))
-        .getOrCreate()
-    )
-    loaded: dict[int, tuple] = {}
-
-    def load(n: int):
-        """Both sides' first n rows, read from Parquet, the left side split over the cores (the nested loop
-        runs per left partition), cached and materialised (not timed)."""
-        if n not in loaded:
-            d = tmp / f"spark_{n}"
-            d.mkdir(exist_ok=True)
-            pq.write_table(left.slice(0, n), d / "left.parquet")
-            pq.write_table(right.slice(0, n), d / "right.parquet")
-            lf = spark.read.parquet(str(d / "left.parquet")).repartition(cores or 2).cache()
-            rf = spark.read.parquet(str(d / "right.parquet")).cache()
-            lf.count()
-            rf.count()
-            loaded[n] = (lf, rf)
-        return loaded[n]
-
-    def query(n: int):
-        lf, rf = load(n)
-        l_ = lf.select(*[F.col(c).alias(f"left_{c}") for c in lf.columns])
-        r_ = rf.select(*[F.col(c).alias(f"right_{c}") for c in rf.columns])
-        cond = (
-            (F.col("left_ts") >= F.col("right_ts") - window)
-            & (F.col("left_ts") <= F.col("right_ts") + window)
-            & (F.col("left_x") >= F.col("right_a") - EPS_X)
-            & (F.col("left_x") <= F.col("right_a") + EPS_X)
-            & (F.col("left_y") >= F.col("right_b") - EPS_Y)
-            & (F.col("left_y") <= F.col("right_b") + EPS_Y)
-        )
-        return l_.join(r_, cond).withColumn(TIME, F.greatest("left_ts", "right_ts"))
-
-    def sink(n: int) -> None:
-        query(n).write.format("noop").mode("overwrite").save()
-
-    try:
-        spark.sparkContext.setLogLevel("ERROR")
-        total = left.num_rows
-        small, large = (min(total, n) for n in SPARK_CALIBRATION_ROWS)
-        sink(small)  # JIT warm-up, not timed
-        plan = query(small)._jdf.queryExecution().executedPlan().toString()
-        join = next(
-            (op for op in ("BroadcastNestedLoopJoin", "CartesianProduct", "SortMergeJoin") if op in plan), "?"
-        )
-        if rows is not None:
-            how = f"--spark-rows {rows:,}"
-        elif total <= large:  # no more rows than a calibration run: run them all
-            rows, how = total, "all rows"
-        else:
-            rows, how = spark_rows_for(budget, total, small, large, sink)
-            log(f"spark: {how}")
-        rows = min(rows, total)
-        best, runs, _ = best_of(lambda: sink(rows), repeat)
-        pairs = pairs_of(query(rows).select(*PAIR_SCHEMA.names).toArrow())
-        note = f"DataFrame join on the six comparisons ({join}), {master}, inputs cached, noop sink"
-        if rows < total:
-            note += f"; ONLY the first {rows:,} of the {total:,} rows a side ({how})"
-        return [
-            {
-                "engine": "spark",
-                "threads": cores or os.cpu_count(),
-                "rows_per_side": rows,
-                "seconds": best,
-                "runs": runs,
-                "out_rows": pairs.num_rows,
-                "pairs": pairs,
-                "notes": note,
-            }
-        ]
-    finally:
-        spark.stop()
-
-
 # --------------------------------------------------------------------------------------------- main
-
-
-def _fmt_g(x) -> str:
-    return _report._fmt_rate(x)
 
 
 COLUMNS = (
@@ -488,8 +225,8 @@ COLUMNS = (
     ("threads", "cores"),
     ("rows_per_side", "rows a side", lambda v: f"{v:,}"),
     ("seconds", "seconds (best)"),
-    ("candidate_pairs", "time-band pairs", _fmt_g),
-    ("pairs_per_s", "time-band pairs/s", _fmt_g),
+    ("candidate_pairs", "time-band pairs", fmt_rate),
+    ("pairs_per_s", "time-band pairs/s", fmt_rate),
     ("rows_per_s", "rows/s"),
     ("speedup", "vs 1 core"),
     ("out_rows", "output pairs"),
@@ -499,7 +236,7 @@ COLUMNS = (
 
 
 def plot(results, path, title):
-    return _report.plot_rows_per_s(
+    return plots.rows_per_s(
         results,
         path,
         title,
@@ -510,18 +247,19 @@ def plot(results, path, title):
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    p = runner.parser(
+        __doc__,
+        rows=100_000,
+        rows_help="rows per side (default 100,000)",
+        quick="5,000 rows a side (smoke test); overrides --rows",
+        repeat=3,
+        repeat_help="timed runs per fast engine, best kept (default 3)",
+        threads="1,2",
+        threads_help="thread counts for windgate, DuckDB, Polars (default 1,2)",
     )
-    p.add_argument("--rows", type=int, default=100_000, help="rows per side (default 100,000)")
-    p.add_argument("--quick", action="store_true", help="5,000 rows a side (smoke test); overrides --rows")
     p.add_argument("--rate", type=float, default=100.0, help="rows per time unit per side (default 100)")
     p.add_argument("--window", type=int, default=100, help="time band: |l.ts - r.ts| <= window (default 100)")
-    p.add_argument("--repeat", type=int, default=3, help="timed runs per fast engine, best kept (default 3)")
     p.add_argument("--slow-repeat", type=int, default=1, help="timed runs for Spark (default 1)")
-    p.add_argument(
-        "--threads", default="1,2", help="thread counts for windgate, DuckDB, Polars (default 1,2)"
-    )
     p.add_argument(
         "--engines",
         default=",".join(DEFAULT_ENGINES),
@@ -536,14 +274,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="rows a side given to Spark (default: as many as it joins in about --spark-budget seconds)",
     )
     p.add_argument("--spark-budget", type=float, default=60.0, help="seconds for Spark's run (default 60)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=_report.DEFAULT_OUT, help="results directory (default bench-results/)")
-    p.add_argument("--worker", choices=["polars"], help=argparse.SUPPRESS)
-    p.add_argument("--ipc", help=argparse.SUPPRESS)
+    runner.add_worker_options(p, "--ipc")
     args = p.parse_args(argv)
-    args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    if unknown := sorted(set(args.engines) - set(ENGINES)):
-        p.error(f"unknown engine(s) {', '.join(unknown)}; choose from {', '.join(ENGINES)}")  # exits 2
+    args.engines = runner.engine_list(p, args.engines, ENGINES)
     if args.quick:
         args.rows = 5_000
     return args
@@ -556,15 +289,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     engines = args.engines
-    threads = [int(x) for x in args.threads.split(",") if x.strip()]
-    busy_at_start, cpu_start, build = _report.start_run()
+    threads = runner.thread_counts(args.threads)
+    run = runner.Run(NAME, args.out)
     rows, window = args.rows, args.window
 
     log(
         f"generating {rows:,} band-join rows a side ({args.rate:g} per time unit, in order, seed {args.seed})"
     )
     t0 = time.perf_counter()
-    left, right = _report.load_generator("bandjoin")(rows, rate=args.rate, seed=args.seed)
+    left, right = report.load_generator("bandjoin")(rows, rate=args.rate, seed=args.seed)
     left, right = left.combine_chunks(), right.combine_chunks()
     gen_s = time.perf_counter() - t0
     log(f"generated in {gen_s:.2f} s; counting the time band and computing the oracle")
@@ -576,7 +309,6 @@ def main(argv: list[str] | None = None) -> int:
         f"(oracle in {time.perf_counter() - t0:.2f} s)"
     )
 
-    results: list[dict] = []
     duckdb_pairs: dict[int, pa.Table] = {}  # DuckDB's (1st variant's) pairs, per rows a side
     tmp = Path(tempfile.mkdtemp(prefix="windgate-bench-"))
     # DuckDB first: windgate's pairs are checked against its.
@@ -616,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
                 r["rows"] = 2 * n
                 pairs = r.pop("pairs", None)
                 if r.get("seconds") is None:
-                    results.append(_report.finish(r))
+                    run.add(r)
                     continue
                 if n not in band:
                     band[n] = time_band_pairs(left.slice(0, n), right.slice(0, n), window)
@@ -627,16 +359,17 @@ def main(argv: list[str] | None = None) -> int:
                     duckdb_pairs[n] = pairs
                 ref = duckdb_pairs.get(n) if r["engine"].startswith("windgate") else None
                 r["check"] = check(pairs, expected[n], ref)
-                log(
+                run.add(
+                    r,
                     f"  {r['engine']} ({r['threads']} threads, {n:,} rows a side): {r['seconds']:.3f} s, "
                     f"{r['pairs_per_s'] / 1e9:.2f} G time-band pairs/s, {r['out_rows']:,} pairs out, "
-                    f"{r['check']}"
+                    f"{r['check']}",
                 )
-                results.append(_report.finish(r))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    speedups = _report.add_speedups(results)
+    results = run.results
+    speedups = report.add_speedups(results)
     import windgate
 
     streaming = []
@@ -655,9 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         "repeat": args.repeat,
         "slow_repeat": args.slow_repeat,
         "generate_seconds": round(gen_s, 3),
-        "windgate_extension": build,
-        "cpu_busy_at_start": busy_at_start,
-        "cpu_busy_by_others": _report.others_busy(cpu_start),
+        **run.load(),
     }
     notes = [
         "Seconds are the best of the timed runs; input already in each engine's memory (not timed).",
@@ -675,17 +406,14 @@ def main(argv: list[str] | None = None) -> int:
         "vs 1 core: rows/s over the same engine's 1-thread rows/s on the same rows in this run.",
         *(f"Speed-up in this run, {line}" for line in speedups),
     ]
-    paths = _report.write_report(
-        NAME,
-        results,
-        out_dir=args.out,
-        title=f"Band join (seed 002), {rows:,} rows a side, window {window}, |x-a|<=10, |y-b|<=10",
+    paths = run.write(
+        title=f"Band join, {rows:,} rows a side, window {window}, |x-a|<=10, |y-b|<=10",
         params=params,
         notes=notes,
         columns=COLUMNS,
         plot=plot,
     )
-    print(_report.markdown_table(results, COLUMNS))
+    print(report.markdown_table(results, COLUMNS))
     print("".join(f"\nspeed-up in this run, {line}" for line in speedups))
     for r in streaming:
         print(
@@ -694,10 +422,4 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['rows_per_s']:,} rows/s"
         )
     print()
-    print("wrote " + ", ".join(str(p) for p in paths.values()))
-    return 1 if any(str(r.get("check", "")).startswith("FAIL") for r in results) else 0
-
-
-if __name__ == "__main__":
-    with contextlib.suppress(BrokenPipeError):
-        sys.exit(main())
+    return run.done(paths, run.failed())

@@ -1,15 +1,18 @@
-#!/usr/bin/env python
-"""Pane-farm schedulers under bursty arrivals: the shape of seed 004 Fig. 8, for window aggregation.
+"""Pane-farm schedulers under bursty arrivals: the shape of Fig. 8 of Mencagli, Torquati, Danelutto and
+De Matteis, *Parallel Continuous Preference Queries over Out-of-Order and Bursty Data Streams*, for window
+aggregation.
 
-The pane farm (``strategy="farm"``) splits each pane's rows over PLQ workers with a pane scheduler and
-combines partitions into windows on WLQ workers with a window scheduler. This compares
+The pane farm (``strategy="farm"``) splits each pane's rows over pane-level query (PLQ) workers with a pane
+scheduler and combines partitions into windows on window-level query (WLQ) workers with a window
+scheduler. This compares
 
 * the pane schedulers PB_RR, TB_RR, AS and AS_PID, all with WIN_FB, and
 * the window schedulers WIN_FB and WIN_RR, both with AS_PID,
 
 at 1, 2 and 4 threads (4 is oversubscribed on a 2-core machine and marked so) under no, low, medium and high
 burstiness: :func:`windgate.datasets.smartgrid` rows with ``dispersion`` None (regular arrivals), 1000, 2500
-and 6000 (the index of dispersion of the reading arrivals, seed 004 §5.2), at the same mean rate.
+and 6000 (the index of dispersion of the reading arrivals, the paper's measure of burstiness), at the same
+mean rate.
 
 The query: 1000 plugs keyed by ``plug_id``, windows of 60 s sliding by 10 s on ``ts`` (so 10 s panes: at the
 default 1000 rows/s of event time, 4 M rows span ~4000 s, i.e. ~400 panes of ~10,000 rows on average, and
@@ -20,8 +23,8 @@ split, and load unbalance ``(1 - min/max) * 100`` over the PLQ workers' busy sec
 must equal ``strategy="pane"``'s on the same batches (exactly, as Arrow tables); any difference prints FAIL
 and the script exits 1.
 
-    .venv/bin/python benches/peers/farm_schedulers.py            # 4 M rows per burstiness level
-    .venv/bin/python benches/peers/farm_schedulers.py --quick    # 1 M rows
+    .venv/bin/python -m benches.peers farm_schedulers            # 4 M rows per burstiness level
+    .venv/bin/python -m benches.peers farm_schedulers --quick    # 1 M rows
 
 Results: ``<out>/farm_schedulers.{json,md,png}`` (default ``bench-results/``).
 """
@@ -29,20 +32,17 @@ Results: ``<out>/farm_schedulers.{json,md,png}`` (default ``bench-results/``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import _report  # noqa: E402
-from _report import failure, log  # noqa: E402
+from . import plot as plots
+from . import report, runner
+from .report import failure, log
 
 NAME = "farm_schedulers"
 TIME, KEY = "ts", "plug_id"
@@ -112,7 +112,7 @@ def measure(batches, threads, strategy, farm, repeats, ref: pa.Table) -> dict:
         seconds, out, stats = run_stream(batches, threads, strategy, farm)
         runs.append(seconds)
         if not out.equals(ref):
-            problems.append(_report.describe_difference(out, ref, "pane"))
+            problems.append(report.describe_difference(out, ref, "pane"))
         if best is None or seconds < best[0]:
             best = (seconds, stats)
     busy = best[1].get("plq_busy_s") or []
@@ -156,42 +156,32 @@ def workload(table: pa.Table) -> dict:
 
 
 def plot(results, path: Path, title: str) -> Path | None:
-    """Throughput vs threads, one line per scheduler, one subplot per burstiness level."""
-    plt = _report.pyplot()
-    if plt is None:
-        return None
+    """Throughput vs threads, one line per scheduler, one panel per burstiness level."""
     cores = os.cpu_count() or 1
-    fig, axes = plt.subplots(1, len(BURSTINESS), figsize=(4 * len(BURSTINESS), 4.2), sharey=True)
-    for ax, (burst, _) in zip(np.atleast_1d(axes), BURSTINESS, strict=True):
+    panels = []
+    for burst, _ in BURSTINESS:
         mine = [r for r in results if r["burst"] == burst and r.get("rows_per_s")]
         threads = sorted({r["threads"] for r in mine})
-        for sched, win in CONFIGS:
-            pts = sorted(
-                (r["threads"], r["rows_per_s"] / 1e6) for r in mine if r["engine"] == label(sched, win)
-            )
-            if pts:
-                style = "--" if win == "win_rr" else "-"
-                ax.plot(*zip(*pts, strict=True), style, marker="o", label=label(sched, win))
+        names = [label(s, w) for s, w in CONFIGS]
         pane = [r["rows_per_s"] / 1e6 for r in mine if r["engine"] == "pane (reference)"]
-        if pane:
-            ax.axhline(pane[0], color="grey", linestyle=":", label="pane, 1 thread")
-        if threads and max(threads) > cores:
-            ax.axvspan(cores + 0.5, max(threads) * 1.2, color="grey", alpha=0.12, label="oversubscribed")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(threads, [f"{t}*" if t > cores else str(t) for t in threads])
-        ax.set_title(mine[0]["burst_title"] if mine else burst, fontsize=9)
-        ax.set_xlabel(f"threads (* > {cores} cores)")
-        ax.grid(alpha=0.3)
-    np.atleast_1d(axes)[0].set_ylabel("M rows/s (higher is better)")
-    np.atleast_1d(axes)[0].set_ylim(bottom=0)
-    handles, labels = np.atleast_1d(axes)[-1].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+        panels.append(
+            plots.Lines(
+                mine[0]["burst_title"] if mine else burst,
+                {n: plots.points(mine, "threads", "rows_per_s", scale=1e6, engine=n) for n in names},
+                xlabel=f"threads (* > {cores} cores)",
+                ylabel="M rows/s (higher is better)",
+                xscale=("log", 2),
+                styles={label(s, w): "--o" if w == "win_rr" else "-o" for s, w in CONFIGS},
+                hlines=[(pane[0], "pane, 1 thread")] if pane else (),
+                xticks=threads,
+                xtick_labels=[f"{t}*" if t > cores else str(t) for t in threads],
+                shade_after=cores,
+                ymin=0,
+            )
+        )
+    return plots.figure(
+        path, title, panels, ncols=len(panels), panel_size=(4, 4.2), shared_legend=True, sharey=True
+    )
 
 
 def workload_table(workloads: dict) -> str:
@@ -229,17 +219,15 @@ def pivot(results, threads: list[int]) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    p = runner.parser(
+        __doc__,
+        rows=4_000_000,
+        rows_help="rows per burstiness level (default 4,000,000)",
+        quick="1,000,000 rows (smoke test); overrides --rows",
+        repeat=3,
+        repeat_flag="--repeats",
+        threads="1,2,4",
     )
-    p.add_argument(
-        "--rows", type=int, default=4_000_000, help="rows per burstiness level (default 4,000,000)"
-    )
-    p.add_argument("--quick", action="store_true", help="1,000,000 rows (smoke test); overrides --rows")
-    p.add_argument(
-        "--repeats", type=int, default=3, help="timed runs per configuration, best kept (default 3)"
-    )
-    p.add_argument("--threads", default="1,2,4", help="thread counts (default 1,2,4)")
     p.add_argument(
         "--sample-interval",
         type=float,
@@ -247,8 +235,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="farm monitor/PID period in seconds (default 0.01: a run lasts ~0.1-0.5 s, and the engine's\n"
         "default of 1 s would take no sample at all, leaving utilisation 0 and AS_PID's alpha at 1)",
     )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=_report.DEFAULT_OUT, help="results directory (default bench-results/)")
     args = p.parse_args(argv)
     if args.quick:
         args.rows = 1_000_000
@@ -260,10 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     import windgate  # noqa: F401  (fail early, before generating data, when the wheel is missing)
     from windgate.datasets import smartgrid
 
-    threads = [int(x) for x in args.threads.split(",") if x.strip()]
+    threads = runner.thread_counts(args.threads)
     cores = os.cpu_count() or 1
-    busy_at_start, cpu_start, build = _report.start_run()
-    results: list[dict] = []
+    run = runner.Run(NAME, args.out)
     workloads = {}
     for burst, dispersion in BURSTINESS:
         t0 = time.perf_counter()
@@ -281,10 +266,12 @@ def main(argv: list[str] | None = None) -> int:
         common = {"burst": burst, "burst_title": title, "dispersion": dispersion, "rows": args.rows}
         ref = run_stream(batches, 1, "pane", None)[1]  # untimed: the reference output, and a warm-up
         r = measure(batches, 1, "pane", None, args.repeats, ref)
-        results.append({**common, "engine": "pane (reference)", "scaling_group": f"{burst} pane", **r})
-        results[-1]["threads_label"] = "1"
         pane_rate = args.rows / r["seconds"]
-        log(f"  pane, 1 thread: {pane_rate / 1e6:.2f} M rows/s, {ref.num_rows:,} rows out")
+        pane = {**common, "engine": "pane (reference)", "scaling_group": f"{burst} pane", **r}
+        run.add(
+            {**pane, "threads_label": "1"},
+            f"  pane, 1 thread: {pane_rate / 1e6:.2f} M rows/s, {ref.num_rows:,} rows out",
+        )
         for sched, win in CONFIGS:
             name = label(sched, win)
             farm = {"scheduler": sched, "window_scheduler": win, "sample_interval": args.sample_interval}
@@ -296,20 +283,22 @@ def main(argv: list[str] | None = None) -> int:
                 except Exception as exc:  # report this configuration, go on
                     r = failure(name, n, exc)
                 row.update(r)
+                progress = ""
                 if r.get("seconds"):
                     row["vs_pane"] = args.rows / r["seconds"] / pane_rate
-                    log(
+                    progress = (
                         f"  {name}, {n} threads: {args.rows / r['seconds'] / 1e6:.2f} M rows/s, "
                         f"utilisation {r['utilisation']:.2f}, split factor {r['split_factor']:.2f}, "
                         f"unbalance {r['unbalance_pct'] or 0:.1f}%, {r['check']}"
                     )
                 if r.get("check", "").startswith("FAIL"):
                     print(f"FAIL: {name}, {n} threads, burstiness {burst}: {r['check']}", flush=True)
-                results.append(row)
+                run.add(row, progress or None)
         del table, batches, ref
 
-    _report.add_speedups(results)
-    failed = [r for r in results if r.get("error") or str(r.get("check", "")).startswith("FAIL")]
+    results = run.results
+    report.add_speedups(results)
+    failed = run.failed(errors=True)
     params = {
         "rows": args.rows,
         "keys": 1000,
@@ -322,10 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": args.repeats,
         "sample_interval": args.sample_interval,
         "seed": args.seed,
-        "cpu_busy_at_start": busy_at_start,
-        "cpu_busy_by_others": _report.others_busy(cpu_start),
+        **run.load(),
         "workloads": workloads,
-        "windgate_extension": build,
     }
     notes = [
         "rows/s: rows over the wall time of building a WindowAggregator, pushing every batch and flushing "
@@ -340,10 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         "(1 - min/max) * 100 over the PLQ workers' busy seconds (0 with 1 thread).",
         "check: every run's output equals the output of strategy='pane' exactly (pyarrow Table.equals).",
     ]
-    paths = _report.write_report(
-        NAME,
-        results,
-        out_dir=args.out,
+    paths = run.write(
         title=f"Pane-farm schedulers under burstiness: {args.rows:,} rows, 1k keys, 60s/10s windows",
         params=params,
         notes=notes,
@@ -351,20 +335,10 @@ def main(argv: list[str] | None = None) -> int:
         sections=[pivot(results, threads), workload_table(workloads)],
         plot=plot,
     )
-    print(_report.markdown_table(results, COLUMNS))
+    print(report.markdown_table(results, COLUMNS))
     print()
     print(pivot(results, threads))
     print()
     print(workload_table(workloads))
     print()
-    print("wrote " + ", ".join(str(p) for p in paths.values()))
-    for r in failed:
-        print(
-            f"FAIL: {r['engine']}, {r['threads']} threads, {r.get('burst')}: {r.get('error') or r['check']}"
-        )
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    with contextlib.suppress(BrokenPipeError):
-        sys.exit(main())
+    return run.done(paths, failed, what="burst")

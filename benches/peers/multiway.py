@@ -1,17 +1,18 @@
-#!/usr/bin/env python
-"""Seed 000's multiway aggregation: the designs against each other and against peers, on the paper's queries.
+"""Multiway aggregation as in Cederman, Gulisano, Nikolakopoulos, Papatriantafilou and Tsigas, *Efficient
+data streaming multiway aggregation through concurrent algorithmic designs and new abstract data types*: the
+designs against each other and against peers, on the paper's queries.
 
 Data and queries come from :mod:`windgate.queries` (the paper's Table 2): ``smartgrid`` with 243 meters
 reporting once a second, split by meter into N time-sorted sources, and ``soundcloud`` with 40,000
-Zipf-skewed songs, comments round-robin over the sources. Experiments (brief 000 §6.2):
+Zipf-skewed songs, comments round-robin over the sources. Experiments, after the paper's evaluation:
 
-* **(a) sources** (B4): throughput and latency against the number of sources N in ``--sources`` (default 1,
+* **(a) sources**: throughput and latency against the number of sources N in ``--sources`` (default 1,
   2, 4, 8, 12, 20) for every design, on k-OS (``first`` per meter; order-sensitive) and k-OI (``count``).
 * **(b) windows per row** (w/W): w-OS (20 s windows sliding 2 s: 10 windows a row) against W-OS (40 s / 2 s:
   20 windows a row) at ``--fixed-sources`` (default 20).
 * **(c) keys** (k/K): k-OS (243 meters) against K-OS (40,000 songs) at ``--fixed-sources``; the paper's K
   also changes the data set, so K-OS is run on soundcloud with 243 songs too (keys alone changed).
-* **(d) peers** (B10): k-OI on the union of the same ``--fixed-sources`` sources: DuckDB (SQL: each row
+* **(d) peers**: k-OI on the union of the same ``--fixed-sources`` sources: DuckDB (SQL: each row
   joined to the windows holding it with a lateral ``range()``, then GROUP BY), Polars (``group_by_dynamic``),
   Spark's native ``window()`` group-by on ``local[2]`` and windgate through Spark (``windgate.queries.
   spark_query``), next to windgate's batch call on the N sources.
@@ -33,30 +34,30 @@ Each configuration runs ``--repeat`` times; the fastest run is kept (with its la
 result must equal ``strategy="reference"`` on the same sources, row for row, and every peer's rows, sorted,
 must equal windgate's; any difference prints FAIL and the script exits 1.
 
-    .venv/bin/python benches/peers/multiway.py --out bench-results           # about 5 minutes on 2 cores
-    .venv/bin/python benches/peers/multiway.py --out bench-results --quick   # about 1 minute
+    .venv/bin/python -m benches.peers multiway --out bench-results           # about 5 minutes on 2 cores
+    .venv/bin/python -m benches.peers multiway --out bench-results --quick   # about 1 minute
 
 Results: ``<out>/multiway.{json,md,png}`` (default ``bench-results/``).
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import gc
 import math
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import _report  # noqa: E402
-from _report import best_of, failure, log  # noqa: E402
+from . import plot as plots
+from . import report, runner
+from .multiway_peers import key_table, run_duckdb, run_polars, run_spark
+from .report import best_of, failure, fmt_rate, log
 
 NAME = "multiway"
 DESIGNS = ("mq", "mqlf", "tumlsc", "tumlmc", "wiml", "auto")
@@ -64,15 +65,15 @@ SOURCE_COUNTS = (1, 2, 4, 8, 12, 20)
 QUICK_SOURCE_COUNTS = (1, 4, 20)
 INF = math.inf
 
-#: The paper's surviving numbers (brief 000 §3.4, §6.3), for the Markdown.
+#: The paper's surviving numbers, for the Markdown.
 PAPER = (
-    "Paper (Java, 2 x 6-core Xeon E5645, 24 hardware threads; brief 000 §3.4): the T-Gate alone merges about "
+    "Paper (Java, 2 x 6-core Xeon E5645, 24 hardware threads): the T-Gate alone merges about "
     "**2.2 M tuples/s at 20 inputs** (latency about 1 ms) against 1.5 M tuples/s (1.6 ms) for a concurrent "
     "skip list with an O(N) readiness scan; the new designs reach **up to 10x the queue-based MQ** in both "
     "throughput and latency; with more inputs MQ/MQLF fall linearly, TuMLSC stays flat and WiML rises. Most "
     "other figures were lost with the paper's plots. The paper's latency is a mean at a sustained injection "
     "rate; here it is per push at full speed, on 2 cores shared by N feeder threads and the output thread "
-    "(brief 000 §6.4: at 20 sources this measures multiplexed feeders, not a 12-core machine)."
+    "(at 20 sources this measures multiplexed feeders, not a 12-core machine)."
 )
 
 
@@ -88,7 +89,7 @@ def windgate_modules():
     try:
         from windgate import queries
     except ImportError:
-        src = _report.ROOT / "python" / "windgate"
+        src = report.ROOT / "python" / "windgate"
         windgate.__path__.insert(0, str(src))
         sys.modules.pop("windgate.datasets", None)
         from windgate import queries
@@ -255,7 +256,7 @@ def run_streamed(
             else (
                 "FAIL: "
                 + (
-                    _report.describe_difference(got, reference, "reference")
+                    report.describe_difference(got, reference, "reference")
                     if got is not None
                     else "no output"
                 )
@@ -278,7 +279,7 @@ def run_streamed(
             "check": check,
             "notes": note,
         }
-        _report.finish(r)
+        report.finish(r)
         log(
             f"  {r['experiment']} {r['query']} N={data.n:>2} {design:>7}: "
             f"{r['rows_per_s'] / 1e6:6.2f} M rows/s, "
@@ -293,153 +294,6 @@ SKIPPED: set[str] = set()  # designs the extension rejects
 
 
 # --------------------------------------------------------------------------------------------- peers
-
-
-def key_table(t: pa.Table, key: str) -> pa.Table:
-    """(window_start as int64 ms, key, count), sorted: what the peers' results are compared on."""
-    ws = t.column("window_start")
-    if pa.types.is_timestamp(ws.type):
-        ws = ws.cast(pa.timestamp("ms", tz=ws.type.tz)).cast(pa.int64())
-    out = pa.table(
-        {
-            "window_start": ws.cast(pa.int64()),
-            key: t.column(key).cast(pa.int32()),
-            "count": t.column("count").cast(pa.int64()),
-        }
-    )
-    return out.sort_by([("window_start", "ascending"), (key, "ascending")])
-
-
-def duckdb_query(q, size_ms: int, slide_ms: int) -> str:
-    n = -(-size_ms // slide_ms)
-    t = "epoch_ms(ts)"
-    k = f"({t} // {slide_ms} - CASE WHEN {t} % {slide_ms} < 0 THEN 1 ELSE 0 END)"
-    return f"""
-        WITH b AS (SELECT {q.by} AS key, {t} AS t, {k} AS k FROM u)
-        SELECT j * {slide_ms} AS window_start, key AS {q.by}, count(*) AS count
-        FROM b, range(k - {n - 1}, k + 1) AS r(j)
-        WHERE j * {slide_ms} + {size_ms} > t
-        GROUP BY ALL
-        ORDER BY window_start, {q.by}
-    """
-
-
-def run_duckdb(union: pa.Table, q, size_ms, slide_ms, repeat, threads) -> dict:
-    import duckdb
-
-    con = duckdb.connect()
-    try:
-        con.register("src", union.select(["ts", q.by]))
-        con.execute("CREATE TABLE u AS SELECT * FROM src")
-        con.unregister("src")
-        con.execute(f"SET threads={threads}")
-        sql = duckdb_query(q, size_ms, slide_ms)
-        best, runs, res = best_of(lambda: con.sql(sql).to_arrow_table(), repeat)
-        return {
-            "engine": "duckdb",
-            "threads": threads,
-            "seconds": best,
-            "runs": runs,
-            "table": res,
-            "notes": f"lateral range() explode + GROUP BY, SET threads={threads}, on the union",
-        }
-    finally:
-        con.close()
-
-
-def run_polars(union: pa.Table, q, size_ms, slide_ms, repeat) -> dict:
-    import polars as pl
-
-    df = pl.from_arrow(union.select(["ts", q.by])).rechunk()
-    back = -(-size_ms // slide_ms)
-
-    def query():
-        return (
-            df.group_by_dynamic(
-                "ts",
-                every=f"{slide_ms}ms",
-                period=f"{size_ms}ms",
-                offset=f"{-back * slide_ms}ms",
-                group_by=q.by,
-                closed="left",
-                label="left",
-                start_by="window",
-            )
-            .agg(pl.len().alias("count"))
-            .sort(["ts", q.by])
-        )
-
-    best, runs, res = best_of(query, repeat)
-    table = res.rename({"ts": "window_start"}).to_arrow()
-    return {
-        "engine": "polars",
-        "threads": pl.thread_pool_size(),
-        "seconds": best,
-        "runs": runs,
-        "table": table,
-        "notes": f"group_by_dynamic(every={slide_ms // 1000}s, period={size_ms // 1000}s, group_by={q.by}) "
-        "+ sort, on the union (sorted by ts)",
-    }
-
-
-def run_spark(union: pa.Table, q, size_ms, slide_ms, repeat, master: str, tmp: Path) -> list[dict]:
-    import pyarrow.parquet as pq
-    from pyspark.sql import functions as F
-
-    _, queries = windgate_modules()
-    from windgate.spark import local_session
-
-    cores = int(master[len("local[") : -1]) if master.startswith("local[") and master[-2].isdigit() else None
-    path = tmp / "union.parquet"
-    pq.write_table(union.select(["ts", q.by]), path)
-    t0 = time.perf_counter()
-    spark = local_session("windgate-bench-multiway", master)
-    start_s = time.perf_counter() - t0
-    out = []
-    try:
-        df = spark.read.parquet(str(path)).cache()
-        df.count()  # reading and decoding Parquet is not timed
-
-        def native(d):
-            return d.groupBy(
-                F.window("ts", f"{size_ms // 1000} seconds", f"{slide_ms // 1000} seconds"), q.by
-            ).agg(F.count(F.lit(1)).alias("count"))
-
-        native(df.limit(10_000)).write.format("noop").mode("overwrite").save()  # JIT warm-up, not timed
-        best, runs, _ = best_of(lambda: native(df).write.format("noop").mode("overwrite").save(), repeat)
-        table = native(df).select(F.col("window.start").alias("window_start"), q.by, "count").toArrow()
-        out.append(
-            {
-                "engine": "spark",
-                "threads": cores,
-                "seconds": best,
-                "runs": runs,
-                "table": table,
-                "notes": f"native window() groupBy, {master}, input cached, noop sink (Spark up in "
-                f"{start_s:.1f} s, not timed)",
-            }
-        )
-        try:
-            wg = lambda: queries.spark_query(q.name, df, threads=1, ordered=False)  # noqa: E731
-            warm = queries.spark_query(q.name, df.limit(10_000), threads=1, ordered=False)
-            warm.write.format("noop").mode("overwrite").save()  # Python workers up, not timed
-            best, runs, _ = best_of(lambda: wg().write.format("noop").mode("overwrite").save(), repeat)
-            out.append(
-                {
-                    "engine": "windgate on spark",
-                    "threads": cores,
-                    "seconds": best,
-                    "runs": runs,
-                    "table": wg().toArrow(),
-                    "notes": f"windgate.queries.spark_query (repartition by key + mapInArrow), {master}, "
-                    "noop sink",
-                }
-            )
-        except Exception as exc:
-            out.append(failure("windgate on spark", cores, exc))
-    finally:
-        spark.stop()
-    return out
 
 
 def run_peers(args, q, n: int, rows: int, tmp: Path) -> list[dict]:
@@ -484,7 +338,8 @@ def run_peers(args, q, n: int, rows: int, tmp: Path) -> list[dict]:
         ("polars", lambda: [run_polars(union, q, size_ms, slide_ms, args.repeat)]),
     ]
     if args.spark:
-        engines.append(("spark", lambda: run_spark(union, q, size_ms, slide_ms, 1, args.spark_master, tmp)))
+        master = args.spark_master
+        engines.append(("spark", lambda: run_spark(union, q, size_ms, slide_ms, 1, master, tmp, queries)))
     for name, fn in engines:
         log(f"  running {name}")
         try:
@@ -501,9 +356,9 @@ def run_peers(args, q, n: int, rows: int, tmp: Path) -> list[dict]:
             r["check"] = (
                 "ok (windgate)"
                 if got.equals(ref)
-                else "FAIL: " + _report.describe_difference(got, ref, "windgate")
+                else "FAIL: " + report.describe_difference(got, ref, "windgate")
             )
-        _report.finish(r)
+        report.finish(r)
         if r.get("seconds"):
             log(
                 f"  {r['engine']}: {r['seconds']:.3f} s, {r['rows_per_s'] / 1e6:.2f} M rows/s, "
@@ -569,7 +424,7 @@ def compare(results: list[dict], experiment: str, what: str) -> str:
         cells = []
         for lab in labels:
             r = next((x for x in rows if x["engine"] == d and x["query"] == lab), None)
-            cells.append("" if r is None or not r.get("rows_per_s") else _report._fmt_rate(r["rows_per_s"]))
+            cells.append("" if r is None or not r.get("rows_per_s") else fmt_rate(r["rows_per_s"]))
             cells.append("" if r is None or r.get("p99_ms") is None else _ms(r["p99_ms"]))
         if not any(cells):
             cells = ["not in this build yet" if d.split()[-1] in SKIPPED else "failed", *cells[1:]]
@@ -578,56 +433,40 @@ def compare(results: list[dict], experiment: str, what: str) -> str:
 
 
 def plot(results, path, title):
-    plt = _report.pyplot()
-    if plt is None:
-        return None
+    """Per query of experiment (a): throughput and p99 latency against the number of sources."""
     rows = [r for r in results if r.get("experiment") == "a: sources" and r.get("rows_per_s")]
     if not rows:
         return None
-    from matplotlib import ticker
-
-    queries_ = list(dict.fromkeys(r["query"] for r in rows))
-    fig, axes = plt.subplots(len(queries_), 2, figsize=(11, 3.6 * len(queries_)), squeeze=False)
-    for row_axes, qn in zip(axes, queries_, strict=True):
-        for d in dict.fromkeys(r["engine"] for r in rows if r["query"] == qn):
-            pts = sorted(
-                (r["sources"], r["rows_per_s"] / 1e6, r.get("p99_ms"))
-                for r in rows
-                if r["engine"] == d and r["query"] == qn
+    panels = []
+    for qn in dict.fromkeys(r["query"] for r in rows):
+        mine = [r for r in rows if r["query"] == qn]
+        designs = list(dict.fromkeys(r["engine"] for r in mine))
+        styles = {d: "-o" if "auto" in d else "--s" for d in designs}
+        for y, scale, ylabel, what in (
+            ("rows_per_s", 1e6, "M rows/s (log)", "throughput"),
+            ("p99_ms", 1.0, "p99 ms per push (log)", "latency"),
+        ):
+            panels.append(
+                plots.Lines(
+                    f"{qn}: {what}",
+                    {d: plots.points(mine, "sources", y, scale=scale, engine=d) for d in designs},
+                    xlabel="sources N",
+                    ylabel=ylabel,
+                    yscale="log",
+                    plain_log_labels=True,
+                    styles=styles,
+                    xticks=sorted({r["sources"] for r in mine}),
+                    legend=what == "throughput",
+                )
             )
-            style = "-o" if "auto" in d else "--s"
-            row_axes[0].plot([p[0] for p in pts], [p[1] for p in pts], style, label=d)
-            row_axes[1].plot([p[0] for p in pts], [p[2] for p in pts], style, label=d)
-        row_axes[0].set(xlabel="sources N", ylabel="M rows/s (log)", yscale="log", title=f"{qn}: throughput")
-        row_axes[1].set(
-            xlabel="sources N", ylabel="p99 ms per push (log)", yscale="log", title=f"{qn}: latency"
-        )
-        row_axes[0].legend(fontsize=8)
-        ns = sorted({r["sources"] for r in rows if r["query"] == qn})
-        for ax in row_axes:
-            ax.set_xticks(ns, [str(n) for n in ns])
-            ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.yaxis.set_minor_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.tick_params(axis="y", which="minor", labelsize=7)
-            ax.grid(True, which="major", alpha=0.3)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return plots.figure(path, title, panels, ncols=2, panel_size=(5.5, 3.6), dpi=110)
 
 
 # --------------------------------------------------------------------------------------------- main
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
-    )
-    p.add_argument("--out", default=_report.DEFAULT_OUT, help="results directory (default bench-results/)")
-    p.add_argument("--quick", action="store_true", help="fewer rows, N in 1, 4, 20, one run each (~1 min)")
+    p = runner.parser(__doc__, quick="fewer rows, N in 1, 4, 20, one run each (~1 min)")
     p.add_argument(
         "--rows", type=int, default=None, help="smartgrid rows for (a)-(c) (default 1,000,000; quick 150,000)"
     )
@@ -653,7 +492,6 @@ def parse_args(argv):
     )
     p.add_argument("--no-spark", dest="spark", action="store_false", help="leave Spark out of (d)")
     p.add_argument("--spark-master", default="local[2]")
-    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     q = args.quick
     args.rows = args.rows or (150_000 if q else 1_000_000)
@@ -667,11 +505,8 @@ def parse_args(argv):
 
 
 def main(argv: list[str] | None = None) -> int:
-    import shutil
-    import tempfile
-
     args = parse_args(argv)
-    busy_at_start, cpu_start, build = _report.start_run()
+    run = runner.Run(NAME, args.out)
     _, queries = windgate_modules()
     for d in args.designs:
         AVAILABLE[d] = accepted(d)
@@ -679,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
             SKIPPED.add(d)
             log(f"strategy {d!r}: not in this build of windgate._native; reported as skipped")
     t_start = time.perf_counter()
-    results: list[dict] = []
+    results = run.results
     refs: dict = {}
 
     def experiment(label: str, qname: str, rows: int, n: int, tag: str | None = None, **gen) -> None:
@@ -712,7 +547,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     total_s = time.perf_counter() - t_start
-    others = _report.others_busy(cpu_start)
+    load = run.load()
+    busy_at_start, others = load["cpu_busy_at_start"], load["cpu_busy_by_others"]
 
     params = {
         "smartgrid_rows": args.rows,
@@ -724,9 +560,7 @@ def main(argv: list[str] | None = None) -> int:
         "repeat": args.repeat,
         "designs": {d: ("ok" if AVAILABLE[d] else "not in this build") for d in args.designs},
         "seed": args.seed,
-        "windgate_extension": build,
-        "cpu_busy_at_start": busy_at_start,
-        "cpu_busy_by_others": others,
+        **load,
         "wall_seconds": round(total_s, 1),
     }
     load = (
@@ -753,14 +587,14 @@ def main(argv: list[str] | None = None) -> int:
     sections = [
         "## Paper context\n\n" + PAPER,
         "## (a) rows/s against sources N, k-OS\n\n"
-        + pivot(results, "a: sources", "k-OS", "rows_per_s", _report._fmt_rate),
+        + pivot(results, "a: sources", "k-OS", "rows_per_s", fmt_rate),
         "## (a) p99 latency (ms per push) against sources N, k-OS\n\n"
         + pivot(results, "a: sources", "k-OS", "p99_ms", _ms),
     ]
     if not args.quick:
         sections += [
             "## (a) rows/s against sources N, k-OI\n\n"
-            + pivot(results, "a: sources", "k-OI", "rows_per_s", _report._fmt_rate),
+            + pivot(results, "a: sources", "k-OI", "rows_per_s", fmt_rate),
             "## (a) p99 latency (ms per push) against sources N, k-OI\n\n"
             + pivot(results, "a: sources", "k-OI", "p99_ms", _ms),
         ]
@@ -780,16 +614,13 @@ def main(argv: list[str] | None = None) -> int:
     ]
     sections.append(
         f"## (d) peers on the union, k-OI (count per meter, 30 s windows sliding 3 s), N={nf}\n\n"
-        + _report.markdown_table(peers, peer_columns)
+        + report.markdown_table(peers, peer_columns)
     )
     title = (
-        "Multiway aggregation (seed 000): designs against sources, windows and keys; peers on the union "
+        "Multiway aggregation: designs against sources, windows and keys; peers on the union "
         f"({os.cpu_count()} cores)"
     )
-    paths = _report.write_report(
-        NAME,
-        results,
-        out_dir=args.out,
+    paths = run.write(
         title=title,
         params=params,
         notes=notes,
@@ -797,13 +628,8 @@ def main(argv: list[str] | None = None) -> int:
         sections=sections,
         plot=plot,
     )
-    print(_report.markdown_table(results, COLUMNS))
+    print(report.markdown_table(results, COLUMNS))
     for s in sections[1:]:
         print("\n" + s)
     print(f"\nwall time {total_s:.0f} s; wrote " + ", ".join(str(p) for p in paths.values()))
-    return 1 if any(str(r.get("check", "")).startswith("FAIL") for r in results) else 0
-
-
-if __name__ == "__main__":
-    with contextlib.suppress(BrokenPipeError):
-        sys.exit(main())
+    return 1 if run.failed() else 0

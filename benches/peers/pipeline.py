@@ -1,5 +1,5 @@
-#!/usr/bin/env python
-"""Brief 001 §8.3's micro-benchmarks of the ordered-pipeline runtime (B2, B3, B5, B6), run by the Rust binary
+"""Micro-benchmarks of the ordered-pipeline runtime (B2, B3, B5, B6), after the evaluation of Prasaad,
+Ramalingam and Rajan, *Scaling Ordered Stream Processing on Shared-Memory Multicores*; run by the Rust binary
 ``benches/src/bin/pipeline_micro.rs`` and reported here as Markdown tables and a PNG.
 
 The binary's operators busy-wait a set time per item, so each figure isolates the runtime's overhead:
@@ -20,8 +20,8 @@ Every row also carries the sequential executor's time on the same input; "overhe
 executor on 1 thread over it. Items are the binary's input items; this machine has 2 cores, so the paper's
 sweeps to 16 cores are cut to 1 and 2 threads.
 
-    .venv/bin/python benches/peers/pipeline.py --out bench-results            # about 2 minutes
-    .venv/bin/python benches/peers/pipeline.py --out bench-results --quick    # about 20 seconds
+    .venv/bin/python -m benches.peers pipeline --out bench-results            # about 2 minutes
+    .venv/bin/python -m benches.peers pipeline --out bench-results --quick    # about 20 seconds
 
 The script builds the binary (``cargo build --release -p windgate-benches --bin pipeline_micro``), then runs
 it as ``pipeline_micro <bench> [--quick]``, which is what ``cargo run --release -p windgate-benches --bin
@@ -31,18 +31,14 @@ pipeline_micro -- <bench> [--quick]`` runs, and parses its JSON lines. Results:
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import _report  # noqa: E402
-from _report import log  # noqa: E402
+from . import plot as plots
+from . import report, runner
+from .report import ROOT, fmt_rate, log
 
 NAME = "pipeline"
 BENCHES = ("b2", "b3", "b5", "b6")
@@ -64,7 +60,7 @@ def build() -> Path:
     part."""
     cmd = [*BUILD, "--message-format=json-render-diagnostics"]
     log("building: " + " ".join(BUILD))
-    proc = subprocess.run(cmd, cwd=_report.ROOT, stdout=subprocess.PIPE, text=True, check=True)
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True)
     for line in proc.stdout.splitlines():
         msg = json.loads(line) if line.startswith("{") else {}
         artifact = msg.get("reason") == "compiler-artifact" and msg.get("executable")
@@ -77,7 +73,7 @@ def run_binary(exe: Path, bench: str, quick: bool) -> list[dict]:
     """Run ``pipeline_micro`` and return its JSON objects (other stdout lines are logged and skipped)."""
     cmd = [str(exe), bench, *(["--quick"] if quick else [])]
     log("running " + " ".join(cmd))
-    proc = subprocess.run(cmd, cwd=_report.ROOT, stdout=subprocess.PIPE, text=True, check=True)
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, check=True)
     rows = []
     for line in proc.stdout.splitlines():
         line = line.strip()
@@ -114,7 +110,7 @@ def _x(v) -> str:
 
 COMMON = (
     ("threads", "threads"),
-    ("items_per_s", "items/s", _report._fmt_rate),
+    ("items_per_s", "items/s", fmt_rate),
     ("seconds", "seconds", _f(3)),
     ("sequential_seconds", "sequential s", _f(3)),
     ("overhead", "1-thread overhead", _x),
@@ -155,7 +151,7 @@ COLUMNS = {
 
 SUMMARY_COLUMNS = (
     ("bench", "benchmark"),
-    ("paper", "paper (brief 001 §7.3)"),
+    ("paper", "the paper says"),
     ("measured", "measured here"),
 )
 
@@ -239,7 +235,7 @@ def sections(results: list[dict]) -> list[str]:
         if bench == "b3_latency":
             for r in rows:
                 r["latency_over_cost"] = r["latency_ms"] * 1e3 / r["cost_us"]
-        out.append(f"## {title}\n\n" + _report.markdown_table(rows, COLUMNS[bench]))
+        out.append(f"## {title}\n\n" + report.markdown_table(rows, COLUMNS[bench]))
     return out
 
 
@@ -247,73 +243,64 @@ def sections(results: list[dict]) -> list[str]:
 
 
 def plot(results, path, title):
-    plt = _report.pyplot()
-    if plt is None:
-        return None
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
-    (b2, b3), (b5, b6) = axes
-    scheme_style = {"hybrid": "-o", "partitioned": "--s"}
-
-    rows = [r for r in results if r["bench"] == "b2_skew" and r["threads"] == 2]
-    for scheme, style in scheme_style.items():
-        pts = sorted((r["sigma"], r["speedup"]) for r in rows if r["partitioning"] == scheme)
-        if pts:
-            b2.plot(*zip(*pts, strict=True), style, label=scheme)
-    b2.axhline(1.0, color="grey", lw=0.8)
-    b2.set(
-        xscale="log", xlabel="σ (smaller = more skew)", ylabel="speed-up, 2 threads over 1", title="B2 skew"
-    )
-
-    rows = [r for r in results if r["bench"] == "b3_latency"]
-    for scheme, style in scheme_style.items():
-        pts = sorted((r["cost_us"], r["latency_ms"]) for r in rows if r["partitioning"] == scheme)
-        if pts:
-            b3.plot(*zip(*pts, strict=True), style, label=scheme)
-    if rows:
-        costs = sorted({r["cost_us"] for r in rows})
-        b3.plot(costs, [c / 1e3 for c in costs], ":", color="grey", label="latency = cost")
-    b3.set(
-        xscale="log", yscale="log", xlabel="cost per item µs", ylabel="latency ms", title="B3 latency vs cost"
-    )
-
-    for ax, bench, group in ((b5, "b5_light_stateless", "cost_us"), (b6, "b6_high_selectivity", None)):
+    """B2: speed-up against skew; B3: latency against cost; B5, B6: speed-up per reorder scheme."""
+    schemes = {"hybrid": "-o", "partitioned": "--s"}
+    b2 = [r for r in results if r["bench"] == "b2_skew" and r["threads"] == 2]
+    b3 = [r for r in results if r["bench"] == "b3_latency"]
+    costs = sorted({r["cost_us"] for r in b3})
+    panels: list[plots.Panel] = [
+        plots.Lines(
+            "B2 skew",
+            {s: plots.points(b2, "sigma", "speedup", partitioning=s) for s in schemes},
+            xlabel="σ (smaller = more skew)",
+            ylabel="speed-up, 2 threads over 1",
+            xscale="log",
+            styles=schemes,
+            hlines=[(1.0, "")],
+            xticks=(),
+        ),
+        plots.Lines(
+            "B3 latency vs cost",
+            {
+                **{s: plots.points(b3, "cost_us", "latency_ms", partitioning=s) for s in schemes},
+                "latency = cost": [(c, c / 1e3) for c in costs],
+            },
+            xlabel="cost per item µs",
+            ylabel="latency ms",
+            xscale="log",
+            yscale="log",
+            styles={**schemes, "latency = cost": ":"},
+            xticks=(),
+        ),
+    ]
+    colors = {"nonblocking": "tab:orange", "locked": "tab:blue"}
+    for bench, group in (("b5_light_stateless", "cost_us"), ("b6_high_selectivity", None)):
         rows = [r for r in results if r["bench"] == bench and r["threads"] == 2]
         keys = sorted({r[group] for r in rows}) if group else [None]
-        width = 0.38
-        for i, (scheme, color) in enumerate((("nonblocking", "tab:orange"), ("locked", "tab:blue"))):
-            vals = []
-            for k in keys:
-                r = next(
-                    (x for x in rows if x["reorder"] == scheme and (group is None or x[group] == k)), None
-                )
-                vals.append(r["speedup"] if r else 0.0)
-            xs = [j + (i - 0.5) * width for j in range(len(keys))]
-            ax.bar(xs, vals, width, label=scheme, color=color)
-        ax.set_xticks(range(len(keys)), [f"{k:.0f} µs" for k in keys] if group else ["SL x50 -> PS"])
-        ax.axhline(1.0, color="grey", lw=0.8)
-        ax.set(ylabel="speed-up, 2 threads over 1", title=TITLES[bench].split(":")[0])
-    for ax in axes.flat:
-        ax.legend(fontsize=8)
-        ax.grid(True, alpha=0.3)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+
+        def speedup(scheme, k, rows=rows, group=group):
+            r = next((x for x in rows if x["reorder"] == scheme and (group is None or x[group] == k)), None)
+            return r["speedup"] if r else 0.0
+
+        panels.append(
+            plots.Bars(
+                TITLES[bench].split(":")[0],
+                [f"{k:.0f} µs" for k in keys] if group else ["SL x50 -> PS"],
+                {scheme: [speedup(scheme, k) for k in keys] for scheme in colors},
+                ylabel="speed-up, 2 threads over 1",
+                colors=colors,
+                hline=1.0,
+            )
+        )
+    return plots.figure(path, title, panels, ncols=2, panel_size=(5.5, 4.0), dpi=110)
 
 
 # --------------------------------------------------------------------------------------------- main
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
-    )
-    p.add_argument("--quick", action="store_true", help="the binary's --quick sizes (smoke test)")
+    p = runner.parser(__doc__, quick="the binary's --quick sizes (smoke test)", seed=False)
     p.add_argument("--bench", default="all", choices=["all", *BENCHES], help="one benchmark or all (default)")
-    p.add_argument("--out", default=_report.DEFAULT_OUT, help="results directory (default bench-results/)")
     p.add_argument(
         "--no-build",
         action="store_true",
@@ -325,7 +312,7 @@ def parse_args(argv):
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.no_build:
-        target = Path(os.environ.get("CARGO_TARGET_DIR", _report.ROOT / "target"))
+        target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
         exe = target / "release" / "pipeline_micro"
         if not exe.exists():
             log(f"--no-build: {exe} does not exist; build it first")
@@ -340,17 +327,17 @@ def main(argv: list[str] | None = None) -> int:
                 "binary built last"
             )
             return 1
-    busy_at_start = _report.cpu_busy()  # a compiler or a test next to the benchmark skews it
-    cpu_start = _report.cpu_snapshot()
+    run = runner.Run(NAME, args.out, build=False)  # a compiler or a test next to the benchmark skews it
     results = [enrich(r) for r in run_binary(exe, args.bench, args.quick)]
-    busy = _report.others_busy(cpu_start)
+    load = run.load()
+    busy = load["cpu_busy_by_others"]
     if not results:
         log("the binary printed no results")
         return 1
     params = {
         "bench": args.bench,
         "quick": args.quick,
-        "cpu_busy_at_start": busy_at_start,
+        "cpu_busy_at_start": load["cpu_busy_at_start"],
         "cpu_busy_by_others": busy,
         "command": " ".join([str(exe), args.bench, *(["--quick"] if args.quick else [])]),
         "built_now": not args.no_build,
@@ -359,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         "Items/s and seconds are one run each (the binary measures wall time of the whole run); compare the "
         "ratios within this run, not absolute numbers across runs.",
         "Latency: mean of the markers between the 20th and 80th percentile of arrival, from the first "
-        "operator's start to leaving the last operator (brief 001 §7.1); B2/B5/B6 use a marker every 100 "
+        "operator's start to leaving the last operator, as in the paper; B2/B5/B6 use a marker every 100 "
         "items, B3 about 50 markers a run. A marker costs nothing itself, so its latency is the time it "
         "waits behind earlier items (in queues and the reorder buffer), not an item's cost.",
         "1-thread overhead: the parallel executor on 1 worker over the sequential executor on the same input "
@@ -367,26 +354,15 @@ def main(argv: list[str] | None = None) -> int:
         "Defaults: scheduler CT, S = 1024 reorder slots, τ = 500 µs, W = 20 ms (PipelineOptions::default).",
         f"Other processes kept the machine {busy:.0%} busy during the run." if busy is not None else "",
     ]
-    paths = _report.write_report(
-        NAME,
-        summary(results),
-        out_dir=args.out,
-        title="Ordered pipelines: brief 001's micro-benchmarks (B2, B3, B5, B6)",
+    paths = run.write(
+        title="Ordered pipelines: the runtime's micro-benchmarks (B2, B3, B5, B6)",
         params=params,
         notes=[n for n in notes if n],
         columns=SUMMARY_COLUMNS,
         sections=sections(results),
         plot=lambda _summary, path, title: plot(results, path, title),
+        results=summary(results),
+        extra={"rows": results},  # the JSON keeps every row of the binary, not just the summary
     )
-    # The JSON keeps every row of the binary, not just the summary.
-    doc = json.loads(paths["json"].read_text())
-    doc["rows"] = results
-    paths["json"].write_text(json.dumps(doc, indent=2) + "\n")
     print(paths["md"].read_text())
-    print("wrote " + ", ".join(str(p) for p in paths.values()))
-    return 0
-
-
-if __name__ == "__main__":
-    with contextlib.suppress(BrokenPipeError):
-        sys.exit(main())
+    return run.done(paths)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """windgate.spark against Spark's best plans, on the same data in one Spark session, every answer checked.
 
 Families of cases (``--cases`` picks them by ``family:name`` patterns; ``--rows`` sets the sizes):
@@ -20,10 +19,10 @@ answer is collected once and compared with the first Spark plan's: sorted, float
 everything else exact. Outputs larger than ``--check-rows`` are compared on the keys ``key % m == 0`` (the
 report says which ``m``). A mismatch is a FAIL in the table, a MISMATCH line in the log and exit status 1.
 
-    .venv/bin/python benches/peers/spark.py                                   # 1M and 10M rows, every case
-    .venv/bin/python benches/peers/spark.py --rows 1M --repeat 1 \
+    .venv/bin/python -m benches.peers spark                                   # 1M and 10M rows, every case
+    .venv/bin/python -m benches.peers spark --rows 1M --repeat 1 \
         --cases 'window:sliding-1k-count_sum_max@*,join:nokey-*,topk:*'            # a quick look
-    .venv/bin/python benches/peers/spark.py --list                              # the case names
+    .venv/bin/python -m benches.peers spark --list                              # the case names
 
 Results: ``<out>/spark.{json,md,png}`` (default ``bench-results/``); data cached in ``<out>/spark-data/``.
 """
@@ -31,22 +30,18 @@ Results: ``<out>/spark.{json,md,png}`` (default ``bench-results/``); data cached
 from __future__ import annotations
 
 import argparse
-import contextlib
 import fnmatch
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import _report  # noqa: E402
-import spark_data  # noqa: E402
-from _report import best_of, failure, log  # noqa: E402
+from windgate import _demo_check as check
+from windgate import _demo_plans as plans
 
-from windgate import _demo_check as check  # noqa: E402
-from windgate import _demo_plans as plans  # noqa: E402
+from . import plot as plots
+from . import report, runner, spark_data
+from .report import best_of, failure, log
 
 NAME = "spark"
 FAMILIES = {"window": "Window aggregation", "join": "Band join", "topk": "Top-k per window"}
@@ -271,16 +266,13 @@ def warm_up(spark) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
-    )
+    p = runner.parser(__doc__, repeat=3, repeat_help="timed runs per plan, best kept (default 3)")
     p.add_argument("--rows", default="1M,10M", help="window/top-k input sizes, comma list (default 1M,10M)")
     p.add_argument("--with-30m", action="store_true", help="add 30M rows to --rows")
     p.add_argument(
         "--cases", default="*", help="comma list of family:name patterns (default all); see --list"
     )
     p.add_argument("--list", action="store_true", help="list the cases --rows gives and exit")
-    p.add_argument("--repeat", type=int, default=3, help="timed runs per plan, best kept (default 3)")
     p.add_argument(
         "--join-sizes", default="5k:75k,20k:300k", help="clicks:impressions pairs (default 5k:75k,20k:300k)"
     )
@@ -293,8 +285,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--master", default="local[2]")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=_report.DEFAULT_OUT, help="results directory (default bench-results/)")
     p.add_argument("--data", default=None, help="data directory (default <out>/spark-data)")
     args = p.parse_args(argv)
     args.sizes = [_size(x) for x in args.rows.split(",") if x.strip()] + (
@@ -319,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import windgate.spark as wspark
 
-    busy_at_start, cpu_start, build = _report.start_run()
+    run = runner.Run(NAME, args.out)
     cores = int(args.master[6:-1]) if args.master[6:-1].isdigit() else None
     t0 = time.perf_counter()
     spark = wspark.local_session(
@@ -329,7 +319,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     took = time.perf_counter() - t0
     log(f"Spark {spark.version} on {args.master} in {took:.1f} s; {len(args.selected)} cases")
-    results: list[dict] = []
     try:
         if args.warm_up:
             t0 = time.perf_counter()
@@ -358,14 +347,16 @@ def main(argv: list[str] | None = None) -> int:
                 r.pop("_df", None)
                 if best and r.get("seconds"):
                     r["vs_best_spark"] = best / r["seconds"]
-                results.append(_report.finish(r))
+                run.add(r, "")
     finally:
         spark.stop()
-    return report(args, results, busy_at_start, cpu_start, build)
+    return finish(args, run)
 
 
-def report(args, results: list[dict], busy_at_start, cpu_start, build) -> int:
-    failed = [r for r in results if str(r.get("check", "")).startswith("FAIL") or r.get("error")]
+def finish(args, run: runner.Run) -> int:
+    """The report: one table per family of cases; exit status 1 when an answer failed or mismatched."""
+    results = run.results
+    failed = run.failed(errors=True)
     columns = (
         ("case", "case"),
         ("engine", "engine"),
@@ -402,29 +393,19 @@ def report(args, results: list[dict], busy_at_start, cpu_start, build) -> int:
         "master": args.master,
         "shuffle_partitions": args.shuffle_partitions,
         "check_rows": args.check_rows,
-        "windgate_extension": build,
-        "cpu_busy_at_start": busy_at_start,
-        "cpu_busy_by_others": _report.others_busy(cpu_start),
+        **run.load(),
     }
-    paths = _report.write_report(
-        NAME,
-        results,
-        out_dir=args.out,
+    paths = run.write(
         title="windgate.spark vs Spark's best plans (same data, same session)",
         params=params,
         notes=notes,
         columns=columns,
         groups=groups,
-        plot=_report.plot_case_seconds,
+        plot=plots.case_seconds,
     )
     for heading, group in groups:
-        print(f"\n{heading}\n" + _report.markdown_table(group, columns))
+        print(f"\n{heading}\n" + report.markdown_table(group, columns))
     print("\nwrote " + ", ".join(str(p) for p in paths.values()))
     if failed:
         log(f"{len(failed)} result(s) FAILED or MISMATCHED: see the check column")
     return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    with contextlib.suppress(BrokenPipeError):
-        sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """windgate.spark.band_join against Spark's own join: clicks with the impressions of the same user up to 30 s
 before them.
 
@@ -13,20 +12,22 @@ Data (numpy, seeded): ``--clicks`` clicks and ``--impressions`` impressions of `
 
 Each run writes every output row to Spark's ``noop`` sink; best of ``--repeat`` wall-clock seconds
 (windgate's include the ``band_join`` call itself, whose planning job, if any, runs there). Both engines'
-row counts must agree. ``measure()`` returns the numbers as a dict for other scripts.
+row counts must agree. ``measure()`` returns the numbers as a dict for other scripts. Prints a JSON
+document and a summary; writes no report.
 
-    python benches/peers/spark_band_join.py                 # 20k clicks x 300k impressions, 2k users
-    python benches/peers/spark_band_join.py --quick
+    python -m benches.peers spark_band_join                 # 20k clicks x 300k impressions, 2k users
+    python -m benches.peers spark_band_join --quick
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
 import numpy as np
 import pyarrow as pa
+
+from . import runner
 
 
 def data(clicks: int, impressions: int, users: int, span_s: int, seed: int = 7) -> tuple[pa.Table, pa.Table]:
@@ -113,18 +114,18 @@ def measure(
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    ap = runner.parser(
+        __doc__, quick="2k clicks x 30k impressions, 1 repeat", repeat=3, seed=False, out=False
+    )
     ap.add_argument("--clicks", type=int, default=20_000)
     ap.add_argument("--impressions", type=int, default=300_000)
     ap.add_argument("--users", type=int, default=2_000)
     ap.add_argument("--span", type=int, default=3_600, help="seconds the events spread over")
     ap.add_argument("--nokey-clicks", type=int, default=5_000)
     ap.add_argument("--nokey-impressions", type=int, default=50_000)
-    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--quick", action="store_true", help="2k clicks x 30k impressions, 1 repeat")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.quick:
         a.clicks, a.impressions, a.nokey_clicks, a.nokey_impressions, a.repeat = (
             2_000,
@@ -148,7 +149,4 @@ def main() -> None:
             f"({r['spark_s'] / r['windgate_s']:.1f}x)"
         )
     spark.stop()
-
-
-if __name__ == "__main__":
-    main()
+    return 0

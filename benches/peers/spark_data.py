@@ -1,5 +1,6 @@
-"""The data of ``benches/peers/spark.py``: Parquet datasets written once (and reused while their parameters
-match), and the one input that is not a file scan (``spark.range`` with derived columns).
+"""The data of the ``spark`` suite (:mod:`benches.peers.spark`): Parquet datasets written once (and reused
+while their parameters match), and the one input that is not a file scan (``spark.range`` with derived
+columns).
 
 * window datasets (``window-<rows>-<keys>/``): ``ts`` (``timestamp[ms, UTC]``, uniform over ``rows / rate``
   seconds from 2013-09-01, in random order), ``key`` (int64, uniform on ``[0, keys)``), ``value`` (float64,
@@ -20,14 +21,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .report import log
+
 START_MS = 1_377_993_600_000  # 2013-09-01T00:00:00Z
 TS = pa.timestamp("ms", tz="UTC")
 FILES = 4
 ROW_GROUPS_PER_FILE = 4
-
-
-def _log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 def _cached(path: Path, params: dict) -> bool:
@@ -45,7 +44,7 @@ def _write(path: Path, params: dict, parts) -> None:
         groups = max(1, -(-table.num_rows // ROW_GROUPS_PER_FILE))
         pq.write_table(table, path / f"part-{i:03d}.parquet", row_group_size=groups, compression="snappy")
     (path / "_PARAMS.json").write_text(json.dumps(params))
-    _log(f"wrote {path} in {time.perf_counter() - t0:.1f} s")
+    log(f"wrote {path} in {time.perf_counter() - t0:.1f} s")
 
 
 def _split(rows: int, parts: int) -> list[int]:
@@ -59,7 +58,7 @@ def window_dataset(root: Path, rows: int, keys: int, *, rate: float = 1000.0, se
     if _cached(path, params):
         return path
     span_ms = max(1, int(rows / rate * 1000))
-    _log(f"generating {rows:,} rows, {keys:,} keys over {span_ms / 1000:,.0f} s into {path}")
+    log(f"generating {rows:,} rows, {keys:,} keys over {span_ms / 1000:,.0f} s into {path}")
 
     def parts():
         for i, n in enumerate(_split(rows, FILES)):

@@ -1,7 +1,8 @@
-#!/usr/bin/env python
-"""Seed 003's approaches in the thesis' three benchmark settings: the shape of its §4 / §7.3 comparison.
+"""The disjoint-parallel aggregation approaches of Beicht's master's thesis, *Disjoint Parallelization of
+Sliding-Window Streaming Aggregation* (Chalmers University of Technology, 2016), in its three benchmark
+settings: the shape of its evaluation.
 
-The thesis (Beicht 2016, brief 003 §4, Table 16) compares its approaches in three settings, each built to
+The thesis (its Table 16) compares its approaches in three settings, each built to
 favour one of them. Its input: timestamps 1, 2, 3, ... (ATD = 1) and keys uniform in [0, DK):
 
 =============== ======= ===== ===== ============================================ =========================
@@ -12,14 +13,15 @@ RRCP-Advantage   10000   100   10    sum + the same 4 x 1k ops                  
 RR-Advantage     1000    1     1     count                                        RRA (and RRCA)
 =============== ======= ===== ===== ============================================ =========================
 
-Here each setting runs windgate's strategies ``pane`` (1 thread), ``farm`` (seed 004's pane farm), ``rrcpa``
-(the thesis' pane-based approach in line form), ``hsa`` and ``rra`` (the thesis' handshake and round-robin
-line approaches: every row visits every worker, no panes), ``hoa`` and ``rrca`` (the thesis' hash-once and
-round-robin-cyclic ring approaches: the input feeds every worker, rows travel round the ring, result sets
-wait for each worker's safe mark) at 1 and 2 threads on this machine. Windgate has no
-hook for per-row user code, so the "4 x 1k arithmetic ops" pre-processing is left out: Hash- and
-RRCP-Advantage aggregate plain ``sum(v)`` (``v`` int64 uniform in [0, 1000)), RR-Advantage ``count``. The key
-column ``k`` is int64, all 0 in RR-Advantage (DK = 1).
+Here each setting runs windgate's strategies ``pane`` (1 thread), ``farm`` (the pane farm of Mencagli,
+Torquati, Danelutto and De Matteis, *Parallel Continuous Preference Queries over Out-of-Order and Bursty
+Data Streams*), ``rrcpa`` (the thesis' pane-based approach in line form), ``hsa`` and ``rra`` (the
+thesis' handshake and round-robin line approaches: every row visits every worker, no panes), ``hoa`` and
+``rrca`` (the thesis' hash-once and round-robin-cyclic ring approaches: the input feeds every worker, rows
+travel round the ring, result sets wait for each worker's safe mark) at 1 and 2 threads on this machine.
+Windgate has no hook for per-row user code, so the "4 x 1k arithmetic ops" pre-processing is left out:
+Hash- and RRCP-Advantage aggregate plain ``sum(v)`` (``v`` int64 uniform in [0, 1000)), RR-Advantage
+``count``. The key column ``k`` is int64, all 0 in RR-Advantage (DK = 1).
 
 Per configuration:
 
@@ -35,8 +37,8 @@ RRCP-Advantage and ``--rows / 400`` for RR-Advantage (a single push there: fewer
 Every run's output (batch and streaming) must equal ``strategy="reference"``'s on the same rows, exactly as
 Arrow tables; any difference prints FAIL and the script exits 1.
 
-    .venv/bin/python benches/peers/thesis_approaches.py            # 8 M / 200 k / 20 k rows, ~2 min, 2 cores
-    .venv/bin/python benches/peers/thesis_approaches.py --quick    # 2 M / 50 k / 5 k rows, ~30 s
+    .venv/bin/python -m benches.peers thesis_approaches            # 8 M / 200 k / 20 k rows, ~2 min, 2 cores
+    .venv/bin/python -m benches.peers thesis_approaches --quick    # 2 M / 50 k / 5 k rows, ~30 s
 
 Results: ``<out>/thesis_approaches.{json,md,png}`` (default ``bench-results/``).
 """
@@ -44,20 +46,17 @@ Results: ``<out>/thesis_approaches.{json,md,png}`` (default ``bench-results/``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import _report  # noqa: E402
-from _report import failure, log  # noqa: E402
+from . import plot as plots
+from . import report, runner
+from .report import failure, fmt_rate, log
 
 NAME = "thesis_approaches"
 TIME, KEY, VALUE = "ts", "k", "v"
@@ -105,7 +104,7 @@ THESIS = ("rrcpa", "hsa", "rra", "hoa", "rrca")
 #: Who the thesis says wins each setting (among its approaches measured here).
 THESIS_WINNER = {"hash": ("hsa", "hoa"), "rrcp": ("rrcpa",), "rr": ("rra", "rrca")}
 
-#: How each approach scales in the thesis' plots, per setting (brief 003 §4).
+#: How each approach scales in the thesis' plots, per setting.
 THESIS_SCALING = {
     ("hash", "rrcpa"): "flat (1024-row queues); linear with pane-sized queues",
     ("hash", "hsa"): "almost linear up to 7 PUs",
@@ -142,7 +141,7 @@ SETTING_COLUMNS = (
     ("rows_per_s", "rows/s (best)"),
     ("speedup", "vs 1 thread"),
     ("vs_pane", "vs pane", lambda x: f"{x:.2f}x"),
-    ("stream_rows_per_s", "stream rows/s", _report._fmt_rate),
+    ("stream_rows_per_s", "stream rows/s", fmt_rate),
     ("push_ms_mean", "push ms (mean)", lambda x: f"{x:,.1f}"),
     ("push_ms_max", "push ms (max)", lambda x: f"{x:,.1f}"),
     ("busy_s", "worker busy s", lambda x: " / ".join(f"{b:.2f}" for b in x)),
@@ -211,7 +210,7 @@ def measure(table, batches, q: dict, strategy: str, threads: int, repeats: int, 
         seconds, out = run_batch(table, q, strategy, threads)
         runs.append(seconds)
         if not out.equals(ref):
-            problems.append("batch: " + _report.describe_difference(out, ref, "the reference"))
+            problems.append("batch: " + report.describe_difference(out, ref, "the reference"))
     best = None
     stream_runs = []
     for _ in range(max(1, repeats)):
@@ -219,7 +218,7 @@ def measure(table, batches, q: dict, strategy: str, threads: int, repeats: int, 
         s = run_stream(batches, q, strategy, threads)
         stream_runs.append(s["seconds"])
         if not s["out"].equals(ref):
-            problems.append("stream: " + _report.describe_difference(s["out"], ref, "the reference"))
+            problems.append("stream: " + report.describe_difference(s["out"], ref, "the reference"))
         s.pop("out")
         if best is None or s["seconds"] < best["seconds"]:
             best = s
@@ -284,7 +283,7 @@ def summary(results, threads: list[int]) -> str:
         "",
         "Fastest configuration overall, the thesis' approaches (rrcpa, hsa, rra, hoa, rrca) ranked by "
         f"throughput at each thread count, the one with the lowest mean push latency at {top} threads, and "
-        "the thesis' claim (brief 003 §4). 'By stream rows/s' ranks them by the streaming runs' throughput "
+        "the thesis' claim. 'By stream rows/s' ranks them by the streaming runs' throughput "
         "instead (lateness=0: windows close as the rows arrive, as in the thesis). 'As the thesis?' "
         f"compares the winner among the thesis' approaches at {top} threads (window_aggregate throughput), "
         "and its margin over the runner-up, with the claim:",
@@ -302,16 +301,11 @@ def summary(results, threads: list[int]) -> str:
             continue
         overall = max(mine, key=lambda r: r["rows_per_s"])
         ranks = {t: _ranking(results, sid, t) for t in threads}
-        cells = [
-            " > ".join(f"{r['engine']} {_report._fmt_rate(r['rows_per_s'])}" for r in ranks[t])
-            for t in threads
-        ]
+        cells = [" > ".join(f"{r['engine']} {fmt_rate(r['rows_per_s'])}" for r in ranks[t]) for t in threads]
         streamed = sorted(
             (r for r in ranks[top] if r.get("stream_rows_per_s")), key=lambda r: -r["stream_rows_per_s"]
         )
-        cells.append(
-            " > ".join(f"{r['engine']} {_report._fmt_rate(r['stream_rows_per_s'])}" for r in streamed)
-        )
+        cells.append(" > ".join(f"{r['engine']} {fmt_rate(r['stream_rows_per_s'])}" for r in streamed))
         lat = min(
             (r for r in ranks[top] if r.get("push_ms_mean")), key=lambda r: r["push_ms_mean"], default=None
         )
@@ -330,7 +324,7 @@ def summary(results, threads: list[int]) -> str:
                 verdict = f"yes, by {margin} over the runner-up"
         lines.append(
             f"| {title} | {overall['engine']} {overall['threads']}t "
-            f"({_report._fmt_rate(overall['rows_per_s'])} rows/s) | "
+            f"({fmt_rate(overall['rows_per_s'])} rows/s) | "
             + " | ".join(cells)
             + f" | {latency} | {claim} | {verdict} |"
         )
@@ -338,7 +332,7 @@ def summary(results, threads: list[int]) -> str:
         "",
         "1 -> n thread speed-up of each strategy: throughput at n threads over the same strategy at 1 "
         "thread on the same rows, from window_aggregate and (in brackets) from the streaming runs, next to "
-        "what the thesis reports for its 14-core machine (brief 003 §4; farm is not in the thesis):",
+        "what the thesis reports for its 14-core machine (farm is not in the thesis):",
         "",
         "| strategy | "
         + " | ".join(h for s in SETTINGS for h in [*(f"{s[1]} 1->{t}" for t in threads if t != 1), "thesis"])
@@ -390,65 +384,46 @@ def setting_section(setting, results, info: dict) -> str:
         f"strategy='reference' took {info['reference_s']:.2f} s; other processes kept the machine "
         f"{'?' if busy is None else f'{busy:.0%}'} busy during this setting.\n\n"
     )
-    return head + _report.markdown_table(mine, SETTING_COLUMNS)
+    return head + report.markdown_table(mine, SETTING_COLUMNS)
 
 
 def plot(results, path: Path, title: str) -> Path | None:
-    """Throughput vs threads, one line per strategy (pane: a horizontal line), one subplot per setting."""
-    plt = _report.pyplot()
-    if plt is None:
-        return None
-    from matplotlib.ticker import FuncFormatter, LogLocator
-
-    fig, axes = plt.subplots(1, len(SETTINGS), figsize=(4.3 * len(SETTINGS), 4.2))
-    markers = {"farm": "s", "rrcpa": "o", "hsa": "^", "rra": "v", "hoa": "<", "rrca": ">"}
-    for ax, (sid, stitle, ws, wa, dk, *_) in zip(np.atleast_1d(axes), SETTINGS, strict=True):
+    """Throughput vs threads, one line per strategy (pane: a horizontal line), one panel per setting."""
+    markers = {"farm": "-s", "rrcpa": "-o", "hsa": "-^", "rra": "-v", "hoa": "-<", "rrca": "->"}
+    panels = []
+    for sid, stitle, ws, wa, dk, *_ in SETTINGS:
         mine = [r for r in results if r["setting"] == sid and r.get("rows_per_s")]
-        threads = sorted({r["threads"] for r in mine})
-        for engine in STRATEGIES[1:]:
-            pts = sorted((r["threads"], r["rows_per_s"] / 1e6) for r in mine if r["engine"] == engine)
-            if pts:
-                ax.plot(*zip(*pts, strict=True), marker=markers[engine], label=engine)
         pane = [r["rows_per_s"] / 1e6 for r in mine if r["engine"] == "pane"]
-        if pane:
-            ax.axhline(pane[0], color="grey", linestyle=":", label="pane, 1 thread")
-        if threads:
-            ax.set_xticks(threads, [str(t) for t in threads])
-        ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0, 7.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-        ax.set_title(f"{stitle}\nWS={ws:,} WA={wa:,} DK={dk:,}", fontsize=9)
-        ax.set_xlabel("threads")
-        ax.grid(alpha=0.3, which="both")
-    np.atleast_1d(axes)[0].set_ylabel("M rows/s (log scale; higher is better)")
-    handles, labels = np.atleast_1d(axes)[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+        panels.append(
+            plots.Lines(
+                f"{stitle}\nWS={ws:,} WA={wa:,} DK={dk:,}",
+                {e: plots.points(mine, "threads", "rows_per_s", scale=1e6, engine=e) for e in STRATEGIES[1:]},
+                xlabel="threads",
+                ylabel="M rows/s (log scale; higher is better)",
+                yscale="log",
+                plain_log_labels=True,
+                styles=markers,
+                hlines=[(pane[0], "pane, 1 thread")] if pane else (),
+                xticks=sorted({r["threads"] for r in mine}),
+            )
+        )
+    return plots.figure(
+        path, title, panels, ncols=len(panels), panel_size=(4.3, 4.2), shared_legend=True, legend_cols=7
+    )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    p = runner.parser(
+        __doc__,
+        rows=8_000_000,
+        rows_help="Hash-Advantage rows; RRCP-Advantage gets rows/40, RR-Advantage rows/400\n"
+        "(default 8,000,000)",
+        quick="--rows 2,000,000 (smoke test); overrides --rows",
+        repeat=3,
+        repeat_flag="--repeats",
+        repeat_help="timed runs per configuration and mode, best kept (default 3)",
+        threads="1,2",
     )
-    p.add_argument(
-        "--rows",
-        type=int,
-        default=8_000_000,
-        help="Hash-Advantage rows; RRCP-Advantage gets rows/40, RR-Advantage rows/400 (default 8,000,000)",
-    )
-    p.add_argument("--quick", action="store_true", help="--rows 2,000,000 (smoke test); overrides --rows")
-    p.add_argument(
-        "--repeats", type=int, default=3, help="timed runs per configuration and mode, best kept (default 3)"
-    )
-    p.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=_report.DEFAULT_OUT, help="results directory (default bench-results/)")
     args = p.parse_args(argv)
     if args.quick:
         args.rows = 2_000_000
@@ -459,15 +434,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import windgate  # noqa: F401  (fail early, before generating data, when the wheel is missing)
 
-    threads = [int(x) for x in args.threads.split(",") if x.strip()]
+    threads = runner.thread_counts(args.threads)
     cores = os.cpu_count() or 1
-    busy_at_start, cpu_start, build = _report.start_run()
-    results: list[dict] = []
+    run = runner.Run(NAME, args.out)
+    results = run.results
     info: dict[str, dict] = {}
     for setting in SETTINGS:
         sid, title, ws, wa, dk, aggs, op, divisor, _ = setting
         rows = max(1, args.rows // divisor)
-        setting_start = _report.cpu_snapshot()
+        setting_start = report.cpu_snapshot()
         table = make_table(rows, dk, args.seed)
         batches = table.to_batches(max_chunksize=BATCH)
         q = query(setting)
@@ -489,6 +464,7 @@ def main(argv: list[str] | None = None) -> int:
                 except Exception as exc:  # report this configuration, go on
                     r = failure(engine, n, exc)
                 row.update(r)
+                progress = ""
                 if r.get("seconds"):
                     rps = rows / r["seconds"]
                     if engine == "pane":
@@ -496,25 +472,25 @@ def main(argv: list[str] | None = None) -> int:
                     if pane_rate:
                         row["vs_pane"] = rps / pane_rate
                     row["stream_rows_per_s"] = rows / r["stream_seconds"]
-                    log(
+                    progress = (
                         f"  {engine}, {n} thread(s): {rps / 1e6:.3f} M rows/s, stream "
                         f"{row['stream_rows_per_s'] / 1e6:.3f} M rows/s, push {r['push_ms_mean']:.1f} ms "
                         f"mean, {r['check']}"
                     )
                 if r.get("check", "").startswith("FAIL"):
                     print(f"FAIL: {engine}, {n} threads, {title}: {r['check']}", flush=True)
-                results.append(row)
+                run.add(row, progress or None)
         info[sid] = {
             "rows": rows,
             "out_rows": ref.num_rows,
             "pushes": len(batches),
             "reference_s": ref_s,
-            "cpu_busy_by_others": _report.others_busy(setting_start, f"during {title}"),
+            "cpu_busy_by_others": report.others_busy(setting_start, f"during {title}"),
         }
         del table, batches, ref
 
-    _report.add_speedups(results)
-    failed = [r for r in results if r.get("error") or str(r.get("check", "")).startswith("FAIL")]
+    report.add_speedups(results)
+    failed = run.failed(errors=True)
     params = {
         "rows": {s[1]: info[s[0]]["rows"] for s in SETTINGS},
         "settings": {s[1]: {"WS": s[2], "WA": s[3], "DK": s[4], "op": s[6]} for s in SETTINGS},
@@ -523,9 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         "threads": threads,
         "repeats": args.repeats,
         "seed": args.seed,
-        "cpu_busy_at_start": busy_at_start,
-        "cpu_busy_by_others": _report.others_busy(cpu_start),
-        "windgate_extension": build,
+        **run.load(),
     }
     notes = [
         "No pre-processing: the thesis' Hash- and RRCP-Advantage add '4 x 1k arithmetic ops' per tuple "
@@ -563,11 +537,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     sections = [setting_section(s, results, info[s[0]]) for s in SETTINGS if s[0] in info]
     sections.append(summary(results, threads))
-    paths = _report.write_report(
-        NAME,
-        results,
-        out_dir=args.out,
-        title="Seed 003's approaches in the thesis' three settings: "
+    paths = run.write(
+        title="The thesis' disjoint-parallel approaches in its three settings: "
         + ", ".join(f"{s[1]} {info[s[0]]['rows']:,} rows" for s in SETTINGS),
         params=params,
         notes=notes,
@@ -578,13 +549,4 @@ def main(argv: list[str] | None = None) -> int:
     for section in sections:
         print(section)
         print()
-    print("wrote " + ", ".join(str(p) for p in paths.values()))
-    for r in failed:
-        problem = r.get("error") or r["check"]
-        print(f"FAIL: {r['engine']}, {r['threads']} threads, {r['setting_title']}: {problem}")
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    with contextlib.suppress(BrokenPipeError):
-        sys.exit(main())
+    return run.done(paths, failed, what="setting_title")

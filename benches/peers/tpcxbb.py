@@ -1,13 +1,14 @@
-#!/usr/bin/env python
 """TPCx-BB-like queries Q1, Q2, Q3, Q4 and Q15 (``docs/tpcxbb.md``) on windgate's ordered pipelines, next to
-the same queries in DuckDB SQL and Spark DataFrame code, on the same generated data, in one run.
+the same queries in DuckDB SQL and Spark DataFrame code, on the same generated data, in one run. The
+parallel executor's experiments follow Prasaad, Ramalingam and Rajan, *Scaling Ordered Stream Processing on
+Shared-Memory Multicores* (the figures named below are theirs).
 
 The data is generated once (``windgate.tpcxbb.generate``, ``--rows`` rows in each of the clickstream and the
 store-sales table). For each query:
 
 * **windgate sequential**: the sequential executor; its result is the reference every other run is checked
   against, row for row.
-* **B1 heuristics** (brief 001 §8.3, paper Fig. 8): the parallel executor at 1 and 2 threads under each
+* **B1 heuristics** (paper Fig. 8): the parallel executor at 1 and 2 threads under each
   scheduling heuristic CT, LP, QST and ET (HYBRID partitioning, NON-BLOCKING reordering); throughput in input
   rows/s and processing latency (markers, 20th-80th percentile mean, from the run's stats); the latency
   ranking of the heuristics.
@@ -21,31 +22,26 @@ Every engine's output must equal windgate's sequential result row for row (the d
 floats bit for bit: Q4's mean and Q15's slope and intercept are exact integer sums rounded once). A
 difference prints FAIL and the script exits 1.
 
-    .venv/bin/python benches/peers/tpcxbb.py --out bench-results            # 300k rows, about 2 minutes
-    .venv/bin/python benches/peers/tpcxbb.py --out /tmp/x --quick           # 20k rows, about 40 seconds
+    .venv/bin/python -m benches.peers tpcxbb --out bench-results            # 300k rows, about 2 minutes
+    .venv/bin/python -m benches.peers tpcxbb --out /tmp/x --quick           # 20k rows, about 40 seconds
 
 Results: ``<out>/tpcxbb.{json,md,png}`` (default ``bench-results/``).
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import json
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pyarrow as pa
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import _report  # noqa: E402
-import tpcxbb_peers as peers  # noqa: E402
-from _report import best_of, failure, log  # noqa: E402
+from . import plot as plots
+from . import report, runner
+from . import tpcxbb_peers as peers
+from .report import best_of, failure, fmt_rate, log
 
 NAME = "tpcxbb"
 HEURISTICS = ("ct", "lp", "qst", "et")
@@ -246,7 +242,7 @@ def find(results, **kv):
 
 
 def rate(r: dict | None, key: str = "rows_per_s") -> str:
-    return "" if r is None or not r.get(key) else _report._fmt_rate(r[key])
+    return "" if r is None or not r.get(key) else fmt_rate(r[key])
 
 
 def summary_rows(results: list[dict], queries: list[str]) -> list[dict]:
@@ -344,7 +340,7 @@ def ranking_section(results: list[dict], queries: list[str], threads: list[int])
     lines = [
         "## B1: latency ranking of the heuristics (mean marker latency, ms)",
         "",
-        "Paper (brief 001 §8.3): LP < CT << ET, QST; LP in the low milliseconds.",
+        "Paper: LP < CT << ET, QST; LP in the low milliseconds.",
         "",
         "| query | " + " | ".join(f"{n} thread{'s' if n > 1 else ''}" for n in threads) + " |",
         "|---|" + "---|" * len(threads),
@@ -369,9 +365,7 @@ def overhead_section(results: list[dict], queries: list[str]) -> str:
         if not (seq and seq.get("seconds") and one and one.get("seconds")):
             continue
         per_core = [
-            ""
-            if r is None or not r.get("rows_per_s_per_core")
-            else _report._fmt_rate(r["rows_per_s_per_core"])
+            "" if r is None or not r.get("rows_per_s_per_core") else fmt_rate(r["rows_per_s_per_core"])
             for r in (one, two)
         ]
         lines.append(
@@ -383,12 +377,7 @@ def overhead_section(results: list[dict], queries: list[str]) -> str:
 
 
 def plot(results, path, title, queries):
-    plt = _report.pyplot()
-    if plt is None:
-        return None
-    from matplotlib import ticker
-
-    fig, axes = plt.subplots(2, len(queries), figsize=(3.8 * len(queries), 8.5), squeeze=False)
+    """Per query: input rows/s of every engine (top) and the heuristics' marker latency (bottom)."""
     bars = [
         (SEQUENTIAL, 1),
         *((windgate_label(h), 2) for h in HEURISTICS),
@@ -399,53 +388,46 @@ def plot(results, path, title, queries):
         ("spark", 1),
         ("spark", 2),
     ]
-    for col, q in enumerate(queries):
-        top, bottom = axes[0][col], axes[1][col]
-        labels, values, colors = [], [], []
-        for engine, n in bars:
-            r = find(results, query=q, engine=engine, threads=n)
-            if r and r.get("rows_per_s"):
-                labels.append(f"{engine.replace('windgate ', 'wg ')} {n}c")
-                values.append(r["rows_per_s"] / 1e6)
-                colors.append("tab:orange" if engine.startswith("windgate") else "tab:blue")
-        top.barh(range(len(values)), values, color=colors)
-        top.set_yticks(range(len(values)), labels, fontsize=7)
-        top.invert_yaxis()
-        top.set_xscale("log")
-        top.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        top.xaxis.set_minor_formatter(ticker.NullFormatter())
-        top.set_title(f"{q}: M input rows/s", fontsize=9)
-        width = 0.38
-        for i, n in enumerate((1, 2)):
-            lat = []
-            for h in HEURISTICS:
-                r = find(results, query=q, engine=windgate_label(h), threads=n)
-                lat.append(r["latency_ms"] if r and r.get("latency_ms") is not None else 0.0)
-            bottom.bar(
-                [j + (i - 0.5) * width for j in range(len(HEURISTICS))], lat, width, label=f"{n} thread(s)"
+    tops, bottoms = [], []
+    for q in queries:
+        hits = [(e, n, find(results, query=q, engine=e, threads=n)) for e, n in bars]
+        hits = [(e, n, r) for e, n, r in hits if r and r.get("rows_per_s")]
+        tops.append(
+            plots.HBars(
+                f"{q}: M input rows/s",
+                labels=[f"{e.replace('windgate ', 'wg ')} {n}c" for e, n, _ in hits],
+                values=[r["rows_per_s"] / 1e6 for _, _, r in hits],
+                colors=[plots.engine_color(e) for e, _, _ in hits],
+                label_size=7,
+                plain_log_labels=True,
+                headroom=None,
             )
-        bottom.set_xticks(range(len(HEURISTICS)), [h.upper() for h in HEURISTICS])
-        bottom.set_title(f"{q}: marker latency ms (B1)", fontsize=9)
-        bottom.legend(fontsize=7)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+        )
+
+        def latency(h, n, q=q):
+            r = find(results, query=q, engine=windgate_label(h), threads=n)
+            return r["latency_ms"] if r and r.get("latency_ms") is not None else 0.0
+
+        bottoms.append(
+            plots.Bars(
+                f"{q}: marker latency ms (B1)",
+                [h.upper() for h in HEURISTICS],
+                {f"{n} thread(s)": [latency(h, n) for h in HEURISTICS] for n in (1, 2)},
+            )
+        )
+    return plots.figure(path, title, [*tops, *bottoms], ncols=len(queries), panel_size=(3.8, 4.25), dpi=100)
 
 
 # --------------------------------------------------------------------------------------------- main
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    p = runner.parser(
+        __doc__,
+        rows=300_000,
+        rows_help="rows of each generated table (default 300,000)",
+        quick="20,000 rows, 1 timed run each (smoke test)",
     )
-    p.add_argument("--rows", type=int, default=300_000, help="rows of each generated table (default 300,000)")
-    p.add_argument("--quick", action="store_true", help="20,000 rows, 1 timed run each (smoke test)")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--queries", default=",".join(peers.QUERIES), help="comma list (default all five)")
     p.add_argument("--engines", default=",".join(ENGINES), help=f"comma list of: {', '.join(ENGINES)}")
     p.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
@@ -455,7 +437,6 @@ def parse_args(argv):
         "--chunk-rows", type=int, default=8192, help="rows per pipeline item (default 8192, the library's)"
     )
     p.add_argument("--marker-every", type=int, default=1, help="a latency marker every N items (default 1)")
-    p.add_argument("--out", default=_report.DEFAULT_OUT, help="results directory (default bench-results/)")
     args = p.parse_args(argv)
     args.queries = [q.strip().lower() for q in args.queries.split(",") if q.strip()]
     args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
@@ -491,7 +472,7 @@ def check_all(results: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    busy_at_start, cpu_start, build = _report.start_run()
+    run = runner.Run(NAME, args.out)
     try:
         tpcxbb = windgate_tpcxbb()
     except ImportError as exc:
@@ -536,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
         r.setdefault("rows", args.rows)
         r["scaling_group"] = f"{r.get('query')} {r['engine']}"
     check_all(results)
-    _report.add_speedups(results)
+    report.add_speedups(results)
     for r in results:
         seq = find(results, query=r.get("query"), engine=SEQUENTIAL)
         if (
@@ -550,7 +531,8 @@ def main(argv: list[str] | None = None) -> int:
         r.pop("table", None)
         r.pop("scaling_group", None)
 
-    busy = _report.others_busy(cpu_start)
+    load = run.load()
+    busy = load["cpu_busy_by_others"]
     wg_engines = [SEQUENTIAL, *(windgate_label(h) for h in HEURISTICS)]
     sections = [
         pivot(
@@ -580,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
         overhead_section(results, args.queries),
         pivot(results, args.queries, [SEQUENTIAL, "windgate ct", "duckdb", "spark"], args.threads, "Peers"),
-        "## Every run\n\n" + _report.markdown_table(results, LISTING),
+        "## Every run\n\n" + report.markdown_table(results, LISTING),
     ]
     params = {
         "rows": args.rows,
@@ -592,9 +574,7 @@ def main(argv: list[str] | None = None) -> int:
         "chunk_rows": args.chunk_rows,
         "marker_every": args.marker_every,
         "generate_seconds": round(gen_s, 3),
-        "windgate_extension": build,
-        "cpu_busy_at_start": busy_at_start,
-        "cpu_busy_by_others": busy,
+        **load,
     }
     notes = [
         "rows/s = input rows of the query's table (all of them, before any filter) over the best wall time "
@@ -613,25 +593,15 @@ def main(argv: list[str] | None = None) -> int:
         "Spark: DataFrame code of tpcxbb_peers.py; the session start, reading and caching are not timed.",
         f"Other processes kept the machine {busy:.0%} busy during the run." if busy is not None else "",
     ]
-    paths = _report.write_report(
-        NAME,
-        summary_rows(results, args.queries),
-        out_dir=args.out,
+    paths = run.write(
         title=f"TPCx-BB-like queries on ordered pipelines, {args.rows:,} rows a table",
         params=params,
         notes=[n for n in notes if n],
         columns=SUMMARY,
         sections=sections,
         plot=lambda _s, path, title: plot(results, path, title, args.queries),
+        results=summary_rows(results, args.queries),
+        extra={"rows": results},  # every run, not just the summary
     )
-    doc = json.loads(paths["json"].read_text())
-    doc["rows"] = results
-    paths["json"].write_text(json.dumps(doc, indent=2, default=str) + "\n")
     print(paths["md"].read_text())
-    print("wrote " + ", ".join(str(p) for p in paths.values()))
-    return 1 if any(str(r.get("check", "")).startswith("FAIL") for r in results) else 0
-
-
-if __name__ == "__main__":
-    with contextlib.suppress(BrokenPipeError):
-        sys.exit(main())
+    return run.done(paths, run.failed(results))

@@ -2,7 +2,7 @@
 SQL and Spark DataFrame code, each returning the query's exact result as a pyarrow table (the doc's columns,
 types and total order), so that it can be compared row for row with windgate's ordered pipelines.
 
-    import tpcxbb_peers as peers
+    from benches.peers import tpcxbb_peers as peers
     con = peers.duckdb_connect(clickstream, store_sales, threads=2)   # loads both tables into DuckDB
     table = peers.duckdb_query(con, "q4")
 

@@ -1,7 +1,6 @@
-#!/usr/bin/env python
 """Sliding-window aggregation, side by side: windgate, Polars, DuckDB, pandas and Spark on the same data.
 
-The query (DESIGN §8): smart-grid rows from :func:`windgate.datasets.smartgrid` (default 10 M rows,
+The query: smart-grid rows from :func:`windgate.datasets.smartgrid` (default 10 M rows,
 1000 plugs, in event-time order), windows of 60 s sliding by 10 s on ``ts``, grouped by ``plug_id``, with
 ``count(*)``, ``sum(value)`` and ``max(value)``. Every engine gets the same rows and must return one row
 per (window, plug) that holds at least one row, with windows aligned like Spark's ``window()``: window
@@ -18,8 +17,8 @@ windgate runs as ``windgate`` (strategy "auto" at each ``--threads``), ``windgat
 ``windgate_farm_2t`` (strategy "farm", AS_PID + WIN_FB, 2 threads): the "vs 1 core" column and the notes
 give each engine's 1 -> 2 thread speed-up measured in the same run.
 
-    .venv/bin/python benches/peers/window_aggregate.py                 # 10 M rows, every engine
-    .venv/bin/python benches/peers/window_aggregate.py --quick --engines polars,duckdb,pandas,spark
+    .venv/bin/python -m benches.peers window_aggregate                 # 10 M rows, every engine
+    .venv/bin/python -m benches.peers window_aggregate --quick --engines polars,duckdb,pandas,spark
 
 Results: ``<out>/window_aggregate.{json,md,png}`` (default ``bench-results/``).
 """
@@ -27,12 +26,10 @@ Results: ``<out>/window_aggregate.{json,md,png}`` (default ``bench-results/``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -41,10 +38,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import _report  # noqa: E402
-from _report import best_of, failure, load_smartgrid, log, windgate_build  # noqa: E402
+from . import report, runner
+from .report import best_of, failure, load_smartgrid, log
 
 NAME = "window_aggregate"
 SIZE_MS, SLIDE_MS, OFFSET_MS = 60_000, 10_000, 0  # the time column is timestamp[ms]: offset in ms
@@ -265,9 +260,9 @@ def polars_worker(ipc: str, repeat: int) -> None:
 def run_polars(ipc: str, threads: list[int], repeat: int) -> list[dict]:
     out = []
     for n in threads:
-        env = dict(os.environ, POLARS_MAX_THREADS=str(n))
-        cmd = [sys.executable, str(HERE / "window_aggregate.py"), "--worker", "polars", "--ipc", ipc]
-        cmd += ["--repeat", str(repeat)]
+        cmd, env = runner.worker(
+            NAME, "--worker", "polars", "--ipc", ipc, "--repeat", str(repeat), POLARS_MAX_THREADS=str(n)
+        )
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
@@ -459,16 +454,17 @@ def run_spark(table: pa.Table, tmp: Path, repeat: int, master: str, driver_memor
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    p = runner.parser(
+        __doc__,
+        rows=10_000_000,
+        rows_help="input rows (default 10,000,000)",
+        quick="1,000,000 rows (smoke test); overrides --rows",
+        repeat=3,
+        repeat_help="timed runs per fast engine, best kept (default 3)",
+        threads="1,2",
+        threads_help="thread counts for windgate, Polars, DuckDB (default 1,2)",
     )
-    p.add_argument("--rows", type=int, default=10_000_000, help="input rows (default 10,000,000)")
-    p.add_argument("--quick", action="store_true", help="1,000,000 rows (smoke test); overrides --rows")
-    p.add_argument("--repeat", type=int, default=3, help="timed runs per fast engine, best kept (default 3)")
     p.add_argument("--slow-repeat", type=int, default=1, help="timed runs for Spark and pandas (default 1)")
-    p.add_argument(
-        "--threads", default="1,2", help="thread counts for windgate, Polars, DuckDB (default 1,2)"
-    )
     p.add_argument("--engines", default=",".join(ENGINES), help=f"comma list of: {', '.join(ENGINES)}")
     p.add_argument(
         "--pandas-rows",
@@ -478,14 +474,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--spark-master", default="local[2]")
     p.add_argument("--spark-driver-memory", default="4g")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=_report.DEFAULT_OUT, help="results directory (default bench-results/)")
-    p.add_argument("--worker", choices=["polars"], help=argparse.SUPPRESS)
-    p.add_argument("--ipc", help=argparse.SUPPRESS)
+    runner.add_worker_options(p, "--ipc")
     args = p.parse_args(argv)
-    args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    if unknown := sorted(set(args.engines) - set(ENGINES)):
-        p.error(f"unknown engine(s) {', '.join(unknown)}; choose from {', '.join(ENGINES)}")  # exits 2
+    args.engines = runner.engine_list(p, args.engines, ENGINES)
     if args.quick:
         args.rows = 1_000_000
     return args
@@ -498,9 +489,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     engines = args.engines
-    threads = [int(x) for x in args.threads.split(",") if x.strip()]
-    busy_at_start = _report.cpu_busy()  # other work on the machine skews the timings
-    cpu_start = _report.cpu_snapshot()
+    threads = runner.thread_counts(args.threads)
+    run = runner.Run(NAME, args.out, build=any(e.startswith("windgate") for e in engines))
     rows = args.rows
     pandas_rows = min(rows, args.pandas_rows if args.pandas_rows is not None else 10_000_000)
 
@@ -513,11 +503,6 @@ def main(argv: list[str] | None = None) -> int:
     if pandas_rows != rows:
         expected[pandas_rows] = oracle(table.slice(0, pandas_rows))
 
-    build = windgate_build() if any(e.startswith("windgate") for e in engines) else None
-    if build:
-        log(f"windgate extension: {build['path']} ({build['mb']} MB, debug info: {build['debug_info']})")
-
-    results: list[dict] = []
     reference: dict | None = None  # windgate's summary on all rows, once it ran
     tmp = Path(tempfile.mkdtemp(prefix="windgate-bench-"))
     try:
@@ -555,22 +540,24 @@ def main(argv: list[str] | None = None) -> int:
                     r["check"] = check(r, expected[r["rows"]], ref)
                     if r.get("late_rows"):
                         r["check"] += f"; {r['late_rows']} late rows"
-                    log(
+                    run.add(
+                        r,
                         f"  {r['engine']} ({r['threads']} threads): {r['seconds']:.3f} s, "
                         f"{r['rows'] / r['seconds'] / 1e6:.2f} M rows/s, {r['out_rows']:,} rows out, "
-                        f"{r['check']}"
+                        f"{r['check']}",
                     )
-                results.append(_report.finish(r))
+                else:
+                    run.add(r)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     # Engines that ran before windgate's reference existed are checked against it afterwards.
     if reference is not None:
-        for r in results:
+        for r in run.results:
             if r.get("seconds") is not None and r["rows"] == rows and "windgate" not in r["check"]:
                 r["check"] = check(r, expected[rows], reference)
 
-    speedups = sorted(_report.add_speedups(results), key=lambda line: not line.startswith(PANE_TO_FARM))
+    speedups = sorted(report.add_speedups(run.results), key=lambda line: not line.startswith(PANE_TO_FARM))
     exp = expected[rows]
     params = {
         "rows": rows,
@@ -583,9 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         "repeat": args.repeat,
         "slow_repeat": args.slow_repeat,
         "generate_seconds": round(gen_s, 3),
-        "windgate_extension": build,
-        "cpu_busy_at_start": busy_at_start,
-        "cpu_busy_by_others": _report.others_busy(cpu_start),
+        **run.load(),
     }
     notes = [
         "Seconds are the best of the timed runs; input already in each engine's memory (not timed).",
@@ -602,21 +587,10 @@ def main(argv: list[str] | None = None) -> int:
         "farm (AS_PID + WIN_FB, 2 threads) over the single-threaded pane engine (strategy='pane').",
         *(f"Speed-up in this run, {line}" for line in speedups),
     ]
-    paths = _report.write_report(
-        NAME,
-        results,
-        out_dir=args.out,
-        title=f"Sliding-window aggregation, {rows:,} rows, 1k keys, 60s/10s",
-        params=params,
-        notes=notes,
+    paths = run.write(
+        title=f"Sliding-window aggregation, {rows:,} rows, 1k keys, 60s/10s", params=params, notes=notes
     )
-    print(_report.markdown_table(results))
+    print(report.markdown_table(run.results))
     print("".join(f"\nspeed-up in this run, {line}" for line in speedups))
     print()
-    print("wrote " + ", ".join(str(p) for p in paths.values()))
-    return 1 if any(r.get("check", "").startswith("FAIL") for r in results) else 0
-
-
-if __name__ == "__main__":
-    with contextlib.suppress(BrokenPipeError):
-        sys.exit(main())
+    return run.done(paths, run.failed())

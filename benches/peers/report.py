@@ -1,5 +1,5 @@
-"""Shared reporting for the peer benchmarks in ``benches/peers/``: machine facts, JSON, a Markdown table and a
-PNG bar plot of rows/s per engine, all written into one results directory (default ``bench-results/``).
+"""The report of every peer suite: machine facts, the JSON, the Markdown tables and the PNG (drawn by
+:mod:`.plot`), all written into one results directory (default ``bench-results/``).
 
 A result is a plain dict. The keys used here are::
 
@@ -18,8 +18,8 @@ A result is a plain dict. The keys used here are::
 Other keys are kept in the JSON as they are. ``scaling_group`` (default: ``engine``) names the results that
 :func:`add_speedups` compares: ``speedup`` is a result's rows/s over the 1-thread result of its group.
 
-The helpers every peer script needs (logging, best-of-N timing, the data generators, the windgate build
-check, a failed engine's result) live here too.
+The measuring helpers every suite needs (logging, best-of-N timing, the data generators, the windgate build
+check, a failed engine's result) live here too; :mod:`.runner` drives them.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ import traceback
 from collections.abc import Callable, Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
+
+from . import plot as plots
 
 DEFAULT_OUT = "bench-results"
 ROOT = Path(__file__).resolve().parents[2]
@@ -279,7 +281,7 @@ def _fmt_int(x) -> str:
     return "" if x is None else f"{int(x):,}"
 
 
-def _fmt_rate(x) -> str:
+def fmt_rate(x) -> str:
     if x is None:
         return ""
     for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
@@ -296,7 +298,7 @@ def _fmt_cell(key: str, value) -> str:
     if key == "seconds":
         return f"{value:.3f}"
     if key in ("rows_per_s", "rows_per_s_per_core"):
-        return _fmt_rate(value)
+        return fmt_rate(value)
     if key == "speedup":
         return f"{value:.2f}x"
     return str(value).replace("|", "\\|").replace("\n", " ")
@@ -325,117 +327,7 @@ def markdown_table(results: Iterable[dict], columns: Sequence[tuple] = COLUMNS) 
     return "\n".join(lines)
 
 
-def pyplot():
-    """``matplotlib.pyplot`` on the Agg backend, or None when matplotlib is not installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
-
-
-def plot_rows_per_s(
-    results: Sequence[dict],
-    path: str | Path,
-    title: str,
-    *,
-    key: str = "rows_per_s",
-    scale: float = 1e6,
-    xlabel: str = "M rows/s (log scale; higher is better)",
-) -> Path | None:
-    """A horizontal bar plot of rows/s per engine (failed engines left out); None without matplotlib.
-    ``key`` plots another rate instead, in units of ``scale``, with ``xlabel`` under the axis."""
-    plt = pyplot()
-    if plt is None:
-        return None
-    ok = [r for r in results if r.get(key)]
-    path = Path(path)
-    fig, ax = plt.subplots(figsize=(9, 0.45 * max(len(ok), 1) + 1.6))
-    if ok:
-        labels = [f"{r['engine']} ({r.get('threads') or 1}c)" for r in ok]
-        values = [r[key] / scale for r in ok]
-        colors = ["tab:orange" if str(r["engine"]).startswith("windgate") else "tab:blue" for r in ok]
-        bars = ax.barh(range(len(ok)), values, color=colors)
-        ax.set_yticks(range(len(ok)), labels)
-        ax.invert_yaxis()
-        for bar, v in zip(bars, values, strict=True):
-            ax.text(
-                bar.get_width(),
-                bar.get_y() + bar.get_height() / 2,
-                f" {v:,.1f}" if v >= 1 else f" {v:.2g}",
-                va="center",
-                fontsize=8,
-            )
-        ax.set_xscale("log")
-        ax.set_xlim(right=max(values) * 3)
-    else:
-        ax.text(0.5, 0.5, "no engine succeeded", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-def plot_case_seconds(
-    results: Sequence[dict], path: str | Path, title: str, *, family: str = "family", case: str = "case"
-) -> Path | None:
-    """Horizontal bars of the best seconds of each engine in each case (lower is better, log scale), one
-    panel per ``family``, windgate in orange; failed engines left out. None without matplotlib."""
-    plt = pyplot()
-    if plt is None:
-        return None
-    ok = [r for r in results if r.get("seconds")]
-    families = list(dict.fromkeys(r.get(family, "") for r in ok)) or [""]
-    heights = [sum(1 for r in ok if r.get(family, "") == f) for f in families]
-    fig, axes = plt.subplots(
-        len(families),
-        1,
-        figsize=(10, 0.32 * sum(max(h, 1) for h in heights) + 1.2 * len(families)),
-        gridspec_kw={"height_ratios": [max(h, 1) for h in heights]},
-        squeeze=False,
-    )
-    palette = ["tab:blue", "tab:cyan", "tab:purple", "tab:gray"]
-    for ax, fam in zip(axes[:, 0], families, strict=True):
-        rows = [r for r in ok if r.get(family, "") == fam]
-        if not rows:
-            ax.text(0.5, 0.5, "no engine succeeded", ha="center", va="center", transform=ax.transAxes)
-            continue
-        others = list(dict.fromkeys(r["engine"] for r in rows if not str(r["engine"]).startswith("windgate")))
-        colors = [
-            "tab:orange"
-            if str(r["engine"]).startswith("windgate")
-            else palette[others.index(r["engine"]) % 4]
-            for r in rows
-        ]
-        labels = [f"{r.get(case, '')}: {r['engine']}" for r in rows]
-        values = [r["seconds"] for r in rows]
-        bars = ax.barh(range(len(rows)), values, color=colors)
-        ax.set_yticks(range(len(rows)), labels, fontsize=7)
-        ax.invert_yaxis()
-        for bar, v in zip(bars, values, strict=True):
-            ax.text(
-                bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {v:.2f} s", va="center", fontsize=7
-            )
-        ax.set_xscale("log")
-        ax.set_xlim(right=max(values) * 3)
-        ax.set_title(str(fam), fontsize=9, loc="left")
-        ax.set_xlabel("seconds, best of the timed runs (log scale; lower is better)", fontsize=8)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-def _json_default(obj):
+def json_default(obj):
     try:
         import numpy as np
 
@@ -456,15 +348,17 @@ def write_report(
     notes: Sequence[str] = (),
     columns: Sequence[tuple] = COLUMNS,
     sections: Sequence[str] = (),
-    plot: Callable[[Sequence[dict], Path, str], Path | None] = plot_rows_per_s,
+    plot: Callable[[Sequence[dict], Path, str], Path | None] = plots.rows_per_s,
     groups: Sequence[tuple[str, Sequence[dict]]] | None = None,
+    extra: dict | None = None,
 ) -> dict[str, Path]:
     """Write ``<name>.json``, ``<name>.md`` and ``<name>.png`` into ``out_dir``; return their paths.
 
     The Markdown holds the parameters, the machine, the table of ``columns``, the ``notes`` as a list and then
     the ``sections`` (Markdown text) as they are; ``plot(results, path, title)`` draws the PNG. With
     ``groups`` (``(heading, results)`` pairs, e.g. one per query family), one table per group under its own
-    heading replaces the single table; the JSON still holds ``results``."""
+    heading replaces the single table; the JSON still holds ``results``. ``extra`` adds top-level keys to
+    the JSON (e.g. the results of a suite's other sections)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results = [finish(dict(r)) for r in results]
@@ -476,9 +370,10 @@ def write_report(
         "machine": meta,
         "notes": list(notes),
         "results": results,
+        **(extra or {}),
     }
     paths = {"json": out / f"{name}.json", "md": out / f"{name}.md"}
-    paths["json"].write_text(json.dumps(doc, indent=2, default=_json_default) + "\n")
+    paths["json"].write_text(json.dumps(doc, indent=2, default=json_default) + "\n")
 
     md = [f"# {title}", ""]
     if params:
@@ -505,17 +400,6 @@ def write_report(
     if png is not None:
         paths["png"] = png
     return paths
-
-
-def start_run() -> tuple[float, object, dict | None]:
-    """The start of a timed run: how busy other processes keep the machine now (they skew timings), a CPU
-    snapshot to measure their share later (``others_busy``), and the windgate build measured (logged)."""
-    busy_at_start = cpu_busy()
-    cpu_start = cpu_snapshot()
-    build = windgate_build()
-    if build:
-        log(f"windgate extension: {build['path']} ({build['mb']} MB, debug info: {build['debug_info']})")
-    return busy_at_start, cpu_start, build
 
 
 def describe_difference(out, ref, ref_name: str) -> str:
