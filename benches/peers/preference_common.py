@@ -111,7 +111,7 @@ class Windgate:
                 query
             ]
             return fn(data, **kw)
-        from windgate import _args
+        from windgate import _specs
 
         kw = dict(kw)
         for key in ("dims", "by"):
@@ -119,7 +119,7 @@ class Windgate:
                 kw[key] = [kw[key]]
         if isinstance(kw.get("prefer"), str):
             kw["prefer"] = [kw["prefer"]] * len(kw.get("dims") or [1])
-        return self.native.preference(_args.sources(data), query=query, **kw)
+        return self.native.preference(_specs.sources(data), query=query, **kw)
 
     @property
     def streaming(self) -> bool:
