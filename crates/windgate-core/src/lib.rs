@@ -1,7 +1,8 @@
 //! windgate-core: deterministic parallel sliding-window stream operators over Arrow.
 //!
 //! Everything algorithmic lives here, free of Python; `windgate-py` only converts and delegates. See
-//! `DESIGN.md` for the contracts: time and windows ([`time`]), late rows ([`order::kslack`]), determinism
+//! `docs/architecture.md` for the layers (which module may import which; `tools/check_layers.py` checks them),
+//! the data path of a row through each engine, and the contracts: time and windows ([`time`]), late rows ([`order::kslack`]), determinism
 //! (every engine returns its reference engine's rows in the same order) and errors ([`error`]).
 
 pub mod aggregate;
@@ -10,11 +11,14 @@ pub mod columnar;
 pub mod error;
 pub mod interrupt;
 pub mod join;
+pub(crate) mod keys;
 pub mod order;
 pub mod preference;
 pub mod runtime;
 mod sync;
+pub mod threads;
 pub mod time;
 pub mod tpcxbb;
+pub mod window_options;
 
 pub use error::{Error, ErrorKind, Result};

@@ -9,9 +9,9 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
 use smallvec::SmallVec;
 
-use crate::aggregate::keys::KeyDict;
 use crate::arrow_io::{as_i64, column, exact_f64, time_unit};
 use crate::error::{Error, ErrorKind, Result};
+use crate::keys::KeyDict;
 use crate::time::{TimeUnit, Timestamp};
 
 use super::options::Predicate;

@@ -1,6 +1,7 @@
 //! The parallel runtime: operator-owned worker threads on bounded crossbeam channels, the pane farm that runs
 //! on them, its schedulers, the PID controller and the utilisation monitor.
 
+pub(crate) mod collector;
 pub mod farm;
 pub mod monitor;
 pub mod pane_scheduler;

@@ -22,11 +22,11 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 
-use super::farm::{
-    Collector, FarmQuery, NOT_ROUTED, OutMsg, Routed, last_complete, report_panic, spawn,
-};
+use super::collector::{Collector, OutMsg, report_panic};
+use super::farm::{FarmQuery, NOT_ROUTED, Routed, last_complete};
 use super::monitor::WorkerCounters;
 use crate::error::Result;
+use crate::threads::spawn;
 use crate::time::WindowSpec;
 
 enum Input<C> {
