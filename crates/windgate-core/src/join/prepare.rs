@@ -299,5 +299,3 @@ fn band_values(col: &ArrayRef, name: &str, side: Side) -> Result<Vec<f64>> {
 pub fn eq_dict(left: &SideSchema) -> Result<KeyDict> {
     KeyDict::new(left.eq.clone(), left.eq_types())
 }
-
-pub type Chunk = Arc<RecordBatch>;

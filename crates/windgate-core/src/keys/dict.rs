@@ -96,10 +96,6 @@ impl KeyDict {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The key id of every row of `columns` (the `by` columns of one batch, `rows` rows).
     pub fn ids(&mut self, columns: &[ArrayRef], rows: usize) -> Result<Vec<u32>> {
         if self.converter.is_none() {
@@ -285,14 +281,6 @@ impl KeyDict {
         self.ranks.clear();
         self.sorted.clear();
         remap
-    }
-
-    /// Approximate heap bytes held (for `stats`).
-    pub fn memory_bytes(&self) -> usize {
-        self.arena.capacity()
-            + self.offsets.capacity() * 8
-            + self.table.capacity() * 4
-            + self.by_int.capacity() * 16
     }
 }
 

@@ -52,7 +52,6 @@ enum Line<W> {
 }
 
 pub struct Rrcpa<Q: FarmQuery> {
-    query: Arc<Q>,
     spec: WindowSpec,
     pus: Vec<Sender<Input<Q::Chunk>>>,
     counters: Vec<Arc<WorkerCounters>>,
@@ -97,7 +96,6 @@ impl<Q: FarmQuery> Rrcpa<Q> {
         inputs.reverse();
         counters.reverse();
         Ok(Self {
-            query,
             spec,
             pus: inputs,
             counters,
@@ -201,14 +199,6 @@ impl<Q: FarmQuery> Rrcpa<Q> {
 
     pub fn collect(&mut self, until: i64, wait: bool) -> Result<Vec<(i64, Q::Window)>> {
         self.collector.collect(until, wait, &self.threads)
-    }
-
-    pub fn last_window(&self) -> Option<i64> {
-        self.max_pane.map(|p| self.spec.windows_of_pane(p).1)
-    }
-
-    pub fn query(&self) -> &Q {
-        &self.query
     }
 }
 
