@@ -138,6 +138,8 @@ def expand_use_tree(tree: str) -> list[str]:
 def resolve(path: str, here: list[str]) -> list[str] | None:
     """The absolute module path (crate-relative segments) a `crate::`/`super::` path names, or None."""
     segs = [s for s in re.split(r"::", path) if s]
+    if segs and segs[-1] == "self":  # `use crate::a::{self, b}` names `crate::a`
+        segs.pop()
     if not segs:
         return None
     if segs[0] == "crate":
