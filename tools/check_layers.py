@@ -187,6 +187,15 @@ def check(src: Path, depth: int) -> tuple[list[str], dict[str, set[str]]]:
     errors: list[str] = []
     graph: dict[str, set[str]] = defaultdict(set)
     used: set[tuple[str, str]] = set()
+    modules = {"::".join(module_of(p, src)) for p in src.rglob("*.rs")}
+
+    def name(path: list[str], depth: int) -> str:
+        """The module `path` is in, at most `depth` segments deep (an item names its module)."""
+        for d in range(min(depth, len(path)), 0, -1):
+            if "::".join(path[:d]) in modules:
+                return "::".join(path[:d])
+        return path[0]
+
     for path in sorted(src.rglob("*.rs")):
         here = module_of(path, src)
         rel = Path(src.name) / path.relative_to(src)
@@ -203,8 +212,8 @@ def check(src: Path, depth: int) -> tuple[list[str], dict[str, set[str]]]:
             if dst not in LAYER_OF:
                 # An item of the crate root (`crate::Result`): the root re-exports foundation items only.
                 continue
-            graph["::".join(here[:depth])].add("::".join(target[:depth]))
-            key = ("::".join(here[:2]), "::".join(target[:2]))
+            graph[name(here, depth)].add(name(target, depth))
+            key = (name(here, 2), name(target, 2))
             if key in ALLOWED or (here[0], key[1]) in ALLOWED:
                 used.add(key if key in ALLOWED else (here[0], key[1]))
                 continue
