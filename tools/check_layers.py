@@ -57,7 +57,7 @@ KEYWORDS = {"self", "super", "crate"}
 
 
 def module_of(path: Path, src: Path) -> list[str]:
-    """`aggregate/keys.rs` -> ["aggregate", "keys"]; `aggregate/mod.rs` -> ["aggregate"]; `lib.rs` -> []."""
+    """`aggregate/state.rs` -> ["aggregate", "state"]; `aggregate/mod.rs` -> ["aggregate"]; `lib.rs` -> []."""
     parts = list(path.relative_to(src).with_suffix("").parts)
     if parts[-1] in ("mod", "lib"):
         parts.pop()
