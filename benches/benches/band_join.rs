@@ -13,8 +13,8 @@ use std::time::Duration;
 use arrow_array::{Float64Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use windgate_core::aggregate::Span;
 use windgate_core::join::{BandJoinOptions, BandJoiner, JoinStrategy, Predicate, Side};
+use windgate_core::time::Span;
 
 const WINDOW: i64 = 100;
 const RATE: usize = 100;

@@ -1,20 +1,40 @@
 //! windgate-core: deterministic parallel sliding-window stream operators over Arrow.
 //!
 //! Everything algorithmic lives here, free of Python; `windgate-py` only converts and delegates. See
-//! `DESIGN.md` for the contracts: time and windows ([`time`]), late rows ([`order::kslack`]), determinism
-//! (every engine returns its reference engine's rows in the same order) and errors ([`error`]).
+//! `docs/architecture.md` for the layers (which module may import which; `tools/check_layers.py` checks
+//! them), the data path of a row through each engine, and the contracts: time and windows ([`time`]), late
+//! rows ([`order::kslack`]), determinism (every engine returns its reference engine's rows in the same order)
+//! and errors ([`error`]).
+//!
+//! The modules by layer, lowest first; each imports only from its own layer or lower ones, and no operator
+//! imports another:
+//! * foundation: [`error`], `sync` (the loom switch), [`interrupt`], [`time`], [`arrow_io`];
+//! * shared mechanisms: `keys` (group keys in Arrow's row format), [`threads`];
+//! * ordering: [`order`]; runtime: [`runtime`];
+//! * operator options: [`window_options`];
+//! * operators: [`aggregate`], [`join`], [`preference`], [`columnar`];
+//! * applications: [`tpcxbb`].
 
-pub mod aggregate;
+// Foundation.
 pub mod arrow_io;
-pub mod columnar;
 pub mod error;
 pub mod interrupt;
-pub mod join;
-pub mod order;
-pub mod preference;
-pub mod runtime;
 mod sync;
 pub mod time;
+// Shared mechanisms.
+pub(crate) mod keys;
+pub mod threads;
+// Ordering and runtime.
+pub mod order;
+pub mod runtime;
+// Operator options.
+pub mod window_options;
+// Operators.
+pub mod aggregate;
+pub mod columnar;
+pub mod join;
+pub mod preference;
+// Applications.
 pub mod tpcxbb;
 
 pub use error::{Error, ErrorKind, Result};

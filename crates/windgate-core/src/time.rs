@@ -3,7 +3,12 @@
 //! Windows are aligned like Spark's `window()`: window `j` covers `[j*slide + offset, j*slide + offset + size)`
 //! for every integer `j`, so timestamps may be negative (floor division throughout). Panes are the disjoint
 //! slices of length `L = gcd(size, slide)` on the same grid: a window is `size / L` consecutive panes, and
-//! consecutive windows start `slide / L` panes apart (brief 004 §1.3, 0-based ids).
+//! consecutive windows start `slide / L` panes apart (0-based ids; the pane model of Mencagli, Torquati,
+//! Danelutto, De Matteis, *Parallel Continuous Preference Queries over Out-of-Order and Bursty Data Streams*;
+//! see `docs/architecture.md`, "Contracts").
+//!
+//! [`Span`] is a length of time as the user gives it (units or a duration string), resolved here once the time
+//! column's unit is known, so that every operator reads lengths of time the same way.
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -180,7 +185,7 @@ impl WindowSpec {
         window.saturating_mul(self.panes_per_slide)
     }
 
-    /// Inclusive range of the windows that contain pane `p` (eq. 6 of seed 004, 0-based).
+    /// Inclusive range of the windows that contain pane `p` (eq. 6 of Mencagli et al., *Parallel Continuous Preference Queries*, 0-based).
     #[inline]
     pub fn windows_of_pane(&self, pane: i64) -> (i64, i64) {
         let lo = floor_div(pane - self.panes_per_window, self.panes_per_slide) + 1;
@@ -381,6 +386,31 @@ fn scale_decimal(num: &str, factor: i128) -> Option<i128> {
     Some(value)
 }
 
+/// A length of time: an integer in the time column's unit, or a duration string resolved once the unit is
+/// known (at the first batch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Span {
+    Units(i64),
+    Text(String),
+}
+
+impl Span {
+    pub fn resolve(&self, unit: TimeUnit, param: &str) -> Result<i64> {
+        match self {
+            Span::Units(v) => Ok(*v),
+            Span::Text(t) => parse_duration(t, unit, param),
+        }
+    }
+
+    /// Early syntax check of a duration string (the unit is not known yet).
+    pub(crate) fn check(&self, param: &str) -> Result<()> {
+        if let Span::Text(t) = self {
+            parse_duration(t, TimeUnit::Nanosecond, param)?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,7 +425,7 @@ mod tests {
     }
 
     #[test]
-    fn brief_004_worked_check() {
+    fn pane_model_worked_check() {
         // w_p = 5, s_p = 2: pane 4 is in windows {0,1,2}, pane 5 in {1,2}, window 1 is panes 2..6.
         let w = WindowSpec::new(5, Some(2), 0).unwrap();
         assert_eq!(w.pane(), 1);
@@ -463,7 +493,7 @@ mod tests {
     }
 
     proptest! {
-        /// Pane and window arithmetic against brute-force enumeration (brief 004 §6.2 item 1).
+        /// Pane and window arithmetic against brute-force enumeration (the pane model of Mencagli et al.).
         #[test]
         fn windows_match_brute_force(size in 1i64..21, slide_div in 1i64..21, offset in -30i64..30, ts in -200i64..200) {
             let slide = 1 + (slide_div - 1) % size;

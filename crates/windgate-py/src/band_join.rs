@@ -6,10 +6,11 @@ use pyo3::types::PyDict;
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::{PyRecordBatch, PyTable};
 use windgate_core::Error;
-use windgate_core::aggregate::{OnLate, Span};
 use windgate_core::join::{
     self as core, BandJoinOptions, JoinHow, JoinStrategy, Predicate, Semantics, Side,
 };
+use windgate_core::order::admission::OnLate;
+use windgate_core::time::Span;
 
 use crate::convert::{lateness_opt, py_schema, span, threads_opt};
 use crate::errors::{detached, detached_batch_call, to_py};

@@ -3,11 +3,13 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyString};
 use windgate_core::Error;
-use windgate_core::aggregate::{
-    FarmOptions, LatenessOpt, NullTime, OnLate, Span, Strategy, WindowAggregateOptions,
-};
+use windgate_core::aggregate::{Strategy, WindowAggregateOptions};
+use windgate_core::order::admission::{NullTime, OnLate};
+use windgate_core::order::kslack::LatenessOpt;
 use windgate_core::runtime::farm::FarmStats;
 use windgate_core::runtime::{PaneSchedulerKind, WindowSchedulerKind};
+use windgate_core::time::Span;
+use windgate_core::window_options::{FarmOptions, WindowOptions};
 
 use crate::errors::to_py;
 
@@ -85,8 +87,7 @@ pub fn options(
         threads,
         farm,
     };
-    let mut o = w.options()?;
-    o.aggs = aggs;
+    let mut o = WindowAggregateOptions::from_window(w.options()?, aggs);
     o.strategy = Strategy::parse(strategy).map_err(to_py)?;
     o.sources = sources;
     o.validate().map_err(to_py)?;
@@ -108,9 +109,9 @@ pub struct WindowArgs<'a, 'py> {
 }
 
 impl WindowArgs<'_, '_> {
-    /// The options they make, without aggregates and not yet validated.
-    pub fn options(self) -> PyResult<WindowAggregateOptions> {
-        let mut o = WindowAggregateOptions::new(self.time, span(self.size, "size")?, vec![]);
+    /// The options they make, not yet validated.
+    pub fn options(self) -> PyResult<WindowOptions> {
+        let mut o = WindowOptions::new(self.time, span(self.size, "size")?);
         o.slide = self
             .slide
             .filter(|s| !s.is_none())

@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
+use windgate_core::threads::panic_message;
 use windgate_core::{Error, ErrorKind, interrupt};
 
 fn class_name(kind: ErrorKind) -> &'static str {
@@ -80,11 +81,7 @@ pub fn catch_panic<T>(what: &str, f: impl FnOnce() -> Result<T, Error>) -> Resul
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(payload) => {
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
+            let msg = panic_message(&payload);
             Err(Error::new(
                 ErrorKind::Poisoned,
                 format!(

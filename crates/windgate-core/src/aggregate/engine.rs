@@ -2,11 +2,11 @@
 
 use super::emission::Emission;
 use super::farm_engine::{Admitted, FarmEngine};
-use super::keys::{KeyDict, KeyOrder};
 use super::pane_engine::PaneEngine;
 use super::reference::ReferenceEngine;
 use super::slots::SlotStore;
 use crate::error::Result;
+use crate::keys::{KeyDict, KeyOrder};
 
 /// Fewer keys than this are never forgotten: a dictionary this small costs well under a megabyte. Above it,
 /// renumbering (a pass over the open state and the keys) runs only while most keys are idle (more than twice

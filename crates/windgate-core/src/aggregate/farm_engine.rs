@@ -15,10 +15,10 @@ use arrow_array::ArrayRef;
 use arrow_buffer::ScalarBuffer;
 
 use super::emission::Emission;
-use super::keys::KeyOrder;
 use super::slots::{KeySlots, SlotStore};
 use super::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::Result;
+use crate::keys::KeyOrder;
 use crate::runtime::farm::{Farm, FarmConfig, FarmQuery, FarmStats, Routed};
 use crate::runtime::rrcpa::Rrcpa;
 use crate::time::{WindowSpec, assign_panes};

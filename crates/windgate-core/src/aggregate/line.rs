@@ -31,8 +31,9 @@ use super::farm_engine::{Admitted, AggWindow};
 use super::slots::{KeySlots, SlotStore};
 use super::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::Result;
-use crate::runtime::farm::{Collector, OutMsg, report_panic, spawn};
+use crate::runtime::collector::{Collector, OutMsg, report_panic};
 use crate::runtime::monitor::WorkerCounters;
+use crate::threads::spawn;
 use crate::time::WindowSpec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,6 @@ mod engine;
 pub mod exact_sum;
 pub mod farm_engine;
 pub mod function;
-pub mod keys;
 pub mod line;
 pub mod multiway;
 pub mod operator;
@@ -23,7 +22,11 @@ pub mod w_hive;
 pub use batch::{window_aggregate, window_aggregate_in_memory};
 pub use function::{AggFunc, AggSpec};
 pub use operator::{Stats, WindowAggregator};
-pub use options::{
-    FarmOptions, LatenessOpt, NullTime, OnLate, Span, Strategy, WindowAggregateOptions,
-};
+pub use options::{Strategy, WindowAggregateOptions};
+// The window and late-row types every windowed operator shares live below the operators; they are named here
+// too, where `window_aggregate`'s callers look for them.
+pub use crate::order::admission::{NullTime, OnLate};
+pub use crate::order::kslack::LatenessOpt;
+pub use crate::time::Span;
+pub use crate::window_options::FarmOptions;
 pub use partial::{InputKind, OutputKind};

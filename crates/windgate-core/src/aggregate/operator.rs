@@ -21,10 +21,9 @@ use super::emission::Emission;
 use super::engine::Engine;
 use super::farm_engine::{Admitted, FarmEngine, Parallel};
 use super::function::{AggFunc, AggSpec, value_class};
-use super::keys::KeyDict;
 use super::line::LineKind;
 use super::multiway::Design;
-use super::options::{Strategy, WindowAggregateOptions, resolve_threads};
+use super::options::{Strategy, WindowAggregateOptions};
 use super::pane_engine::PaneEngine;
 use super::partial::{self, InputKind, OutputKind};
 use super::reference::ReferenceEngine;
@@ -36,9 +35,11 @@ use crate::arrow_io::{
     int_column_as, plain_schema,
 };
 use crate::error::{Error, ErrorKind, Lifecycle, Result};
+use crate::keys::KeyDict;
 use crate::order::admission::{Rules, admit};
 use crate::order::kslack::{KSlack, Lateness};
 use crate::runtime::farm::FarmStats;
+use crate::threads::resolve_threads;
 use crate::time::WindowSpec;
 
 /// Rows ingested at a time: large batches are sliced so that per-row scratch stays in cache.

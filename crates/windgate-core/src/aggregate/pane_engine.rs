@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 
 use super::emission::Emission;
-use super::keys::KeyOrder;
 use super::slots::{KeySlots, SlotStore};
 use super::state::{InputValues, RowOrder, SKIP};
 use crate::error::Result;
+use crate::keys::KeyOrder;
 use crate::time::{PaneCursor, WindowSpec};
 
 /// Windows emitted between two interruption checks: a window costs at least a few hundred nanoseconds.

@@ -5,10 +5,10 @@
 //! `(ts, source, seq)`. No panes, no partial states carried between windows.
 
 use super::emission::Emission;
-use super::keys::KeyOrder;
 use super::slots::SlotStore;
 use super::state::{InputValues, OrderKey, RowOrder};
 use crate::error::Result;
+use crate::keys::KeyOrder;
 use crate::time::WindowSpec;
 
 struct Row {

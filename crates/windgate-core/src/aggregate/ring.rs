@@ -51,8 +51,9 @@ use super::farm_engine::{Admitted, AggWindow};
 use super::line::{Owner, PuWindows, ResultSet, hash_owner, windows_per_row};
 use super::state::AggMeta;
 use crate::error::Result;
-use crate::runtime::farm::{Collector, OutMsg, report_panic, spawn};
+use crate::runtime::collector::{Collector, OutMsg, report_panic};
 use crate::runtime::monitor::WorkerCounters;
+use crate::threads::spawn;
 use crate::time::WindowSpec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

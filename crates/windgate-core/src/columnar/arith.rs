@@ -11,9 +11,9 @@ use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Schema};
 
 use super::expr::{Literal, too_deep};
-use super::keys::column_index;
 use super::value::{MAX_EXPR_DEPTH, Value};
 use crate::error::{Error, ErrorKind, Result};
+use crate::keys::column_index;
 
 /// An arithmetic operator of `project`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,9 +18,9 @@ use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_cast::{CastOptions, cast_with_options};
 use arrow_schema::{DataType, Schema};
 
-use super::keys::column_index;
 use super::value::{MAX_EXPR_DEPTH, Value};
 use crate::error::{Error, ErrorKind, Result};
+use crate::keys::column_index;
 
 /// A literal of a predicate or an expression.
 #[derive(Debug, Clone, PartialEq)]

@@ -20,11 +20,11 @@ use arrow_schema::{DataType, SchemaRef};
 
 use super::chunk::{Chunk, FINISH, Routed, Tag};
 use super::expr::BoundPredicate;
-use super::keys::{RowCodec, hash_key};
 use super::merge::{Run, merge};
 use super::order::SortKey;
 use crate::arrow_io::as_i64;
 use crate::error::{Error, ErrorKind, Result};
+use crate::keys::{RowCodec, hash_key};
 use crate::runtime::pipeline::{Partitioned, Partitioner};
 
 /// What `route` computes for an operator.

@@ -20,11 +20,11 @@ use hashbrown::HashMap;
 
 use super::expr::Predicate;
 use super::keyed::{Keyed, KeyedOp, PartCtx, Routing};
-use super::keys::{ByteRows, RowCodec, column_index};
 use super::value::{Params, Value};
 use super::{Bound, ColumnarOp, DEFAULT_PARTITIONS, TimeColumn, check_unique};
-use crate::aggregate::Span;
 use crate::error::{Error, ErrorKind, Result};
+use crate::keys::{ByteRows, RowCodec, column_index};
+use crate::time::Span;
 
 /// The last `n` candidate values before each trigger row, per key.
 #[derive(Debug, Clone)]

@@ -45,7 +45,6 @@ mod chunk;
 mod expr;
 mod filter;
 mod keyed;
-mod keys;
 mod last_n;
 mod merge;
 mod order;
@@ -80,10 +79,10 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
 
-use crate::aggregate::Span;
 use crate::arrow_io::{int_column_as, time_unit};
 use crate::error::{Error, ErrorKind, Result};
 use crate::runtime::pipeline::Pipeline;
+use crate::time::Span;
 use crate::time::TimeUnit;
 
 /// Partitions of a partitioned operator unless the caller says otherwise: enough to spread keys over a few
@@ -158,7 +157,7 @@ pub(crate) struct TimeColumn {
 
 impl TimeColumn {
     pub fn bind(schema: &SchemaRef, name: &str, param: &str) -> Result<Self> {
-        let index = keys::column_index(schema, name, param)?;
+        let index = crate::keys::column_index(schema, name, param)?;
         let data_type = schema.field(index).data_type().clone();
         let unit = time_unit(&data_type, name)?;
         Ok(Self {

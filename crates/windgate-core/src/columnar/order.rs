@@ -6,8 +6,8 @@ use arrow_array::{RecordBatch, UInt32Array};
 use arrow_row::Rows;
 use arrow_schema::{Schema, SortOptions};
 
-use super::keys::RowCodec;
 use crate::error::Result;
+use crate::keys::RowCodec;
 
 /// A sort order over some output columns.
 #[derive(Debug)]

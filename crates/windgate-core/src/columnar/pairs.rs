@@ -13,10 +13,10 @@ use arrow_array::{Array, ArrayRef, OffsetSizeTrait, RecordBatch, UInt32Array};
 use arrow_row::{RowConverter, SortField};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::keys::column_index;
 use super::value::{Params, Value};
 use super::{Bound, Chunk, ColumnarOp, check_schema};
 use crate::error::{Error, ErrorKind, Result};
+use crate::keys::column_index;
 use crate::runtime::pipeline::Stateless;
 
 /// Pairs of distinct values of a list column.

@@ -24,12 +24,12 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use hashbrown::HashMap;
 
 use super::keyed::{Keyed, KeyedOp, PartCtx, Routing};
-use super::keys::{ByteRows, RowCodec, column_index};
 use super::order::{ASC, SortKey};
 use super::value::{Params, Value};
 use super::{Bound, ColumnarOp, DEFAULT_PARTITIONS, TimeColumn, check_unique};
-use crate::aggregate::Span;
 use crate::error::{Error, ErrorKind, Result};
+use crate::keys::{ByteRows, RowCodec, column_index};
+use crate::time::Span;
 use crate::time::floor_div;
 
 /// A running per-key regression of bucket sums on the bucket number.

@@ -11,11 +11,11 @@ use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, Float64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::keys::column_index;
 use super::value::{Params, Value};
 use super::{Bound, Chunk, ColumnarOp, check_schema, check_unique};
 use crate::aggregate::exact_sum::ExactSum;
 use crate::error::{Error, ErrorKind, Result};
+use crate::keys::column_index;
 use crate::runtime::pipeline::Stateful;
 
 /// The running mean of a column.

@@ -29,12 +29,12 @@ use hashbrown::HashMap;
 
 use super::expr::Predicate;
 use super::keyed::{Keyed, KeyedOp, PartCtx, Routing};
-use super::keys::{ByteRows, RowCodec, column_index};
 use super::order::{ASC, SortKey};
 use super::value::{Params, Value};
 use super::{Bound, ColumnarOp, DEFAULT_PARTITIONS, TimeColumn, check_unique};
-use crate::aggregate::Span;
 use crate::error::{Error, ErrorKind, Result};
+use crate::keys::{ByteRows, RowCodec, column_index};
+use crate::time::Span;
 
 /// Sessions per key.
 #[derive(Debug, Clone)]

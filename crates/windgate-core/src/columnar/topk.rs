@@ -12,11 +12,11 @@ use arrow_array::RecordBatch;
 use arrow_row::OwnedRow;
 use arrow_schema::SchemaRef;
 
-use super::keys::{RowCodec, column_index};
 use super::rank::{Ranking, check_no_nan};
 use super::value::{Params, Value};
 use super::{Bound, Chunk, ColumnarOp, check_schema};
 use crate::error::{Error, ErrorKind, Result};
+use crate::keys::{RowCodec, column_index};
 use crate::runtime::pipeline::Stateful;
 
 /// The best `k` rows per window.

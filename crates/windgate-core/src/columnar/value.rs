@@ -2,8 +2,8 @@
 //! strings, lists, tuples and dicts convert to), so that the bindings only convert and every check and
 //! error message lives here, next to the operator that reads it.
 
-use crate::aggregate::Span;
 use crate::error::{Error, Result};
+use crate::time::Span;
 
 /// How deeply a spec value may nest (lists and dicts inside each other) when converted from a caller's
 /// data, e.g. Python's. Converting, dropping and merging chains of one `"and"`/`"or"` never recurse on the

@@ -20,13 +20,13 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use hashbrown::HashMap;
 
 use super::keyed::{Keyed, KeyedOp, PartCtx, Routing};
-use super::keys::{ByteRows, RowCodec};
 use super::order::{ASC, DESC, SortKey, take};
 use super::value::{Params, Value};
 use super::{Bound, ColumnarOp, DEFAULT_PARTITIONS, TimeColumn};
-use crate::aggregate::Span;
 use crate::arrow_io::as_i64;
 use crate::error::{Error, ErrorKind, Result};
+use crate::keys::{ByteRows, RowCodec};
+use crate::time::Span;
 use crate::time::floor_div;
 
 /// Counts per key per tumbling window.

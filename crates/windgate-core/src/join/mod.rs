@@ -2,16 +2,16 @@
 //! every n-th tuple and probing its portion of the opposite window, outputs merged by a second ScaleGate in a
 //! total order that is the same for any thread count.
 
-pub mod merge;
-pub mod operator;
-pub mod options;
+pub(crate) mod merge;
+pub(crate) mod operator;
+pub(crate) mod options;
 mod outer;
 mod output;
-pub mod prepare;
-pub mod processor;
-pub mod reference;
-pub mod scale_join;
-pub mod window;
+pub(crate) mod prepare;
+pub(crate) mod processor;
+pub(crate) mod reference;
+pub(crate) mod scale_join;
+pub(crate) mod window;
 
 pub use operator::{BandJoiner, JoinStats, band_join};
 pub use options::{BandJoinOptions, Bounds, JoinHow, JoinStrategy, Predicate, Semantics};

@@ -12,10 +12,10 @@ use std::collections::VecDeque;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use crate::aggregate::keys::KeyDict;
-use crate::aggregate::options::OnLate;
 use crate::error::{Error, ErrorKind, Result};
 use crate::interrupt;
+use crate::keys::KeyDict;
+use crate::order::admission::OnLate;
 use crate::order::kslack::{Admission, KSlack};
 
 use super::merge::ReadyMerge;

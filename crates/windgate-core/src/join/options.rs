@@ -1,9 +1,10 @@
-//! The parameters of `band_join` / `BandJoiner` (DESIGN §5), validated before any data is seen.
+//! The parameters of `band_join` / `BandJoiner`, validated before any data is seen.
 
-use crate::aggregate::options::{DEFAULT_CREDITS, LatenessOpt, OnLate, Span, resolve_threads};
 use crate::error::{Error, Result};
-use crate::order::kslack::Lateness;
-use crate::time::TimeUnit;
+use crate::order::admission::{DEFAULT_CREDITS, OnLate};
+use crate::order::kslack::{Lateness, LatenessOpt};
+use crate::threads::{MAX_THREADS, resolve_threads};
+use crate::time::{Span, TimeUnit};
 
 use super::prepare::Side;
 
@@ -200,9 +201,6 @@ impl JoinStrategy {
     }
 }
 
-/// The most processing threads a join starts: the bound `window_aggregate` and the other operators have.
-pub const MAX_THREADS: usize = 254;
-
 /// Everything `band_join` and `BandJoiner` take.
 #[derive(Debug, Clone)]
 pub struct BandJoinOptions {
@@ -383,11 +381,7 @@ impl BandJoinOptions {
     }
 
     pub fn lateness_policy(&self, unit: TimeUnit) -> Result<Lateness> {
-        Ok(match &self.lateness {
-            LatenessOpt::Exact => Lateness::Exact,
-            LatenessOpt::Adaptive => Lateness::Adaptive,
-            LatenessOpt::Bound(k) => Lateness::fixed(k.resolve(unit, "lateness")?)?,
-        })
+        self.lateness.policy(unit)
     }
 }
 

@@ -54,10 +54,6 @@ impl Outer {
         self.open.len() + self.closed.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The tuple at merged position `pos` became ready.
     pub fn on_ready(&mut self, key: JoinKey, pos: u64) {
         if !self.left_only || key.side == Side::Left {

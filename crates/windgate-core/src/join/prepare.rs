@@ -9,9 +9,9 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
 use smallvec::SmallVec;
 
-use crate::aggregate::keys::KeyDict;
 use crate::arrow_io::{as_i64, column, exact_f64, time_unit};
 use crate::error::{Error, ErrorKind, Result};
+use crate::keys::KeyDict;
 use crate::time::{TimeUnit, Timestamp};
 
 use super::options::Predicate;
@@ -299,5 +299,3 @@ fn band_values(col: &ArrayRef, name: &str, side: Side) -> Result<Vec<f64>> {
 pub fn eq_dict(left: &SideSchema) -> Result<KeyDict> {
     KeyDict::new(left.eq.clone(), left.eq_types())
 }
-
-pub type Chunk = Arc<RecordBatch>;

@@ -21,7 +21,7 @@ use crossbeam_utils::{Backoff, CachePadded};
 use crate::error::{Error, ErrorKind, Result};
 use crate::interrupt;
 use crate::order::scale_gate::{Next, Reader, ScaleGate, Source};
-use crate::runtime::farm::panic_message;
+use crate::threads::panic_message;
 
 use super::prepare::{JoinKey, JoinTuple, Side};
 use super::processor::{OutKey, OutPair, Processor};

@@ -179,10 +179,6 @@ impl Portion {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     fn key(&self, t: &JoinTuple, band0: f64) -> CellKey {
         let c = self.eps.first().map_or(0, |&e| cell(band0, e));
         (t.eq, c)

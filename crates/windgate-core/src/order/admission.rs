@@ -1,12 +1,57 @@
-//! Admission of a batch's rows (DESIGN §3): null times, then the source's K-slack. Shared by every windowed
+//! Admission of a batch's rows (`docs/architecture.md`, "Contracts": late rows): null times, then the source's K-slack. Shared by every windowed
 //! operator so that the same input gives the same admitted rows, late rows and errors whichever operator reads
 //! it.
 
 use arrow_buffer::NullBuffer;
 
 use super::kslack::{Admission, KSlack, Lateness};
-use crate::aggregate::{NullTime, OnLate};
 use crate::error::{Error, ErrorKind, Result};
+
+/// `on_late=`: what happens to a row below its source's watermark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnLate {
+    Drop,
+    Error,
+}
+
+impl OnLate {
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "drop" => Ok(OnLate::Drop),
+            "error" => Ok(OnLate::Error),
+            other => Err(Error::param(
+                "on_late",
+                format!("expected \"drop\" or \"error\", got {other:?}"),
+            )),
+        }
+    }
+}
+
+/// `null_time=`: what happens to a row whose time is null.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NullTime {
+    Error,
+    Drop,
+}
+
+impl NullTime {
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "error" => Ok(NullTime::Error),
+            "drop" => Ok(NullTime::Drop),
+            other => Err(Error::param(
+                "null_time",
+                format!("expected \"error\" or \"drop\", got {other:?}"),
+            )),
+        }
+    }
+}
+
+/// Default credits of a streaming operator with several sources (or sides): the rows one may have pending
+/// (admitted, not yet final because another holds the watermark back) before its pushes are refused with a
+/// backpressure error. About a million rows, a few tens of MB of pending state: far above any skew between
+/// live sources, well below an out-of-memory.
+pub const DEFAULT_CREDITS: u64 = 1 << 20;
 
 /// What the rules of one call are, and how to name things in errors.
 pub struct Rules<'a> {

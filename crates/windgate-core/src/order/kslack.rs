@@ -1,11 +1,31 @@
-//! Watermarks and late rows (DESIGN §3).
+//! Watermarks and late rows (`docs/architecture.md`, "Contracts": late rows).
 //!
 //! A [`KSlack`] sees one source's timestamps in arrival order and decides, row by row, whether a row is
 //! admitted or late. Its decisions depend only on the sequence of timestamps, never on timing or batch
 //! boundaries: that is what makes late-row dropping deterministic.
 
 use crate::error::{Error, Result};
-use crate::time::Timestamp;
+use crate::time::{Span, TimeUnit, Timestamp};
+
+/// `lateness=` as the user gives it: `None`, a bound, or `"adaptive"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LatenessOpt {
+    Exact,
+    Bound(Span),
+    Adaptive,
+}
+
+impl LatenessOpt {
+    /// The policy of one source once the time unit is known (an operator that merges sorted sources maps
+    /// `Exact` to [`Lateness::Sorted`] itself).
+    pub fn policy(&self, unit: TimeUnit) -> Result<Lateness> {
+        Ok(match self {
+            LatenessOpt::Exact => Lateness::Exact,
+            LatenessOpt::Adaptive => Lateness::Adaptive,
+            LatenessOpt::Bound(k) => Lateness::fixed(k.resolve(unit, "lateness")?)?,
+        })
+    }
+}
 
 /// How much disorder a source may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,7 +34,8 @@ pub enum Lateness {
     Exact,
     /// A fixed bound `K`: watermark `= max ts seen - K`; a row below the watermark is late.
     Fixed(i64),
-    /// Seed 004's adaptive K-slack (brief 004 §2.2): `K` grows to the largest lateness seen so far.
+    /// The adaptive K-slack of Mencagli, Torquati, Danelutto, De Matteis, *Parallel Continuous Preference Queries
+    /// over Out-of-Order and Bursty Data Streams*: `K` grows to the largest lateness seen so far.
     Adaptive,
     /// Sources merged by a gate without a lateness bound (several sources, `lateness=None`): each source must
     /// be sorted by time; the watermark is its latest ts, and a row below it is an error, never a drop.
@@ -51,7 +72,7 @@ pub struct KSlack {
     t_max: Option<Timestamp>,
     /// Current slack `K` (fixed, or grown by the adaptive rule).
     k: i64,
-    /// Adaptive rule: the smallest ts seen since `t_max` last grew (the brief's `buf`, reduced to its minimum,
+    /// Adaptive rule: the smallest ts seen since `t_max` last grew (the paper's `buf`, reduced to its minimum,
     /// which is all the rule reads).
     buf_min: Option<Timestamp>,
     /// The watermark `last_P`: rows below it are late. Only moves forward.
@@ -91,7 +112,7 @@ impl KSlack {
         self.t_max
     }
 
-    /// Decides one row. The brief's order of steps is kept: the adaptive rule feeds even rows it then drops
+    /// Decides one row. The paper's order of steps is kept: the adaptive rule feeds even rows it then drops
     /// into K, and the late test runs after the watermark update (a new maximum is never late).
     #[inline]
     pub fn observe(&mut self, ts: Timestamp) -> Admission {
@@ -189,7 +210,7 @@ mod tests {
 
     proptest! {
         /// Watermarks only move forward, and no admitted row is ever below a watermark published before it
-        /// (brief 004 §2.2's invariant).
+        /// (the adaptive K-slack's invariant).
         #[test]
         fn watermark_monotone_and_admitted_rows_above_it(
             ts in proptest::collection::vec(-50i64..50, 0..200), k in 0i64..10, adaptive: bool,

@@ -3,7 +3,7 @@
 //! of sorted sources into a deterministic ready stream ([`scale_gate`]).
 
 pub mod admission;
-pub mod hybrid_queue;
+pub(crate) mod hybrid_queue;
 pub mod kslack;
 pub mod reorder;
 pub mod scale_gate;

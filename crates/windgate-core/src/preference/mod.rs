@@ -15,16 +15,16 @@
 //! [`FarmQuery`](crate::runtime::farm::FarmQuery)), [`engine`] (pane, farm, per-window recomputation and
 //! reference engines) and [`operator`] (the streaming operator and the batch function).
 
-pub mod dominance;
-pub mod engine;
-pub mod operator;
-pub mod options;
-pub mod query;
+pub(crate) mod dominance;
+pub(crate) mod engine;
+pub(crate) mod operator;
+pub(crate) mod options;
+pub(crate) mod query;
 mod retained;
-pub mod skyline;
+pub(crate) mod skyline;
 mod store;
-pub mod top_dominant;
-pub mod topk;
+pub(crate) mod top_dominant;
+pub(crate) mod topk;
 
 pub use dominance::{Compare, Prefer, compare, dominates, k_dominance};
 pub use operator::{PreferenceOperator, PreferenceStats, preference};

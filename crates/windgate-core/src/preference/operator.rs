@@ -16,13 +16,13 @@ use super::engine::{Engine, EngineKind, WindowPicks};
 use super::options::{PreferenceOptions, PreferenceStrategy};
 use super::query::{KernelSpec, PrefChunk};
 use super::retained::Retained;
-use crate::aggregate::keys::KeyDict;
-use crate::aggregate::options::resolve_threads;
 use crate::arrow_io::{as_i64, check_same_type, column, exact_f64, int_column_as};
 use crate::error::{Error, ErrorKind, Lifecycle, Result};
+use crate::keys::KeyDict;
 use crate::order::admission::{Rules, admit};
 use crate::order::kslack::KSlack;
 use crate::runtime::farm::FarmStats;
+use crate::threads::resolve_threads;
 use crate::time::WindowSpec;
 
 /// Rows ingested at a time on the caller's thread (one slice's scratch stays in cache).
@@ -67,7 +67,8 @@ struct Bound {
 /// ```
 /// use std::sync::Arc;
 /// use arrow_array::{Float64Array, Int64Array, RecordBatch};
-/// use windgate_core::aggregate::{LatenessOpt, Span};
+/// use windgate_core::order::kslack::LatenessOpt;
+/// use windgate_core::time::Span;
 /// use windgate_core::preference::{Prefer, PreferenceOperator, PreferenceOptions, QueryKind};
 ///
 /// let query = QueryKind::Skyline { dims: vec!["x".into(), "y".into()], prefer: vec![Prefer::Min; 2] };
@@ -168,7 +169,7 @@ impl PreferenceOperator {
                 .map_err(|_| Error::column_not_found(param, name, &names))
         };
         let time_type = field(&o.time, "time")?.data_type().clone();
-        let resolved = o.resolve_window(&time_type)?;
+        let resolved = o.resolve(&time_type)?;
         self.kslack = KSlack::new(resolved.lateness);
         let mut key_types = vec![];
         for b in &o.by {

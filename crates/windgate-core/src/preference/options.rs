@@ -1,8 +1,9 @@
-//! Options of the preference operators: the window, lateness, grouping and farm parameters shared with window
-//! aggregation, plus the query and the engine.
+//! Options of the preference operators: the window, lateness, grouping and farm parameters every windowed
+//! operator takes ([`WindowOptions`]), plus the query and the engine.
 
-use crate::aggregate::WindowAggregateOptions;
 use crate::error::{Error, Result};
+use crate::time::Span;
+use crate::window_options::WindowOptions;
 
 use super::Prefer;
 
@@ -14,7 +15,8 @@ pub enum QueryKind {
         dims: Vec<String>,
         prefer: Vec<Prefer>,
     },
-    /// The `delta` skyline rows of lowest κ (brief 004 §1.2).
+    /// The `delta` skyline rows of lowest κ (the top-δ dominant query of Mencagli et al., *Parallel Continuous
+    /// Preference Queries over Out-of-Order and Bursty Data Streams*).
     TopDominant {
         dims: Vec<String>,
         prefer: Vec<Prefer>,
@@ -150,32 +152,26 @@ impl PreferenceStrategy {
     }
 }
 
-/// Options of a preference operator. `window` carries the parameters shared with window aggregation (its
-/// `aggs` and `strategy` are not used; `sources` must be 1).
+/// Options of a preference operator (one source). `window` carries the parameters every windowed operator
+/// takes.
 #[derive(Debug, Clone)]
 pub struct PreferenceOptions {
-    pub window: WindowAggregateOptions,
+    pub window: WindowOptions,
     pub query: QueryKind,
     pub strategy: PreferenceStrategy,
 }
 
 impl PreferenceOptions {
-    pub fn new(time: impl Into<String>, size: crate::aggregate::Span, query: QueryKind) -> Self {
+    pub fn new(time: impl Into<String>, size: Span, query: QueryKind) -> Self {
         Self {
-            window: WindowAggregateOptions::new(time, size, vec![]),
+            window: WindowOptions::new(time, size),
             query,
             strategy: PreferenceStrategy::Auto,
         }
     }
 
     pub fn validate(&self) -> Result<()> {
-        self.window.validate_window()?;
-        if self.window.sources != 1 {
-            return Err(Error::param(
-                "sources",
-                "preference queries take one source",
-            ));
-        }
+        self.window.validate()?;
         self.query.validate()
     }
 }

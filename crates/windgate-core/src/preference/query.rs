@@ -143,11 +143,6 @@ impl KernelSpec {
                 .collect(),
         }
     }
-
-    /// δ of top-δ dominant, k of top-k.
-    pub fn delta(&self) -> usize {
-        self.delta
-    }
 }
 
 /// Admitted rows of one slice of input, owned so that they can cross to the workers.

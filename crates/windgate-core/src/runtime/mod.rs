@@ -1,13 +1,13 @@
 //! The parallel runtime: operator-owned worker threads on bounded crossbeam channels, the pane farm that runs
 //! on them, its schedulers, the PID controller and the utilisation monitor.
 
+pub(crate) mod collector;
 pub mod farm;
-pub mod monitor;
-pub mod pane_scheduler;
-pub mod pid;
+pub(crate) mod monitor;
+pub(crate) mod pane_scheduler;
+pub(crate) mod pid;
 pub mod pipeline;
-pub mod rrcpa;
+pub(crate) mod rrcpa;
 
-pub use farm::{Farm, FarmConfig, FarmQuery, FarmStats, Routed, WindowSchedulerKind};
-pub use pane_scheduler::{PaneScheduler, PaneSchedulerKind};
-pub use pid::{Pid, PidConfig};
+pub use farm::{FarmStats, WindowSchedulerKind};
+pub use pane_scheduler::PaneSchedulerKind;

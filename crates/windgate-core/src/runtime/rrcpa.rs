@@ -22,11 +22,11 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 
-use super::farm::{
-    Collector, FarmQuery, NOT_ROUTED, OutMsg, Routed, last_complete, report_panic, spawn,
-};
+use super::collector::{Collector, OutMsg, report_panic};
+use super::farm::{FarmQuery, NOT_ROUTED, Routed, last_complete};
 use super::monitor::WorkerCounters;
 use crate::error::Result;
+use crate::threads::spawn;
 use crate::time::WindowSpec;
 
 enum Input<C> {
@@ -52,7 +52,6 @@ enum Line<W> {
 }
 
 pub struct Rrcpa<Q: FarmQuery> {
-    query: Arc<Q>,
     spec: WindowSpec,
     pus: Vec<Sender<Input<Q::Chunk>>>,
     counters: Vec<Arc<WorkerCounters>>,
@@ -97,7 +96,6 @@ impl<Q: FarmQuery> Rrcpa<Q> {
         inputs.reverse();
         counters.reverse();
         Ok(Self {
-            query,
             spec,
             pus: inputs,
             counters,
@@ -201,14 +199,6 @@ impl<Q: FarmQuery> Rrcpa<Q> {
 
     pub fn collect(&mut self, until: i64, wait: bool) -> Result<Vec<(i64, Q::Window)>> {
         self.collector.collect(until, wait, &self.threads)
-    }
-
-    pub fn last_window(&self) -> Option<i64> {
-        self.max_pane.map(|p| self.spec.windows_of_pane(p).1)
-    }
-
-    pub fn query(&self) -> &Q {
-        &self.query
     }
 }
 

@@ -9,9 +9,9 @@ use crate::join_support::{opts, pairs, ts_batch};
 use arrow_array::{Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use windgate_core::ErrorKind;
-use windgate_core::aggregate::OnLate;
 use windgate_core::interrupt;
 use windgate_core::join::{BandJoiner, JoinStrategy, Side, band_join};
+use windgate_core::order::admission::OnLate;
 
 /// More than the threaded engine's lag bound (2^16 tuples), so the caller's back-pressure wait runs.
 const BIG: i64 = 70_000;

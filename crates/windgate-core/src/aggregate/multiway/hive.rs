@@ -24,8 +24,9 @@ use crate::aggregate::slots::{KeySlots, SlotStore};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::aggregate::w_hive::{self, Updater};
 use crate::order::scale_gate::{Next, Reader};
-use crate::runtime::farm::{OutMsg, idle_step, report_panic};
+use crate::runtime::collector::{OutMsg, report_panic};
 use crate::runtime::monitor::WorkerCounters;
+use crate::threads::idle_step;
 use crate::time::WindowSpec;
 
 /// One updater's partial of one window: its keys and their states (`None` until the updater touches it).

@@ -15,8 +15,9 @@ use crate::aggregate::farm_engine::{Admitted, AggWindow};
 use crate::aggregate::slots::{KeySlots, SlotStore};
 use crate::aggregate::state::{AggMeta, OrderKey, RowOrder, SKIP};
 use crate::order::scale_gate::{Next, Reader};
-use crate::runtime::farm::{OutMsg, idle_step, report_panic};
+use crate::runtime::collector::{OutMsg, report_panic};
 use crate::runtime::monitor::WorkerCounters;
+use crate::threads::idle_step;
 use crate::time::WindowSpec;
 
 /// A source's queue (MQ, MQLF).

@@ -1,5 +1,7 @@
-//! The pane farm (brief 004 §1.5, DESIGN §6): a PLQ stage reduces rows to per-pane partial results on a farm of
-//! workers, a WLQ stage merges partials into windows, and the caller collects windows in order.
+//! The pane farm of Mencagli, Torquati, Danelutto, De Matteis, *Parallel Continuous Preference Queries over
+//! Out-of-Order and Bursty Data Streams* (`docs/architecture.md`, "Data path"): a pane-level query (PLQ)
+//! stage reduces rows to per-pane partial results on a farm of workers, a window-level query (WLQ) stage
+//! merges partials into windows, and the caller collects windows in order.
 //!
 //! ```text
 //! caller (emitter) ──rows, punctuations──► PLQ worker[0..n) ──partitions, acks──► WLQ emitter ──tasks──► WLQ worker[0..m)
@@ -19,9 +21,9 @@
 //! WIN_FB sends a worker one task at a time, so only WIN_RR can queue there, at most the windows in flight).
 //!
 //! Determinism: G's partitions of a pane are combined by H exactly (the query guarantees an order-independent
-//! merge), so which worker computed which piece never shows in the output (DESIGN §4).
+//! merge), so which worker computed which piece never shows in the output (`docs/architecture.md`,
+//! "Contracts": determinism).
 
-mod collector;
 pub mod inline;
 mod plq;
 mod wlq;
@@ -33,12 +35,13 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Sender, bounded, unbounded};
 
+use super::collector::Collector;
 use super::monitor::{Monitor, WorkerCounters};
 use super::pane_scheduler::{PaneScheduler, PaneSchedulerKind};
 use super::pid::{Pid, PidConfig};
 use crate::error::{Error, Result};
+use crate::threads::spawn;
 use crate::time::WindowSpec;
-pub(crate) use collector::Collector;
 use plq::PlqMsg;
 use wlq::Task;
 
@@ -185,49 +188,6 @@ pub(crate) enum WlqIn<Q: FarmQuery> {
         state: Option<Q::Window>,
     },
     Exit,
-}
-
-/// Messages to the collector.
-pub(crate) enum OutMsg<W> {
-    Window(i64, W),
-    /// Every window up to this id has been sent.
-    Progress(i64),
-    Failed(String),
-}
-
-/// Runs a worker thread's body; a panic becomes an [`OutMsg::Failed`] naming `who`, which the caller's
-/// collector turns into an operator error instead of a hang (DESIGN §7).
-pub(crate) fn report_panic<W>(
-    out: &Sender<OutMsg<W>>,
-    who: impl FnOnce() -> String,
-    body: impl FnOnce(),
-) {
-    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
-        let _ = out.send(OutMsg::Failed(format!(
-            "{} panicked: {}",
-            who(),
-            panic_message(&panic)
-        )));
-    }
-}
-
-/// A polling thread's step when it found nothing to do: spin, then yield, then park for at most `max` (the
-/// producers unpark it when they add work). `busy` resets the backoff.
-pub(crate) fn idle_step(backoff: &crossbeam_utils::Backoff, busy: bool, max: Duration) {
-    if busy {
-        backoff.reset();
-    } else if backoff.is_completed() {
-        std::thread::park_timeout(max);
-    } else {
-        backoff.snooze();
-    }
-}
-
-pub(crate) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
 }
 
 /// A running farm. Dropping it stops and joins its threads.
@@ -473,18 +433,4 @@ pub(crate) fn last_complete(spec: &WindowSpec, frontier: i64) -> i64 {
         frontier.saturating_sub(spec.panes_per_window()),
         spec.panes_per_slide(),
     )
-}
-
-/// Starts a named worker thread. The system may refuse (too many threads, too little memory): that is an error
-/// for the caller, which drops what it had started (the workers see their channels close and exit).
-pub(crate) fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name(name.clone())
-        .spawn(f)
-        .map_err(|e| {
-            crate::error::Error::new(
-                crate::error::ErrorKind::Poisoned,
-                format!("could not start worker thread {name}: {e} (too many threads, or too little memory?)"),
-            )
-        })
 }

@@ -11,8 +11,10 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::{FarmQuery, OutMsg, Routed, WlqIn, panic_message};
+use super::{FarmQuery, Routed, WlqIn};
+use crate::runtime::collector::OutMsg;
 use crate::runtime::monitor::WorkerCounters;
+use crate::threads::panic_message;
 
 /// What the emitter sends a PLQ worker, in-band on one FIFO channel.
 pub enum PlqMsg<C> {

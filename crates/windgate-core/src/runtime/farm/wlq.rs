@@ -18,8 +18,10 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::{FarmQuery, OutMsg, WindowSchedulerKind, WlqIn, panic_message, report_panic};
+use super::{FarmQuery, WindowSchedulerKind, WlqIn};
+use crate::runtime::collector::{OutMsg, report_panic};
 use crate::runtime::monitor::WorkerCounters;
+use crate::threads::panic_message;
 use crate::time::WindowSpec;
 
 /// A window task: merge `parts` into window `window`'s result `state`. A task takes every partition pending for

@@ -15,7 +15,7 @@ use super::scheduler::{OpSched, Scheduler};
 use super::stage::{Done, Downstream, Failure, Marker, Payload, Stage};
 use super::stats::{OpStats, PipelineStats};
 use crate::error::{Error, ErrorKind, Result};
-use crate::runtime::farm::panic_message;
+use crate::threads::panic_message;
 use crossbeam_queue::SegQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -1,9 +1,10 @@
-//! Group keys: each distinct combination of the `by` columns gets a dense id in order of first appearance.
+//! The key dictionary: each distinct combination of the `by` columns gets a dense id in order of first
+//! appearance.
 //!
 //! Keys are kept in the arrow-row format, whose byte order is the column order with nulls first: sorting ids
-//! by their row bytes gives the output order `(window_start, by...)` of DESIGN §5 for any key types, and
-//! decoding rows rebuilds the key columns with their original types. A single integer key column, the common
-//! case, skips the row encoding on the hot path.
+//! by their row bytes gives the output order `(window_start, by...)` (`docs/architecture.md`, "Contracts":
+//! determinism) for any key types, and decoding rows rebuilds the key columns with their original types. A
+//! single integer key column, the common case, skips the row encoding on the hot path.
 
 use arrow_array::{Array, ArrayRef};
 use arrow_row::{RowConverter, SortField};
@@ -93,10 +94,6 @@ impl KeyDict {
         } else {
             self.offsets.len() - 1
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The key id of every row of `columns` (the `by` columns of one batch, `rows` rows).
@@ -284,14 +281,6 @@ impl KeyDict {
         self.ranks.clear();
         self.sorted.clear();
         remap
-    }
-
-    /// Approximate heap bytes held (for `stats`).
-    pub fn memory_bytes(&self) -> usize {
-        self.arena.capacity()
-            + self.offsets.capacity() * 8
-            + self.table.capacity() * 4
-            + self.by_int.capacity() * 16
     }
 }
 

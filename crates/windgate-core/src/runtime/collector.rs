@@ -1,13 +1,38 @@
 //! The collector: windows come back from worker threads in any order; it releases them in window order once
-//! a progress report says that every window up to that id has been sent.
+//! a progress report says that every window up to that id has been sent. Every engine with worker threads
+//! (the pane farm, RRCPA, the line, ring and multiway designs) reports to one.
 
 use std::collections::BTreeMap;
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use super::OutMsg;
 use crate::error::{Error, ErrorKind, Result};
+use crate::threads::panic_message;
+
+/// Messages to the collector.
+pub(crate) enum OutMsg<W> {
+    Window(i64, W),
+    /// Every window up to this id has been sent.
+    Progress(i64),
+    Failed(String),
+}
+
+/// Runs a worker thread's body; a panic becomes an [`OutMsg::Failed`] naming `who`, which the caller's
+/// collector turns into an operator error instead of a hang (`docs/architecture.md`, "Contracts": errors).
+pub(crate) fn report_panic<W>(
+    out: &Sender<OutMsg<W>>,
+    who: impl FnOnce() -> String,
+    body: impl FnOnce(),
+) {
+    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        let _ = out.send(OutMsg::Failed(format!(
+            "{} panicked: {}",
+            who(),
+            panic_message(&panic)
+        )));
+    }
+}
 
 pub(crate) struct Collector<W> {
     rx: Receiver<OutMsg<W>>,
