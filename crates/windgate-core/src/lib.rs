@@ -12,6 +12,7 @@ pub mod interrupt;
 pub mod join;
 pub mod order;
 pub mod preference;
+pub mod registry;
 pub mod runtime;
 mod sync;
 pub mod time;

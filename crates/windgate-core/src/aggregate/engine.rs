@@ -1,9 +1,10 @@
-//! The engines behind the streaming operator, one enum so the operator's hot path dispatches once per call.
+//! The engines behind the streaming operator: the single-threaded ones, or a parallel engine behind its
+//! [`Driver`]; one enum so the operator's hot path dispatches once per call.
 
 use super::emission::Emission;
-use super::farm_engine::{Admitted, FarmEngine};
 use super::keys::{KeyDict, KeyOrder};
 use super::pane_engine::PaneEngine;
+use super::parallel::{Admitted, Driver};
 use super::reference::ReferenceEngine;
 use super::slots::SlotStore;
 use crate::error::Result;
@@ -17,7 +18,8 @@ pub(super) const FORGET_MIN_KEYS: usize = 1 << 12;
 pub(super) enum Engine {
     Pane(PaneEngine),
     Reference(ReferenceEngine),
-    Farm(Box<FarmEngine>),
+    /// Any parallel engine.
+    Parallel(Box<Driver>),
 }
 
 impl Engine {
@@ -28,7 +30,7 @@ impl Engine {
             Engine::Reference(e) => {
                 e.ingest(&rows.ts, &rows.keys, keep, &rows.inputs, rows.order())
             }
-            Engine::Farm(e) => return e.ingest(rows),
+            Engine::Parallel(e) => return e.ingest(rows),
         }
         Ok(())
     }
@@ -45,7 +47,7 @@ impl Engine {
         match self {
             Engine::Pane(e) => e.emit_until(last, keys, out),
             Engine::Reference(e) => e.emit_until(last, keys, out),
-            Engine::Farm(e) => e.emit_until(last, keys, out, wait),
+            Engine::Parallel(e) => e.emit_until(last, keys, out, wait),
         }
     }
 
@@ -56,7 +58,7 @@ impl Engine {
         match self {
             Engine::Pane(e) => forget_idle_keys(e, keys),
             Engine::Reference(e) => forget_idle_keys(e, keys),
-            Engine::Farm(_) => {}
+            Engine::Parallel(_) => {}
         }
     }
 
@@ -64,7 +66,7 @@ impl Engine {
         match self {
             Engine::Pane(e) => e.last_window(),
             Engine::Reference(e) => e.last_window(),
-            Engine::Farm(e) => e.last_window(),
+            Engine::Parallel(e) => e.last_window(),
         }
     }
 
@@ -72,7 +74,7 @@ impl Engine {
         match self {
             Engine::Pane(e) => &mut e.scratch,
             Engine::Reference(e) => &mut e.scratch,
-            Engine::Farm(e) => &mut e.scratch,
+            Engine::Parallel(e) => &mut e.scratch,
         }
     }
 }

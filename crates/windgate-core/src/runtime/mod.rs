@@ -6,7 +6,6 @@ pub mod monitor;
 pub mod pane_scheduler;
 pub mod pid;
 pub mod pipeline;
-pub mod rrcpa;
 
 pub use farm::{Farm, FarmConfig, FarmQuery, FarmStats, Routed, WindowSchedulerKind};
 pub use pane_scheduler::{PaneScheduler, PaneSchedulerKind};

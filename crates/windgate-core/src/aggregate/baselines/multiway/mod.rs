@@ -38,12 +38,14 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 
-use super::farm_engine::{Admitted, AggWindow};
-use super::state::{AggMeta, OrderKey};
-use super::w_hive::{Updater, WHive};
+use crate::aggregate::parallel::{
+    Admitted, AggWindow, EngineArgs, FinishedWindow, ParallelEngine, finish_all,
+};
+use crate::aggregate::state::{AggMeta, OrderKey};
+use crate::aggregate::w_hive::{Updater, WHive};
 use crate::error::Result;
 use crate::order::scale_gate::{ScaleGate, Source};
-use crate::runtime::farm::{Collector, OutMsg, report_panic, spawn};
+use crate::runtime::farm::{Collector, FarmStats, OutMsg, report_panic, spawn};
 use crate::runtime::monitor::WorkerCounters;
 use crate::time::WindowSpec;
 use hive::{HiveOutput, HiveUpdater, Part, update_rows};
@@ -113,7 +115,6 @@ pub struct MultiwayEngine {
     /// The input threads, the updaters (TuMLMC), then O (last).
     threads: Vec<JoinHandle<()>>,
     counters: Vec<Arc<WorkerCounters>>,
-    in_flight: Arc<AtomicU64>,
     /// Threads the input threads wake after each chunk.
     wake: Vec<Thread>,
 }
@@ -171,23 +172,13 @@ impl MultiwayEngine {
             collector: Collector::new(out_rx),
             threads,
             counters,
-            in_flight,
             wake,
         })
-    }
-
-    pub fn workers(&self) -> usize {
-        self.counters.len()
     }
 
     /// Busy time per thread: the input threads, the updaters (TuMLMC), then O.
     pub fn busy_ns(&self) -> Vec<u64> {
         self.counters.iter().map(|c| c.busy_ns()).collect()
-    }
-
-    /// Rows handed to the input threads and not yet applied by O (merge designs).
-    pub fn rows_in_flight(&self) -> u64 {
-        self.in_flight.load(Ordering::Relaxed)
     }
 
     pub fn submit(&mut self, rows: Admitted) -> Result<()> {
@@ -217,6 +208,42 @@ impl MultiwayEngine {
     pub fn collect(&mut self, until: i64, wait: bool) -> Result<Vec<(i64, AggWindow)>> {
         let o = self.threads.len() - 1;
         self.collector.collect(until, wait, &self.threads[o..])
+    }
+}
+
+impl MultiwayEngine {
+    /// The registry's constructor: `design` over the operator's sources.
+    pub(crate) fn build(design: Design, args: &EngineArgs<'_>) -> Result<Box<dyn ParallelEngine>> {
+        let engine = MultiwayEngine::new(design, args.spec, args.metas, args.sources)?;
+        Ok(Box::new(engine))
+    }
+}
+
+impl ParallelEngine for MultiwayEngine {
+    fn submit(&mut self, spec: WindowSpec, rows: Admitted) -> Result<Option<i64>> {
+        let last = rows.last_pane(spec);
+        MultiwayEngine::submit(self, rows)?;
+        Ok(last)
+    }
+
+    fn close_source(&mut self, source: usize) -> Result<()> {
+        MultiwayEngine::close_source(self, source)
+    }
+
+    /// Readiness comes from the sources themselves: nothing to punctuate.
+    fn advance(&mut self, _spec: WindowSpec, _last: i64) -> Result<()> {
+        Ok(())
+    }
+
+    fn collect(&mut self, last: i64, wait: bool) -> Result<Vec<(i64, FinishedWindow)>> {
+        Ok(finish_all(MultiwayEngine::collect(self, last, wait)?))
+    }
+
+    fn stats(&self) -> FarmStats {
+        FarmStats {
+            plq_busy_ns: self.busy_ns(),
+            ..FarmStats::default()
+        }
     }
 }
 
@@ -335,7 +362,7 @@ fn wiml_back(
 fn hive_output(
     spec: WindowSpec,
     metas: &[Arc<AggMeta>],
-    output: super::w_hive::Output<Part>,
+    output: crate::aggregate::w_hive::Output<Part>,
     out: &Sender<OutMsg<AggWindow>>,
 ) -> Result<(JoinHandle<()>, Arc<WorkerCounters>)> {
     let c = Arc::new(WorkerCounters::default());

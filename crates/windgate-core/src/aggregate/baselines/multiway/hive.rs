@@ -19,7 +19,7 @@ use crossbeam_channel::Sender;
 use crossbeam_utils::Backoff;
 
 use super::{IDLE_PARK, RowRef};
-use crate::aggregate::farm_engine::{Admitted, AggWindow};
+use crate::aggregate::parallel::{Admitted, AggWindow};
 use crate::aggregate::slots::{KeySlots, SlotStore};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::aggregate::w_hive::{self, Updater};

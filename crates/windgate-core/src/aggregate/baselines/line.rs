@@ -27,11 +27,13 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 
-use super::farm_engine::{Admitted, AggWindow};
-use super::slots::{KeySlots, SlotStore};
-use super::state::{AggMeta, InputValues, RowOrder, SKIP};
+use crate::aggregate::parallel::{
+    Admitted, AggWindow, EngineArgs, FinishedWindow, ParallelEngine, finish_all,
+};
+use crate::aggregate::slots::{KeySlots, SlotStore};
+use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::Result;
-use crate::runtime::farm::{Collector, OutMsg, report_panic, spawn};
+use crate::runtime::farm::{Collector, FarmStats, OutMsg, report_panic, spawn};
 use crate::runtime::monitor::WorkerCounters;
 use crate::time::WindowSpec;
 
@@ -156,10 +158,6 @@ impl LineEngine {
         })
     }
 
-    pub fn workers(&self) -> usize {
-        self.counters.len()
-    }
-
     pub fn busy_ns(&self) -> Vec<u64> {
         self.counters.iter().map(|c| c.busy_ns()).collect()
     }
@@ -187,6 +185,38 @@ impl LineEngine {
 
     pub fn collect(&mut self, until: i64, wait: bool) -> Result<Vec<(i64, AggWindow)>> {
         self.collector.collect(until, wait, &self.threads)
+    }
+}
+
+impl LineEngine {
+    /// The registry's constructor: `kind` on `cfg.plq_workers` processing units.
+    pub(crate) fn build(kind: LineKind, args: &EngineArgs<'_>) -> Result<Box<dyn ParallelEngine>> {
+        let (pus, queue) = (args.cfg.plq_workers, args.cfg.queue_messages);
+        let engine = LineEngine::new(kind, args.spec, args.metas, pus, queue)?;
+        Ok(Box::new(engine))
+    }
+}
+
+impl ParallelEngine for LineEngine {
+    fn submit(&mut self, spec: WindowSpec, rows: Admitted) -> Result<Option<i64>> {
+        let last = rows.last_pane(spec);
+        LineEngine::submit(self, rows)?;
+        Ok(last)
+    }
+
+    fn advance(&mut self, _spec: WindowSpec, last: i64) -> Result<()> {
+        self.punctuate(last)
+    }
+
+    fn collect(&mut self, last: i64, wait: bool) -> Result<Vec<(i64, FinishedWindow)>> {
+        Ok(finish_all(LineEngine::collect(self, last, wait)?))
+    }
+
+    fn stats(&self) -> FarmStats {
+        FarmStats {
+            plq_busy_ns: self.busy_ns(),
+            ..FarmStats::default()
+        }
     }
 }
 

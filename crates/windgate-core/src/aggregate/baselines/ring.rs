@@ -47,11 +47,13 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, never, select, unbounded};
 
-use super::farm_engine::{Admitted, AggWindow};
 use super::line::{Owner, PuWindows, ResultSet, hash_owner, windows_per_row};
-use super::state::AggMeta;
+use crate::aggregate::parallel::{
+    Admitted, AggWindow, EngineArgs, FinishedWindow, ParallelEngine, finish_all,
+};
+use crate::aggregate::state::AggMeta;
 use crate::error::Result;
-use crate::runtime::farm::{Collector, OutMsg, report_panic, spawn};
+use crate::runtime::farm::{Collector, FarmStats, OutMsg, report_panic, spawn};
 use crate::runtime::monitor::WorkerCounters;
 use crate::time::WindowSpec;
 
@@ -194,10 +196,6 @@ impl RingEngine {
         })
     }
 
-    pub fn workers(&self) -> usize {
-        self.counters.len()
-    }
-
     pub fn busy_ns(&self) -> Vec<u64> {
         self.counters.iter().map(|c| c.busy_ns()).collect()
     }
@@ -246,6 +244,38 @@ impl RingEngine {
 
     pub fn collect(&mut self, until: i64, wait: bool) -> Result<Vec<(i64, AggWindow)>> {
         self.collector.collect(until, wait, &self.threads)
+    }
+}
+
+impl RingEngine {
+    /// The registry's constructor: `kind` on `cfg.plq_workers` processing units.
+    pub(crate) fn build(kind: RingKind, args: &EngineArgs<'_>) -> Result<Box<dyn ParallelEngine>> {
+        let (pus, queue) = (args.cfg.plq_workers, args.cfg.queue_messages);
+        let engine = RingEngine::new(kind, args.spec, args.metas, pus, queue)?;
+        Ok(Box::new(engine))
+    }
+}
+
+impl ParallelEngine for RingEngine {
+    fn submit(&mut self, spec: WindowSpec, rows: Admitted) -> Result<Option<i64>> {
+        let last = rows.last_pane(spec);
+        RingEngine::submit(self, rows)?;
+        Ok(last)
+    }
+
+    fn advance(&mut self, _spec: WindowSpec, last: i64) -> Result<()> {
+        self.punctuate(last)
+    }
+
+    fn collect(&mut self, last: i64, wait: bool) -> Result<Vec<(i64, FinishedWindow)>> {
+        Ok(finish_all(RingEngine::collect(self, last, wait)?))
+    }
+
+    fn stats(&self) -> FarmStats {
+        FarmStats {
+            plq_busy_ns: self.busy_ns(),
+            ..FarmStats::default()
+        }
     }
 }
 

@@ -22,12 +22,19 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 
-use super::farm::{
+use crate::aggregate::parallel::farm;
+use crate::aggregate::parallel::pane_query::AggQuery;
+use crate::aggregate::parallel::{
+    Admitted, EngineArgs, FinishedWindow, ParallelEngine, finish_all, pane_frontier,
+};
+use crate::error::Result;
+use crate::runtime::farm::FarmStats;
+use crate::runtime::farm::{
     Collector, FarmQuery, NOT_ROUTED, OutMsg, Routed, last_complete, report_panic, spawn,
 };
-use super::monitor::WorkerCounters;
-use crate::error::Result;
+use crate::runtime::monitor::WorkerCounters;
 use crate::time::WindowSpec;
+use crate::time::assign_panes;
 
 enum Input<C> {
     Rows {
@@ -51,8 +58,7 @@ enum Line<W> {
     Mark(i64),
 }
 
-pub struct Rrcpa<Q: FarmQuery> {
-    query: Arc<Q>,
+pub(crate) struct Rrcpa<Q: FarmQuery> {
     spec: WindowSpec,
     pus: Vec<Sender<Input<Q::Chunk>>>,
     counters: Vec<Arc<WorkerCounters>>,
@@ -97,7 +103,6 @@ impl<Q: FarmQuery> Rrcpa<Q> {
         inputs.reverse();
         counters.reverse();
         Ok(Self {
-            query,
             spec,
             pus: inputs,
             counters,
@@ -107,10 +112,6 @@ impl<Q: FarmQuery> Rrcpa<Q> {
             collector: Collector::new(out_rx),
             threads,
         })
-    }
-
-    pub fn workers(&self) -> usize {
-        self.pus.len()
     }
 
     pub fn busy_ns(&self) -> Vec<u64> {
@@ -201,14 +202,6 @@ impl<Q: FarmQuery> Rrcpa<Q> {
 
     pub fn collect(&mut self, until: i64, wait: bool) -> Result<Vec<(i64, Q::Window)>> {
         self.collector.collect(until, wait, &self.threads)
-    }
-
-    pub fn last_window(&self) -> Option<i64> {
-        self.max_pane.map(|p| self.spec.windows_of_pane(p).1)
-    }
-
-    pub fn query(&self) -> &Q {
-        &self.query
     }
 }
 
@@ -330,6 +323,42 @@ impl<Q: FarmQuery> Pu<Q> {
             (Some(tx), item) => tx.send(item).is_ok(),
             (None, Line::Window(k, w)) => self.out.send(OutMsg::Window(k, w)).is_ok(),
             (None, Line::Mark(m)) => self.out.send(OutMsg::Progress(m)).is_ok(),
+        }
+    }
+}
+
+/// The registry's constructor: RRCPA over window aggregation, on `cfg.plq_workers` processing units.
+pub(crate) fn build(args: &EngineArgs<'_>) -> Result<Box<dyn ParallelEngine>> {
+    let (pus, queue) = (args.cfg.plq_workers, args.cfg.queue_messages);
+    Ok(Box::new(Rrcpa::new(
+        farm::query(args),
+        args.spec,
+        pus,
+        queue,
+    )?))
+}
+
+impl ParallelEngine for Rrcpa<AggQuery> {
+    fn submit(&mut self, spec: WindowSpec, rows: Admitted) -> Result<Option<i64>> {
+        let (panes, max) = assign_panes(spec, &rows.ts, rows.keep.as_deref());
+        let keep = rows.keep.clone();
+        Rrcpa::submit(self, rows, panes, keep.as_deref())?;
+        Ok(max)
+    }
+
+    fn advance(&mut self, spec: WindowSpec, last: i64) -> Result<()> {
+        self.punctuate(pane_frontier(spec, last))
+    }
+
+    fn collect(&mut self, last: i64, wait: bool) -> Result<Vec<(i64, FinishedWindow)>> {
+        Ok(finish_all(Rrcpa::collect(self, last, wait)?))
+    }
+
+    fn stats(&self) -> FarmStats {
+        FarmStats {
+            plq_busy_ns: self.busy_ns(),
+            split_factor: 1.0,
+            ..FarmStats::default()
         }
     }
 }
