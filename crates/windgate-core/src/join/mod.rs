@@ -11,9 +11,11 @@ pub mod prepare;
 pub mod processor;
 pub mod reference;
 pub mod scale_join;
+pub mod strategy;
 pub mod window;
 
 pub use operator::{BandJoiner, JoinStats, band_join};
-pub use options::{BandJoinOptions, Bounds, JoinHow, JoinStrategy, Predicate, Semantics};
+pub use options::{BandJoinOptions, Bounds, JoinHow, Predicate, Semantics};
+pub use strategy::JoinStrategy;
 pub use prepare::{JoinKey, JoinTuple, Side};
 pub use processor::{OutKey, OutPair, Processor};

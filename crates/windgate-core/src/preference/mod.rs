@@ -22,12 +22,14 @@ pub mod query;
 mod retained;
 pub mod skyline;
 mod store;
+pub mod strategy;
 pub mod top_dominant;
 pub mod topk;
 
 pub use dominance::{Compare, Prefer, compare, dominates, k_dominance};
 pub use operator::{PreferenceOperator, PreferenceStats, preference};
-pub use options::{PreferenceOptions, PreferenceStrategy, QueryKind};
+pub use options::{PreferenceOptions, QueryKind};
+pub use strategy::PreferenceStrategy;
 pub use skyline::{Skyline, skyline_reference};
 pub use top_dominant::{TopDominant, top_dominant_reference};
 pub use topk::{TopK, topk_reference};

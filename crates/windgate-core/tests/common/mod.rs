@@ -9,7 +9,7 @@ use arrow_array::{Float64Array, Int32Array, Int64Array, RecordBatch};
 use arrow_select::concat::concat_batches;
 use proptest::prelude::*;
 use windgate_core::aggregate::{
-    LatenessOpt, Span, Strategy as Engine, WindowAggregateOptions, WindowAggregator,
+    LatenessOpt, Span, Strategy, WindowAggregateOptions, WindowAggregator,
 };
 
 #[derive(Debug, Clone)]
@@ -118,7 +118,7 @@ pub fn case() -> impl Strategy<Value = Case> {
         })
 }
 
-pub fn run(c: &Case, strategy: Engine, split: bool) -> RecordBatch {
+pub fn run(c: &Case, strategy: Strategy, split: bool) -> RecordBatch {
     run_with(c, split, |o| o.strategy = strategy)
 }
 

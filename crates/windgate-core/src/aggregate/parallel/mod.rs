@@ -40,8 +40,8 @@ pub(crate) struct EngineArgs<'a> {
 pub(crate) type Build = fn(&EngineArgs<'_>) -> Result<Box<dyn ParallelEngine>>;
 
 /// One parallel aggregation engine. The operator calls it once per batch slice, never per row, so dynamic
-/// dispatch costs nothing measurable.
-pub(crate) trait ParallelEngine: Send {
+/// dispatch costs nothing measurable. `Send + Sync`: the operator is a Python object any thread may hold.
+pub(crate) trait ParallelEngine: Send + Sync {
     /// Hands admitted rows to the workers; returns the pane of the latest admitted row (the operator flushes
     /// up to its last window).
     fn submit(&mut self, spec: WindowSpec, rows: Admitted) -> Result<Option<i64>>;
