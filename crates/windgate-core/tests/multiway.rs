@@ -10,6 +10,8 @@ use arrow_array::RecordBatch;
 use arrow_select::concat::concat_batches;
 use common::{Row, aggs, batch};
 use proptest::prelude::*;
+// The engine strategy shadows the prelude's `Strategy`; its methods stay in scope.
+use proptest::strategy::Strategy as _;
 use windgate_core::aggregate::batch::window_aggregate_in_pieces;
 use windgate_core::aggregate::{
     Span, Strategy, WindowAggregateOptions, WindowAggregator, window_aggregate,
@@ -33,7 +35,7 @@ struct Case {
     pushes: Vec<(usize, usize)>,
 }
 
-fn arb_case() -> impl Strategy<Value = Case> {
+fn arb_case() -> impl proptest::strategy::Strategy<Value = Case> {
     let row = (
         0i64..4,
         proptest::option::weighted(0.9, 0i32..3),

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use arrow_array::{Float64Array, Int32Array, Int64Array, RecordBatch};
 use arrow_select::concat::concat_batches;
 use proptest::prelude::*;
+// The engine strategy shadows the prelude's `Strategy`; its methods stay in scope.
+use proptest::strategy::Strategy as _;
 use windgate_core::aggregate::{
     LatenessOpt, Span, Strategy, WindowAggregateOptions, WindowAggregator,
 };
@@ -64,7 +66,7 @@ pub struct Case {
     pub cuts: Vec<usize>,
 }
 
-pub fn case() -> impl Strategy<Value = Case> {
+pub fn case() -> impl proptest::strategy::Strategy<Value = Case> {
     (
         1i64..20,
         1i64..20,
