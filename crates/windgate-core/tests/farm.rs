@@ -89,7 +89,11 @@ fn check_all_configs(c: &Case, seed: u64) -> Result<(), TestCaseError> {
             o.threads = Some(threads);
         });
         prop_assert_eq!(&rrcpa, &reference, "rrcpa threads={}", threads);
-        let line = if k % 2 == 0 { Strategy::Hsa } else { Strategy::Rra };
+        let line = if k % 2 == 0 {
+            Strategy::Hsa
+        } else {
+            Strategy::Rra
+        };
         let got = run_with(c, true, |o| {
             o.strategy = line;
             o.threads = Some(threads);

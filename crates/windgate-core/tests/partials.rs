@@ -11,8 +11,7 @@ use arrow_select::concat::concat_batches;
 use common::{Case, batch, case, case_options, run};
 use proptest::prelude::*;
 use windgate_core::aggregate::{
-    InputKind, LatenessOpt, OutputKind, Strategy, WindowAggregateOptions,
-    WindowAggregator,
+    InputKind, LatenessOpt, OutputKind, Strategy, WindowAggregateOptions, WindowAggregator,
 };
 use windgate_core::error::ErrorKind;
 

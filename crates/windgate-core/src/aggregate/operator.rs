@@ -44,7 +44,8 @@ use crate::time::WindowSpec;
 const INGEST_ROWS: usize = 1 << 15;
 
 /// The farm's slices are smaller: the caller prepares one slice while the workers aggregate the previous ones,
-/// and a punctuation after each slice lets the WLQ merge closed panes while the PLQ works on later rows.
+/// and a punctuation after each slice lets the window-level query (WLQ) merge closed panes while the
+/// pane-level query (PLQ) works on later rows.
 const FARM_INGEST_ROWS: usize = 1 << 13;
 
 /// Counters reported as `stats`.
@@ -87,7 +88,7 @@ struct Source {
     kslack: KSlack,
     seq: u64,
     closed: bool,
-    /// Credits (brief 000 A5): rows pushed and not yet final, as (the source's watermark after the push,
+    /// Credits: rows pushed and not yet final, as (the source's watermark after the push,
     /// rows); a chunk is released once the operator's watermark reaches it.
     pending: VecDeque<(i64, u64)>,
     pending_rows: u64,
@@ -150,8 +151,8 @@ pub struct WindowAggregator {
     carry: Vec<RecordBatch>,
 }
 
-/// Most panes per window for which `auto` picks the farm over the pane engine. The farm's WLQ merges every pane
-/// partition into each of its windows as a separate task: with 100 or 1000 panes a window (seed 003's RRCP- and
+/// Most panes per window for which `auto` picks the farm over the pane engine. The farm's window-level query merges every pane
+/// partition into each of its windows as a separate task: with 100 or 1000 panes a window (Beicht's RRCP- and
 /// RR-Advantage settings) it ran at 0.30x and 0.08x of the pane engine on 2 cores, with 1 to 30 panes at
 /// 1.15-1.45x (10 M smart-grid rows, 1000 plugs).
 const AUTO_FARM_PANES: i64 = 24;

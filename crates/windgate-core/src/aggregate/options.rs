@@ -86,7 +86,8 @@ impl NullTime {
     }
 }
 
-/// The pane farm's knobs (brief 004 §3-§4); they change who computes what, never the result.
+/// The pane farm's knobs (its pane and window schedulers, as in Mencagli et al. 2017); they change who
+/// computes what, never the result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FarmOptions {
     pub scheduler: PaneSchedulerKind,
@@ -179,12 +180,12 @@ pub struct WindowAggregateOptions {
     /// holding every window until the end. Streaming operators want this; the batch function is exact.
     pub gate_sources: bool,
     /// Streaming, several sources: rows a source may have pending (pushed, not yet final because another
-    /// source holds the watermark back) before its pushes are refused with a backpressure error (brief 000
-    /// A5). `None`: unbounded.
+    /// source holds the watermark back) before its pushes are refused with a backpressure error
+    /// (`docs/architecture.md`, "Contracts"). `None`: unbounded.
     pub credits: Option<u64>,
     /// An integer or timestamp column that orders rows of equal time for `first` and `last` (before the
     /// source and arrival do): with it, splitting the same rows over any number of sources gives the same
-    /// result (brief 000 edge case 23).
+    /// result.
     pub order_by: Option<String>,
     /// Raw rows, or the partial states of another operator with the same query (see [`super::partial`]).
     pub input: InputKind,
@@ -331,7 +332,7 @@ impl WindowAggregateOptions {
             return Err(Error::param(
                 "lateness",
                 format!(
-                    "strategy {:?} merges time-sorted sources (brief 000); lateness must be None",
+                    "strategy {:?} merges time-sorted sources; lateness must be None",
                     self.strategy.name()
                 ),
             ));

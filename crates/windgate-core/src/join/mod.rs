@@ -16,6 +16,6 @@ pub mod window;
 
 pub use operator::{BandJoiner, JoinStats, band_join};
 pub use options::{BandJoinOptions, Bounds, JoinHow, Predicate, Semantics};
-pub use strategy::JoinStrategy;
 pub use prepare::{JoinKey, JoinTuple, Side};
 pub use processor::{OutKey, OutPair, Processor};
+pub use strategy::JoinStrategy;

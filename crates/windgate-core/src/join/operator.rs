@@ -1,4 +1,4 @@
-//! `band_join` and the streaming `BandJoiner` (DESIGN §5): per-side K-slack and reordering, the engines, and
+//! `band_join` and the streaming `BandJoiner`: per-side K-slack and reordering, the engines, and
 //! the output rows.
 //!
 //! Each side is a ScaleGate source. Rows are released to it in key order once its watermark passed them

@@ -1,4 +1,4 @@
-//! The parameters of `band_join` / `BandJoiner` (DESIGN §5), validated before any data is seen.
+//! The parameters of `band_join` / `BandJoiner`, validated before any data is seen.
 
 use crate::aggregate::options::{DEFAULT_CREDITS, LatenessOpt, OnLate, Span, resolve_threads};
 use crate::error::{Error, Result};

@@ -29,8 +29,8 @@ pub mod topk;
 pub use dominance::{Compare, Prefer, compare, dominates, k_dominance};
 pub use operator::{PreferenceOperator, PreferenceStats, preference};
 pub use options::{PreferenceOptions, QueryKind};
-pub use strategy::PreferenceStrategy;
 pub use skyline::{Skyline, skyline_reference};
+pub use strategy::PreferenceStrategy;
 pub use top_dominant::{TopDominant, top_dominant_reference};
 pub use topk::{TopK, topk_reference};
 

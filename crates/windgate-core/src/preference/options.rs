@@ -15,7 +15,7 @@ pub enum QueryKind {
         dims: Vec<String>,
         prefer: Vec<Prefer>,
     },
-    /// The `delta` skyline rows of lowest κ (brief 004 §1.2).
+    /// The `delta` skyline rows of lowest κ (Mencagli et al. 2017).
     TopDominant {
         dims: Vec<String>,
         prefer: Vec<Prefer>,

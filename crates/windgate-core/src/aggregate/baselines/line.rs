@@ -1,10 +1,11 @@
-//! The thesis' line approaches (brief 003 §2.1-§2.2), as benchmark baselines: HSA (`strategy="hsa"`) and RRA
+//! Beicht's line approaches (master's thesis on disjoint parallelization of sliding-window aggregation), as
+//! benchmark baselines: HSA (`strategy="hsa"`) and RRA
 //! (`strategy="rra"`), and the per-PU machinery the ring approaches of [`super::ring`] share with them (a PU's
 //! window store, the lift of a chunk into the windows a PU owns, result sets).
 //!
 //! Every row visits every PU, left to right, forwarded before it is processed. Each PU updates the windows it
 //! owns: RRA owns window `k` on PU `k mod P` (a few arithmetic operations per row: the first owned window of a
-//! row, then every P-th, the general form of the thesis' Pseudocode 3, brief 003 §2.2 [R]), HSA owns `(k, key)`
+//! row, then every P-th, the general form of the thesis' Pseudocode 3), HSA owns `(k, key)`
 //! on PU `hash(k, key) mod P` (a hash per row and window, the cost the thesis shows limits HSA). There are no
 //! panes: each row updates each of its windows, `WS/WA` updates per row in all. At a punctuation, the rightmost
 //! PU starts a result set that travels right to left; each PU adds its windows ending by the set's limit and

@@ -1,5 +1,5 @@
-//! RRCPA, the thesis' Round-Robin-Cyclic Pane-based approach (brief 003 §2.5), in the line form the thesis
-//! proposes as its improvement (§9.4 item 5, Fig. 17).
+//! RRCPA, the Round-Robin-Cyclic Pane-based approach of Beicht's master's thesis on disjoint parallelization of
+//! sliding-window aggregation, in the line form the thesis proposes as its improvement (its Fig. 17).
 //!
 //! * The input (the caller's thread) routes each row to exactly one PU: pane `p` lives on PU `p mod P`, so a row
 //!   visits one PU and each PU aggregates whole panes (G).
@@ -10,7 +10,7 @@
 //!   counterpart of the ring's safe timestamp. Panes are dropped once the last window containing them passed.
 //!
 //! Why the line and not the ring: the ring needs the four forwarding rules, a safe timestamp per PU and result
-//! sets travelling a second time around; with bounded queues it can deadlock (brief 003 §6 item 6), and its
+//! sets travelling a second time around; with bounded queues it can deadlock, and its
 //! latency grows as 2-3 x WA x (P - 1). The line keeps what makes RRCPA fast (one PU per row, panes reused by
 //! every window, no central merge) with none of that. Windows (not rows) cross PUs, so the inter-PU channels are
 //! unbounded; rows still come through bounded channels, so memory stays bounded by the open panes.

@@ -19,7 +19,7 @@ pub(crate) struct AggQuery {
     pub(crate) metas: Vec<Arc<AggMeta>>,
 }
 
-/// A pane-level query (PLQ) worker's open partitions. A run of rows from one pane (the usual case: in-order input is routed in
+/// A PLQ worker's open partitions. A run of rows from one pane (the usual case: in-order input is routed in
 /// runs) is lifted straight into that pane's own store, which is then shipped as is when the pane closes.
 /// Runs mixing panes (disorder, TB_RR spans) go through one shared store in a single pass and are merged into
 /// the pane's store at close.

@@ -1,4 +1,5 @@
-//! Multiway aggregation (seed 000, brief 000 §2): several time-sorted sources feed one window aggregate, each
+//! Multiway aggregation, as in Cederman, Gulisano, Nikolakopoulos, Papatriantafilou, Tsigas, *Efficient data streaming multiway
+//! aggregation through concurrent algorithmic designs and new abstract data types*: several time-sorted sources feed one window aggregate, each
 //! through its own input thread; an output thread O emits each winset once no source can still touch it.
 //!
 //! The merge designs ([`merge`]) have O merge the sources into the total order `(ts, source, seq)` and update
@@ -7,7 +8,7 @@
 //!   smallest key, scanning all N heads per row. Its cost grows with N, which is what the paper shows.
 //! * `"mqlf"`: the same with lock-free queues (crossbeam's `SegQueue`, standing in for the paper's
 //!   Michael-Scott queue), to show that the locks are not the whole cost.
-//! * `"tumlsc"` (Algorithm 4 and §2.3): the input threads insert into a T-Gate (the ScaleGate of
+//! * `"tumlsc"` (the paper's Algorithm 4): the input threads insert into a T-Gate (the ScaleGate of
 //!   [`crate::order::scale_gate`], one module for both papers), and O reads ready rows in the total order with
 //!   an O(1) readiness check.
 //!
@@ -15,7 +16,7 @@
 //! T-Gate read by `U` key-partitioned updater threads) and `"wiml"` (the input threads update the W-Hive
 //! directly, no merge).
 //!
-//! Readiness is the same for the merge designs (brief 000 §1.2 with ties broken by source): a row is processed only
+//! Readiness is the same for the merge designs (the paper's, with ties broken by source): a row is processed only
 //! when every open source has a later key queued or consumed, so the rows are applied in one order, the total
 //! order. Every aggregate state combines exactly (integer and exact float sums; first/last by the total
 //! order), so O may apply ready rows in runs per source without changing a bit of the result.
@@ -25,8 +26,9 @@
 //! progress report ([`OutMsg::Progress`]) that lets the caller's collector release them.
 //!
 //! Memory: the caller's hand-off to each input thread is bounded (a few chunks), so a slow input thread backs
-//! pressure up to `push`. Rows that wait for a stalled source stay in the queues or the gate (brief 000 A5:
-//! credits that bound this are not implemented yet; `stats` reports rows in flight).
+//! pressure up to `push`. Rows that wait for a stalled source stay in the queues or the gate: unlike the
+//! operator's own merge of sources, these designs take no `credits` bound (the input threads count rows in
+//! flight for one; nothing reads the count yet).
 
 mod hive;
 mod merge;
