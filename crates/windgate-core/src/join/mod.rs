@@ -2,6 +2,7 @@
 //! every n-th tuple and probing its portion of the opposite window, outputs merged by a second ScaleGate in a
 //! total order that is the same for any thread count.
 
+mod engine;
 pub mod merge;
 pub mod operator;
 pub mod options;
