@@ -1,11 +1,13 @@
 //! Window aggregation: aggregate functions as lift/combine/lower, partial states, the engines and the
-//! streaming operator.
+//! streaming operator. Which engine runs a query is one row of the strategy registry ([`strategy`]); the
+//! parallel engines share the types of `parallel`, and the research baselines live apart in `baselines`.
 
 pub(crate) mod baselines;
 pub mod batch;
 pub mod emission;
 mod engine;
 pub mod exact_sum;
+mod forget;
 pub mod function;
 pub mod keys;
 pub mod operator;

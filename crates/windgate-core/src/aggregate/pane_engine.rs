@@ -195,7 +195,7 @@ impl PaneEngine {
     }
 }
 
-impl super::engine::KeyHolder for PaneEngine {
+impl super::forget::KeyHolder for PaneEngine {
     fn key_entries(&self) -> usize {
         self.panes.values().map(|p| p.entries.len()).sum()
     }
