@@ -187,3 +187,48 @@ macro_rules! strategies {
 }
 
 pub(crate) use strategies;
+
+#[cfg(test)]
+mod tests {
+    use crate::aggregate::Strategy;
+    use crate::join::JoinStrategy;
+    use crate::preference::PreferenceStrategy;
+
+    /// Every row's name parses back to its strategy, names are unique and `auto` comes first.
+    #[test]
+    fn names_round_trip() {
+        fn check<S: Copy + PartialEq + std::fmt::Debug>(
+            all: Vec<&'static super::StrategyDoc>,
+            parse: fn(&str) -> crate::Result<S>,
+            name: fn(S) -> &'static str,
+        ) {
+            assert_eq!(all[0].name, "auto");
+            for (i, d) in all.iter().enumerate() {
+                assert!(all[..i].iter().all(|e| e.name != d.name), "{} twice", d.name);
+                assert!(!d.doc.is_empty() && !d.doc.starts_with(' '));
+                assert_eq!(name(parse(d.name).unwrap()), d.name);
+            }
+            let err = parse("nope").unwrap_err().to_string();
+            assert!(err.contains("unknown strategy \"nope\""), "{err}");
+            assert!(all.iter().all(|d| err.contains(&format!("{:?}", d.name))));
+        }
+        check(Strategy::all().collect(), Strategy::parse, Strategy::name);
+        check(JoinStrategy::all().collect(), JoinStrategy::parse, JoinStrategy::name);
+        check(
+            PreferenceStrategy::all().collect(),
+            PreferenceStrategy::parse,
+            PreferenceStrategy::name,
+        );
+    }
+
+    /// The capabilities the operator's checks read.
+    #[test]
+    fn window_aggregate_capabilities() {
+        assert!(!Strategy::Pane.is_parallel() && Strategy::Farm.is_parallel());
+        assert!(Strategy::Mq.is_multiway() && !Strategy::Farm.is_multiway());
+        assert_eq!(Strategy::TuMlMc.threads(3, 2), 6);
+        assert_eq!(Strategy::WiMl.threads(3, 2), 4);
+        assert_eq!(Strategy::Rrcpa.threads(3, 2), 2);
+        assert_eq!(Strategy::Reference.threads(3, 2), 1);
+    }
+}
