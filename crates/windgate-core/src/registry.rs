@@ -204,7 +204,11 @@ mod tests {
         ) {
             assert_eq!(all[0].name, "auto");
             for (i, d) in all.iter().enumerate() {
-                assert!(all[..i].iter().all(|e| e.name != d.name), "{} twice", d.name);
+                assert!(
+                    all[..i].iter().all(|e| e.name != d.name),
+                    "{} twice",
+                    d.name
+                );
                 assert!(!d.doc.is_empty() && !d.doc.starts_with(' '));
                 assert_eq!(name(parse(d.name).unwrap()), d.name);
             }
@@ -213,7 +217,11 @@ mod tests {
             assert!(all.iter().all(|d| err.contains(&format!("{:?}", d.name))));
         }
         check(Strategy::all().collect(), Strategy::parse, Strategy::name);
-        check(JoinStrategy::all().collect(), JoinStrategy::parse, JoinStrategy::name);
+        check(
+            JoinStrategy::all().collect(),
+            JoinStrategy::parse,
+            JoinStrategy::name,
+        );
         check(
             PreferenceStrategy::all().collect(),
             PreferenceStrategy::parse,

@@ -151,9 +151,9 @@ pub struct WindowAggregator {
     carry: Vec<RecordBatch>,
 }
 
-/// Most panes per window for which `auto` picks the farm over the pane engine. The farm's window-level query merges every pane
-/// partition into each of its windows as a separate task: with 100 or 1000 panes a window (Beicht's RRCP- and
-/// RR-Advantage settings) it ran at 0.30x and 0.08x of the pane engine on 2 cores, with 1 to 30 panes at
+/// Most panes per window for which `auto` picks the farm over the pane engine. The farm's window-level query
+/// merges every pane partition into each of its windows as a separate task: with 100 or 1000 panes a window
+/// (the RRCP- and RR-Advantage settings of Beicht's thesis) it ran at 0.30x and 0.08x of the pane engine on 2 cores, with 1 to 30 panes at
 /// 1.15-1.45x (10 M smart-grid rows, 1000 plugs).
 const AUTO_FARM_PANES: i64 = 24;
 

@@ -24,7 +24,8 @@
 //!   queue (a heartbeat), and it is what keeps the ring live under back-pressure.
 //! * **safeTs.** Processing a tuple whose last PU is itself, a PU sets `safe` past its sequence number: that
 //!   tuple went round the whole ring, and every PU forwarded it only when its own next input was newer, so every
-//!   older message has been processed here (the thesis' safe timestamp, checked here for FIFO queues and in-order dealing).
+//!   older message has been processed here (the thesis' safe timestamp, checked here for FIFO queues and
+//!   in-order dealing).
 //! * **Result sets.** PU P-1 starts one when it processes a punctuation copy with a new limit; sets travel
 //!   counterclockwise (P-1 -> ... -> 0); a PU adds its windows ending by the limit and passes the set on only
 //!   once its `safe` has passed the punctuation, so every row dealt before the punctuation has been processed

@@ -1,6 +1,7 @@
-//! Multiway aggregation, as in Cederman, Gulisano, Nikolakopoulos, Papatriantafilou, Tsigas, *Efficient data streaming multiway
-//! aggregation through concurrent algorithmic designs and new abstract data types*: several time-sorted sources feed one window aggregate, each
-//! through its own input thread; an output thread O emits each winset once no source can still touch it.
+//! Multiway aggregation, as in Cederman, Gulisano, Nikolakopoulos, Papatriantafilou, Tsigas, *Efficient data
+//! streaming multiway aggregation through concurrent algorithmic designs and new abstract data types*: several
+//! time-sorted sources feed one window aggregate, each through its own input thread; an output thread O emits
+//! each winset once no source can still touch it.
 //!
 //! The merge designs ([`merge`]) have O merge the sources into the total order `(ts, source, seq)` and update
 //! the windows itself:
