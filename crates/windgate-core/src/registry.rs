@@ -101,16 +101,30 @@ pub(crate) fn entry<S: PartialEq, E>(
         .expect("every strategy has a registry row")
 }
 
+/// How an operator words an unknown strategy name (each keeps the wording its users and tests know).
+pub(crate) type Unknown = fn(&str, &[&str]) -> String;
+
+/// `unknown strategy "x"; expected one of [...]` (window aggregation, preference queries).
+pub(crate) fn unknown_strategy(name: &str, names: &[&str]) -> String {
+    format!("unknown strategy {name:?}; expected one of {names:?}")
+}
+
+/// `expected one of [...], got "x"` (the band join).
+pub(crate) fn expected_one_of(name: &str, names: &[&str]) -> String {
+    format!("expected one of {names:?}, got {name:?}")
+}
+
 /// Parses a strategy name against a registry; the error lists the valid names.
-pub(crate) fn parse<S: Copy, E>(table: &'static [Entry<S, E>], name: &str) -> Result<S> {
+pub(crate) fn parse<S: Copy, E>(
+    table: &'static [Entry<S, E>],
+    name: &str,
+    unknown: Unknown,
+) -> Result<S> {
     match table.iter().find(|e| e.about.name == name) {
         Some(e) => Ok(e.strategy),
         None => {
             let names: Vec<&str> = table.iter().map(|e| e.about.name).collect();
-            Err(Error::param(
-                "strategy",
-                format!("unknown strategy {name:?}; expected one of {names:?}"),
-            ))
+            Err(Error::param("strategy", unknown(name, &names)))
         }
     }
 }
@@ -120,20 +134,20 @@ pub(crate) fn parse<S: Copy, E>(table: &'static [Entry<S, E>], name: &str) -> Re
 /// ```text
 /// strategies! {
 ///     /// Which engine runs the join.
-///     pub enum JoinStrategy in JOIN_STRATEGIES: EngineKind {
+///     pub enum JoinStrategy in JOIN_STRATEGIES: Build, unknown = expected_one_of {
 ///         /// `scalejoin` with more than one thread, else `serial`.
-///         Auto = "auto", EngineKind::Auto, Capabilities::SERIAL;
+///         Auto = "auto", engine::auto, Capabilities::PARALLEL;
 ///         ...
 ///     }
 /// }
 /// ```
 ///
 /// Each row's doc comment is both the variant's rustdoc and the one-line documentation users see. The enum
-/// gets `name()`, `parse()`, `about()` and `all()`.
+/// gets `name()`, `parse()` (its error worded by the `unknown` function), `about()` and `all()`.
 macro_rules! strategies {
     (
         $(#[$enum_meta:meta])*
-        pub enum $Enum:ident in $TABLE:ident: $Engine:ty {
+        pub enum $Enum:ident in $TABLE:ident: $Engine:ty, unknown = $unknown:path {
             $(
                 #[doc = $doc:literal]
                 $Variant:ident = $name:literal, $engine:expr, $caps:expr;
@@ -161,7 +175,7 @@ macro_rules! strategies {
         impl $Enum {
             /// Parses a strategy name; the error lists the valid names.
             pub fn parse(name: &str) -> $crate::error::Result<Self> {
-                $crate::registry::parse($TABLE, name)
+                $crate::registry::parse($TABLE, name, $unknown)
             }
 
             pub fn name(self) -> &'static str {
@@ -213,7 +227,7 @@ mod tests {
                 assert_eq!(name(parse(d.name).unwrap()), d.name);
             }
             let err = parse("nope").unwrap_err().to_string();
-            assert!(err.contains("unknown strategy \"nope\""), "{err}");
+            assert!(err.contains("\"nope\""), "{err}");
             assert!(all.iter().all(|d| err.contains(&format!("{:?}", d.name))));
         }
         check(Strategy::all().collect(), Strategy::parse, Strategy::name);

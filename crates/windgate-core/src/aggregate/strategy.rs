@@ -7,7 +7,7 @@ use super::baselines::multiway::{Design, MultiwayEngine};
 use super::baselines::ring::{RingEngine, RingKind};
 use super::baselines::rrcpa;
 use super::parallel::{self, farm};
-use crate::registry::{Capabilities, Role, strategies};
+use crate::registry::{Capabilities, Role, strategies, unknown_strategy};
 
 /// How a strategy's engine is built.
 #[derive(Clone, Copy)]
@@ -30,7 +30,7 @@ const MULTIWAY: Capabilities = BASELINE.sorted_sources();
 strategies! {
     /// Which engine runs a window aggregation. Every strategy returns the reference engine's rows in the same
     /// order, bit for bit.
-    pub enum Strategy in STRATEGIES: Build {
+    pub enum Strategy in STRATEGIES: Build, unknown = unknown_strategy {
         /// The fastest engine for the call: the pane engine, or the farm for large input with few panes per window.
         Auto = "auto", Build::Auto, PARALLEL.farm_options();
         /// The plain single-threaded engine written from the definition: the tests' oracle.

@@ -2,11 +2,11 @@
 //! capabilities and its engine's constructor, in one table (see [`crate::registry`]).
 
 use super::engine::{self, Build};
-use crate::registry::{Capabilities, Role, strategies};
+use crate::registry::{Capabilities, Role, expected_one_of, strategies};
 
 strategies! {
     /// Which engine runs the join; every one returns the reference's rows in the same order.
-    pub enum JoinStrategy in JOIN_STRATEGIES: Build {
+    pub enum JoinStrategy in JOIN_STRATEGIES: Build, unknown = expected_one_of {
         /// `scalejoin` with more than one thread, else `serial`.
         Auto = "auto", engine::auto, Capabilities::PARALLEL;
         /// ScaleGate in, `threads` processing threads, ScaleGate out (Gulisano et al., ScaleJoin).

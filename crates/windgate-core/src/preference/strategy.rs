@@ -3,14 +3,14 @@
 //! [`EngineKind`] column.
 
 use super::engine::EngineKind;
-use crate::registry::{Capabilities, Role, strategies};
+use crate::registry::{Capabilities, Role, strategies, unknown_strategy};
 
 /// How a strategy's engine is built: `None` for `auto` (the farm when `threads > 1`, else the pane engine).
 pub(crate) type Build = Option<EngineKind>;
 
 strategies! {
     /// Which engine runs a preference query.
-    pub enum PreferenceStrategy in PREFERENCE_STRATEGIES: Build {
+    pub enum PreferenceStrategy in PREFERENCE_STRATEGIES: Build, unknown = unknown_strategy {
         /// The farm when `threads > 1`, else the pane engine.
         Auto = "auto", None, Capabilities::PARALLEL.farm_options();
         /// Brute force by the definition, over every pair of each window's rows: the tests' oracle.
