@@ -24,8 +24,8 @@ from pathlib import Path
 # higher one; the modules of an `OPERATORS` layer may not import each other at all. A top-level module not
 # listed here is an error, so that a new module is placed deliberately.
 LAYERS: list[tuple[str, list[str]]] = [
-    # Errors, time and windows, the loom switch, Ctrl-C, Arrow column helpers.
-    ("foundation", ["error", "sync", "interrupt", "time", "arrow_io"]),
+    # Errors, time and windows, the loom switch, Ctrl-C, Arrow column helpers, the strategy-table macro.
+    ("foundation", ["error", "sync", "interrupt", "time", "arrow_io", "registry"]),
     # Mechanisms every layer above may share: the group-key dictionary and row codec, thread plumbing.
     ("shared", ["keys", "threads"]),
     # Watermarks, late rows, admission, reorder buffers, hybrid queues, ScaleGate.
@@ -51,6 +51,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     # `exact_sum` module on its own branch, which removes this entry.
     ("columnar::running_mean", "aggregate::exact_sum"): "pending: exact_sum moves to a top-level module",
 }
+
+# Modules only the listed modules (and the sealed module itself) may import: the research baselines are
+# reached through the strategy registry alone, so production code cannot come to depend on them.
+SEALED: dict[str, set[str]] = {"aggregate::baselines": {"aggregate::strategy"}}
 
 LAYER_OF: dict[str, int] = {m: i for i, (_, mods) in enumerate(LAYERS) for m in mods}
 KEYWORDS = {"self", "super", "crate"}
@@ -183,6 +187,19 @@ def edges_of(path: Path, src: Path) -> list[tuple[list[str], int, str]]:
     return found
 
 
+def within(path: list[str], module: str) -> bool:
+    return "::".join(path) == module or "::".join(path).startswith(module + "::")
+
+
+def sealed_errors(here: list[str], target: list[str], where: str, text: str) -> list[str]:
+    """An import of a sealed module from outside it and its allowed importers."""
+    return [
+        f"{where}: {'::'.join(here)} imports {text} ({sealed} is reached only through {', '.join(sorted(ok))})"
+        for sealed, ok in SEALED.items()
+        if within(target, sealed) and not within(here, sealed) and not any(within(here, m) for m in ok)
+    ]
+
+
 def check(src: Path, depth: int) -> tuple[list[str], dict[str, set[str]]]:
     errors: list[str] = []
     graph: dict[str, set[str]] = defaultdict(set)
@@ -206,6 +223,8 @@ def check(src: Path, depth: int) -> tuple[list[str], dict[str, set[str]]]:
             errors.append(f"{rel}: module '{top}' is in no layer (add it to LAYERS in {Path(__file__).name})")
             continue
         for target, line, text in edges_of(path, src):
+            if target:
+                errors.extend(sealed_errors(here, target, f"{rel}:{line}", text))
             if not target or target[0] == top:
                 continue
             dst = target[0]

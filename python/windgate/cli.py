@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _ui
+from . import _native, _ui
 from ._cli_io import (
     COMPRESSIONS,
     OneLineParser,
@@ -49,6 +49,25 @@ from ._cli_io import (
 from ._ui import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
 
 __all__ = ["main", "CliError"]
+
+
+
+def _strategies(*, multiway: bool) -> tuple[list[str], str]:
+    """``--strategy`` names and help from window aggregation's registry (``windgate._native.strategies``).
+
+    ``aggregate`` reads one source: every strategy but the multiway designs, which merge several time-sorted
+    sources themselves. ``multiway``: those designs, ``auto`` and the single-threaded engines.
+    """
+
+    def wanted(s: dict[str, Any]) -> bool:
+        if multiway:
+            return s["sorted_sources"] or not s["parallel"] or s["name"] == "auto"
+        return not s["sorted_sources"]
+
+    entries = [s for s in _native.strategies("window_aggregate") if wanted(s)]
+    help_text = "; ".join(f"{s['name']}: {s['doc'].rstrip('.')}" for s in entries)
+    return [s["name"] for s in entries], help_text
+
 
 # ----------------------------------------------------------------------------------------------- helpers
 
@@ -657,11 +676,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--on-late", choices=["drop", "error"], default="drop")
     a.add_argument("--threads", type=positive_int, default=None, help="worker threads (default: all cores)")
-    a.add_argument(
-        "--strategy",
-        choices=["auto", "pane", "farm", "rrcpa", "hsa", "rra", "hoa", "rrca", "reference"],
-        default=None,
-    )
+    choices, help_text = _strategies(multiway=False)
+    a.add_argument("--strategy", choices=choices, default=None, help=f"{help_text} (default auto)")
     a.add_argument(
         "--scheduler",
         choices=["as_pid", "as", "pb_rr", "tb_rr"],
@@ -696,11 +712,8 @@ def _parser() -> argparse.ArgumentParser:
         help="a directory of source-<i>.parquet files (windgate generate smartgrid|soundcloud --sources N), "
         "or one Parquet file; smartgrid queries expect --households 27 --plugs-per-household 9 --rate 486",
     )
-    m.add_argument(
-        "--strategy",
-        default="auto",
-        help="auto, pane, reference, or a multiway design: mq, mqlf, tumlsc, tumlmc, wiml (default auto)",
-    )
+    _, help_text = _strategies(multiway=True)
+    m.add_argument("--strategy", default="auto", help=f"{help_text} (default auto)")
     m.add_argument("--threads", type=positive_int, default=None, help="worker threads (default: all cores)")
     m.add_argument("--out", required=True, help="output Parquet file")
     m.add_argument(

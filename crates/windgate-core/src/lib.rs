@@ -8,7 +8,8 @@
 //!
 //! The modules by layer, lowest first; each imports only from its own layer or lower ones, and no operator
 //! imports another:
-//! * foundation: [`error`], `sync` (the loom switch), [`interrupt`], [`time`], [`arrow_io`];
+//! * foundation: [`error`], `sync` (the loom switch), [`interrupt`], [`registry`] (the strategy tables), [`time`],
+//!   [`arrow_io`];
 //! * shared mechanisms: `keys` (group keys in Arrow's row format), [`threads`];
 //! * ordering: [`order`]; runtime: [`runtime`];
 //! * operator options: [`window_options`];
@@ -19,6 +20,7 @@
 pub mod arrow_io;
 pub mod error;
 pub mod interrupt;
+pub mod registry;
 mod sync;
 pub mod time;
 // Shared mechanisms.

@@ -11,21 +11,21 @@ use arrow_select::concat::concat_batches;
 use common::{Case, Row, batch, case, case_options};
 use proptest::prelude::*;
 use windgate_core::aggregate::batch::window_aggregate_in_pieces;
-use windgate_core::aggregate::{Strategy as Engine, WindowAggregateOptions, window_aggregate};
+use windgate_core::aggregate::{Strategy, WindowAggregateOptions, window_aggregate};
 
-const ENGINES: [Engine; 9] = [
-    Engine::Reference,
-    Engine::Pane,
-    Engine::Farm,
-    Engine::Rrcpa,
-    Engine::Hsa,
-    Engine::Rra,
-    Engine::Hoa,
-    Engine::Rrca,
-    Engine::Auto,
+const ENGINES: [Strategy; 9] = [
+    Strategy::Reference,
+    Strategy::Pane,
+    Strategy::Farm,
+    Strategy::Rrcpa,
+    Strategy::Hsa,
+    Strategy::Rra,
+    Strategy::Hoa,
+    Strategy::Rrca,
+    Strategy::Auto,
 ];
 
-fn opts(c: &Case, strategy: Engine, threads: usize) -> WindowAggregateOptions {
+fn opts(c: &Case, strategy: Strategy, threads: usize) -> WindowAggregateOptions {
     let mut o = case_options(c);
     o.strategy = strategy;
     o.threads = Some(threads);
@@ -93,7 +93,7 @@ proptest! {
     ) {
         // Several sources without a bound are merged exactly; with a bound each source keeps its own K-slack.
         let input = sources(&c, n_sources);
-        let want = streamed(&input, opts(&c, Engine::Reference, 1));
+        let want = streamed(&input, opts(&c, Strategy::Reference, 1));
         for k in 0..3 {
             let engine = ENGINES[(pick as usize + k * 3) % ENGINES.len()];
             let got = in_pieces(&input, opts(&c, engine, threads), piece);
@@ -113,8 +113,8 @@ fn empty_and_all_null_sources() {
         cuts: vec![],
     };
     let input = sources(&c, 2);
-    let want = streamed(&input, opts(&c, Engine::Reference, 1));
-    assert_eq!(in_pieces(&input, opts(&c, Engine::Farm, 2), 1), want);
+    let want = streamed(&input, opts(&c, Strategy::Reference, 1));
+    assert_eq!(in_pieces(&input, opts(&c, Strategy::Farm, 2), 1), want);
     assert_eq!(want.num_rows(), 0);
 }
 
@@ -140,7 +140,7 @@ fn windows_close_before_the_end_of_sorted_input() {
     };
     let input = sources(&c, 1);
     // (The farm emits what its workers have finished by then, which depends on timing.)
-    for engine in [Engine::Pane, Engine::Reference] {
+    for engine in [Strategy::Pane, Strategy::Reference] {
         let schema = batch(&[]).schema();
         let inputs = input
             .iter()

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{Case, case, run, run_with};
 use proptest::prelude::*;
-use windgate_core::aggregate::{FarmOptions, Strategy as Engine};
+use windgate_core::aggregate::{FarmOptions, Strategy};
 use windgate_core::runtime::{PaneSchedulerKind, WindowSchedulerKind};
 
 const THREADS: [usize; 5] = [1, 2, 3, 4, 8];
@@ -55,7 +55,7 @@ fn farm_opts(
 }
 
 fn check_all_configs(c: &Case, seed: u64) -> Result<(), TestCaseError> {
-    let reference = run(c, Engine::Reference, false);
+    let reference = run(c, Strategy::Reference, false);
     // Every thread count with a rotating choice of scheduler, window scheduler and forced splitting.
     for (i, &threads) in THREADS.iter().enumerate() {
         let k = seed as usize + i;
@@ -71,7 +71,7 @@ fn check_all_configs(c: &Case, seed: u64) -> Result<(), TestCaseError> {
             None
         };
         let got = run_with(c, true, |o| {
-            o.strategy = Engine::Farm;
+            o.strategy = Strategy::Farm;
             o.threads = Some(threads);
             o.farm = farm_opts(sched, win, split);
         });
@@ -85,11 +85,15 @@ fn check_all_configs(c: &Case, seed: u64) -> Result<(), TestCaseError> {
             split
         );
         let rrcpa = run_with(c, true, |o| {
-            o.strategy = Engine::Rrcpa;
+            o.strategy = Strategy::Rrcpa;
             o.threads = Some(threads);
         });
         prop_assert_eq!(&rrcpa, &reference, "rrcpa threads={}", threads);
-        let line = if k % 2 == 0 { Engine::Hsa } else { Engine::Rra };
+        let line = if k % 2 == 0 {
+            Strategy::Hsa
+        } else {
+            Strategy::Rra
+        };
         let got = run_with(c, true, |o| {
             o.strategy = line;
             o.threads = Some(threads);
@@ -97,9 +101,9 @@ fn check_all_configs(c: &Case, seed: u64) -> Result<(), TestCaseError> {
         prop_assert_eq!(&got, &reference, "{:?} threads={}", line, threads);
         // Over the cases (random seeds) each ring approach meets every thread count.
         let ring = if (k / 2) % 2 == 0 {
-            Engine::Hoa
+            Strategy::Hoa
         } else {
-            Engine::Rrca
+            Strategy::Rrca
         };
         let got = run_with(c, true, |o| {
             o.strategy = ring;
@@ -126,8 +130,8 @@ proptest! {
     /// Both ring approaches at every thread count on the same case (the rotation above spreads them).
     #[test]
     fn ring_baselines_equal_reference(c in case()) {
-        let reference = run(&c, Engine::Reference, false);
-        for ring in [Engine::Hoa, Engine::Rrca] {
+        let reference = run(&c, Strategy::Reference, false);
+        for ring in [Strategy::Hoa, Strategy::Rrca] {
             for threads in THREADS {
                 let got = run_with(&c, true, |o| {
                     o.strategy = ring;
@@ -140,11 +144,11 @@ proptest! {
 
     #[test]
     fn every_scheduler_pair_with_forced_splitting(c in case(), threads in 2usize..5) {
-        let reference = run(&c, Engine::Reference, false);
+        let reference = run(&c, Strategy::Reference, false);
         for sched in SCHEDULERS {
             for win in [WindowSchedulerKind::WinFb, WindowSchedulerKind::WinRr] {
                 let got = run_with(&c, true, |o| {
-                    o.strategy = Engine::Farm;
+                    o.strategy = Strategy::Farm;
                     o.threads = Some(threads);
                     o.farm = farm_opts(sched, win, Some(1));
                 });
@@ -192,7 +196,7 @@ fn forced_splitting_spreads_panes_over_workers() {
     let mut opts = WindowAggregateOptions::new("ts", Span::Units(c.size), common::aggs());
     opts.slide = Some(Span::Units(c.slide));
     opts.by = vec!["k".into()];
-    opts.strategy = Engine::Farm;
+    opts.strategy = Strategy::Farm;
     opts.threads = Some(4);
     opts.farm = farm_opts(
         PaneSchedulerKind::AsPid,
@@ -215,9 +219,9 @@ fn forced_splitting_spreads_panes_over_workers() {
         "{farm:?}"
     );
     assert!(farm.punctuations > 0);
-    let reference = run(&c, Engine::Reference, false);
+    let reference = run(&c, Strategy::Reference, false);
     let farm_out = run_with(&c, true, |o| {
-        o.strategy = Engine::Farm;
+        o.strategy = Strategy::Farm;
         o.threads = Some(4);
         o.farm = farm_opts(
             PaneSchedulerKind::AsPid,
@@ -245,8 +249,8 @@ fn line_and_ring_baselines_on_a_small_stream() {
             .collect(),
         cuts: vec![50, 120],
     };
-    let reference = run(&c, Engine::Reference, false);
-    for strategy in [Engine::Rra, Engine::Hsa, Engine::Hoa, Engine::Rrca] {
+    let reference = run(&c, Strategy::Reference, false);
+    for strategy in [Strategy::Rra, Strategy::Hsa, Strategy::Hoa, Strategy::Rrca] {
         for threads in THREADS {
             let got = run_with(&c, true, |o| {
                 o.strategy = strategy;

@@ -11,17 +11,19 @@ use arrow_array::RecordBatch;
 use arrow_select::concat::concat_batches;
 use common::{Row, aggs, batch};
 use proptest::prelude::*;
+// The engine strategy shadows the prelude's `Strategy`; its methods stay in scope.
+use proptest::strategy::Strategy as _;
 use windgate_core::aggregate::batch::window_aggregate_in_pieces;
 use windgate_core::aggregate::{
-    Span, Strategy as Engine, WindowAggregateOptions, WindowAggregator, window_aggregate,
+    Span, Strategy, WindowAggregateOptions, WindowAggregator, window_aggregate,
 };
 
-const DESIGNS: [Engine; 5] = [
-    Engine::Mq,
-    Engine::MqLf,
-    Engine::TuMlSc,
-    Engine::TuMlMc,
-    Engine::WiMl,
+const DESIGNS: [Strategy; 5] = [
+    Strategy::Mq,
+    Strategy::MqLf,
+    Strategy::TuMlSc,
+    Strategy::TuMlMc,
+    Strategy::WiMl,
 ];
 
 #[derive(Debug, Clone)]
@@ -34,7 +36,7 @@ struct Case {
     pushes: Vec<(usize, usize)>,
 }
 
-fn arb_case() -> impl Strategy<Value = Case> {
+fn arb_case() -> impl proptest::strategy::Strategy<Value = Case> {
     let row = (
         0i64..4,
         proptest::option::weighted(0.9, 0i32..3),
@@ -93,7 +95,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
         })
 }
 
-fn opts(c: &Case, strategy: Engine) -> WindowAggregateOptions {
+fn opts(c: &Case, strategy: Strategy) -> WindowAggregateOptions {
     let mut o = WindowAggregateOptions::new("ts", Span::Units(c.size), aggs());
     o.slide = Some(Span::Units(c.slide));
     o.by = vec!["k".into()];
@@ -103,7 +105,7 @@ fn opts(c: &Case, strategy: Engine) -> WindowAggregateOptions {
 }
 
 /// The streaming operator: pushes in the case's order, each source closed after its last rows.
-fn stream(c: &Case, strategy: Engine) -> RecordBatch {
+fn stream(c: &Case, strategy: Strategy) -> RecordBatch {
     let mut agg = WindowAggregator::new(opts(c, strategy)).unwrap();
     let mut at = vec![0usize; c.sources.len()];
     let mut outs = vec![];
@@ -120,7 +122,7 @@ fn stream(c: &Case, strategy: Engine) -> RecordBatch {
 }
 
 /// The batch function over whole sources.
-fn whole(c: &Case, strategy: Engine) -> RecordBatch {
+fn whole(c: &Case, strategy: Strategy) -> RecordBatch {
     let inputs = c
         .sources
         .iter()
@@ -134,7 +136,7 @@ fn whole(c: &Case, strategy: Engine) -> RecordBatch {
 }
 
 /// The batch function over in-memory sources, in pieces of 3 rows (a promise before each).
-fn in_memory(c: &Case, strategy: Engine) -> RecordBatch {
+fn in_memory(c: &Case, strategy: Strategy) -> RecordBatch {
     let inputs = c
         .sources
         .iter()
@@ -153,8 +155,8 @@ proptest! {
 
     #[test]
     fn every_design_equals_the_reference(c in arb_case()) {
-        let want = whole(&c, Engine::Reference);
-        prop_assert_eq!(&stream(&c, Engine::Reference), &want);
+        let want = whole(&c, Strategy::Reference);
+        prop_assert_eq!(&stream(&c, Strategy::Reference), &want);
         for design in DESIGNS {
             prop_assert_eq!(&stream(&c, design), &want, "streaming {:?}", design);
             prop_assert_eq!(&whole(&c, design), &want, "batch {:?}", design);
@@ -189,7 +191,7 @@ fn windows_come_out_once_every_source_passed_them() {
         assert_eq!(agg.close_source(0).unwrap().num_rows(), 1); // source 1 at 25: [10,20) closes
         assert_eq!(agg.flush().unwrap().num_rows(), 1);
         // Two input threads and O; TuMLMC adds its one updater.
-        let want = if design == Engine::TuMlMc { 4 } else { 3 };
+        let want = if design == Strategy::TuMlMc { 4 } else { 3 };
         assert_eq!(agg.stats().threads, want);
     }
 }
@@ -211,7 +213,7 @@ fn an_unsorted_source_is_an_error_naming_it() {
         assert!(e.message().contains("source 1 is not sorted"), "{e}");
     }
     let mut o = WindowAggregateOptions::new("ts", Span::Units(10), aggs());
-    o.strategy = Engine::TuMlSc;
+    o.strategy = Strategy::TuMlSc;
     o.lateness = windgate_core::aggregate::LatenessOpt::Bound(Span::Units(3));
     let e = WindowAggregator::new(o)
         .err()
@@ -258,7 +260,7 @@ fn many_sources_stress() {
         sources,
         pushes,
     };
-    let want = whole(&c, Engine::Pane);
+    let want = whole(&c, Strategy::Pane);
     for design in DESIGNS {
         assert_eq!(stream(&c, design), want, "{design:?}");
     }

@@ -8,24 +8,24 @@ use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch};
 use arrow_select::concat::concat_batches;
 use windgate_core::aggregate::{
-    Span, Strategy as Engine, WindowAggregateOptions, WindowAggregator, window_aggregate,
+    Span, Strategy, WindowAggregateOptions, WindowAggregator, window_aggregate,
 };
 
-const ENGINES: [Engine; 7] = [
-    Engine::Reference,
-    Engine::Pane,
-    Engine::Mq,
-    Engine::MqLf,
-    Engine::TuMlSc,
-    Engine::TuMlMc,
-    Engine::WiMl,
+const ENGINES: [Strategy; 7] = [
+    Strategy::Reference,
+    Strategy::Pane,
+    Strategy::Mq,
+    Strategy::MqLf,
+    Strategy::TuMlSc,
+    Strategy::TuMlMc,
+    Strategy::WiMl,
 ];
 
 fn names(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
-fn opts(engine: Engine, sources: usize, size: i64, slide: i64) -> WindowAggregateOptions {
+fn opts(engine: Strategy, sources: usize, size: i64, slide: i64) -> WindowAggregateOptions {
     let mut o = WindowAggregateOptions::new(
         "ts",
         Span::Units(size),
@@ -73,7 +73,7 @@ fn col_f64(b: &RecordBatch, name: &str) -> Vec<Option<f64>> {
         .collect()
 }
 
-fn whole(engine: Engine, size: i64, slide: i64, sources: &[RecordBatch]) -> RecordBatch {
+fn whole(engine: Strategy, size: i64, slide: i64, sources: &[RecordBatch]) -> RecordBatch {
     let inputs = sources
         .iter()
         .map(|b| (b.schema(), vec![Ok(b.clone())]))
@@ -84,8 +84,8 @@ fn whole(engine: Engine, size: i64, slide: i64, sources: &[RecordBatch]) -> Reco
 }
 
 /// Runs `f` for every engine and checks they all return the reference's batch.
-fn agree(f: impl Fn(Engine) -> RecordBatch) -> RecordBatch {
-    let want = f(Engine::Reference);
+fn agree(f: impl Fn(Strategy) -> RecordBatch) -> RecordBatch {
+    let want = f(Strategy::Reference);
     for e in ENGINES {
         assert_eq!(f(e), want, "{e:?}");
     }
@@ -256,7 +256,7 @@ fn e14_slide_above_size_is_rejected() {
 #[test]
 fn e15_tumlmc_without_groups_or_with_more_updaters_than_keys() {
     for threads in [1, 4] {
-        let run = |e: Engine, by: bool| {
+        let run = |e: Strategy, by: bool| {
             let mut o = opts(e, 3, 10, 5);
             o.threads = Some(threads);
             if !by {
@@ -271,8 +271,8 @@ fn e15_tumlmc_without_groups_or_with_more_updaters_than_keys() {
         };
         for by in [false, true] {
             assert_eq!(
-                run(Engine::TuMlMc, by),
-                run(Engine::Reference, by),
+                run(Strategy::TuMlMc, by),
+                run(Strategy::Reference, by),
                 "{threads} {by}"
             );
         }
@@ -366,11 +366,11 @@ fn e19_a_source_far_ahead_is_refused_until_the_slow_one_catches_up() {
 #[test]
 fn e20_disorder_inside_a_source_is_a_named_error() {
     for e in [
-        Engine::Mq,
-        Engine::MqLf,
-        Engine::TuMlSc,
-        Engine::TuMlMc,
-        Engine::WiMl,
+        Strategy::Mq,
+        Strategy::MqLf,
+        Strategy::TuMlSc,
+        Strategy::TuMlMc,
+        Strategy::WiMl,
     ] {
         let mut agg = WindowAggregator::new(opts(e, 2, 10, 10)).unwrap();
         agg.push(&at(&[5]), 1).unwrap();
@@ -424,7 +424,7 @@ fn e22_nan_inf_and_nulls_in_mean() {
 
 /// The rows split round-robin over `n` sources, streamed through `engine` (each source sorted by time),
 /// optionally with `order_by = "id"`.
-fn split_stream(engine: Engine, n: usize, order_by: bool) -> RecordBatch {
+fn split_stream(engine: Strategy, n: usize, order_by: bool) -> RecordBatch {
     let total = 2000usize;
     let ts: Vec<i64> = (0..total as i64).map(|i| i / 10).collect();
     // Within each run of equal times, `id` runs backwards: the order it gives is not arrival order.
@@ -485,21 +485,21 @@ fn e23_order_by_makes_the_split_into_sources_irrelevant() {
     }
     // Without order_by the split decides ties (source, then arrival): the check above is not vacuous.
     assert_ne!(
-        split_stream(Engine::Pane, 1, false),
-        split_stream(Engine::Pane, 2, false)
+        split_stream(Strategy::Pane, 1, false),
+        split_stream(Strategy::Pane, 2, false)
     );
 }
 
 #[test]
 fn order_by_must_be_an_integer_column_without_nulls() {
-    let mut o = opts(Engine::Pane, 1, 10, 10);
+    let mut o = opts(Strategy::Pane, 1, 10, 10);
     o.order_by = Some("v".into());
     let err = WindowAggregator::new(o)
         .unwrap()
         .push(&at(&[1]), 0)
         .unwrap_err();
     assert!(err.message().contains("order_by"), "{err}");
-    let mut o = opts(Engine::Pane, 1, 10, 10);
+    let mut o = opts(Strategy::Pane, 1, 10, 10);
     o.order_by = Some("id".into());
     let batch = RecordBatch::try_from_iter([
         ("ts", Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef),
@@ -548,11 +548,11 @@ fn e24_unknown_source_and_schema_mismatch_are_named_errors() {
 #[test]
 fn e25_drop_while_workers_wait() {
     for e in [
-        Engine::Mq,
-        Engine::MqLf,
-        Engine::TuMlSc,
-        Engine::TuMlMc,
-        Engine::WiMl,
+        Strategy::Mq,
+        Strategy::MqLf,
+        Strategy::TuMlSc,
+        Strategy::TuMlMc,
+        Strategy::WiMl,
     ] {
         let mut agg = WindowAggregator::new(opts(e, 3, 10, 10)).unwrap();
         agg.push(&at(&[1, 2, 3]), 0).unwrap();
@@ -568,7 +568,7 @@ fn every_design_runs_its_own_engine() {
     for e in ENGINES {
         let mut agg = WindowAggregator::new(opts(e, 2, 10, 10)).unwrap();
         agg.push(&at(&[1, 2]), 0).unwrap();
-        let threaded = !matches!(e, Engine::Reference | Engine::Pane);
+        let threaded = !matches!(e, Strategy::Reference | Strategy::Pane);
         assert_eq!(agg.stats().farm.is_some(), threaded, "{e:?}");
     }
 }

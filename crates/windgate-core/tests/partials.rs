@@ -11,8 +11,7 @@ use arrow_select::concat::concat_batches;
 use common::{Case, batch, case, case_options, run};
 use proptest::prelude::*;
 use windgate_core::aggregate::{
-    InputKind, LatenessOpt, OutputKind, Strategy as Engine, WindowAggregateOptions,
-    WindowAggregator,
+    InputKind, LatenessOpt, OutputKind, Strategy, WindowAggregateOptions, WindowAggregator,
 };
 use windgate_core::error::ErrorKind;
 
@@ -67,7 +66,7 @@ proptest! {
     #[test]
     fn partials_merged_in_any_order_equal_the_one_place_result(c in case(), reverse in any::<bool>(),
                                                                  engine in 0usize..3) {
-        let whole = run(&c, Engine::Reference, false);
+        let whole = run(&c, Strategy::Reference, false);
         let mut parts = phase_one(&c);
         if parts.is_empty() {
             return Ok(());
@@ -75,7 +74,7 @@ proptest! {
         if reverse {
             parts.reverse();
         }
-        let strategy = [Engine::Pane, Engine::Reference, Engine::Farm][engine];
+        let strategy = [Strategy::Pane, Strategy::Reference, Strategy::Farm][engine];
         let merged = merge(&c, &parts, |o| { o.strategy = strategy; o.threads = Some(2); });
         prop_assert_eq!(&merged, &whole);
         // Partials of partials (a combiner stage) lose nothing either.
@@ -99,7 +98,7 @@ proptest! {
         }
         outs.push(agg.flush().unwrap());
         let streamed = concat_batches(&outs.last().unwrap().schema(), &outs).unwrap();
-        let whole = run(&c, Engine::Reference, false);
+        let whole = run(&c, Strategy::Reference, false);
         let merged = merge(&c, &[streamed], |_| {});
         prop_assert_eq!(merged, whole);
     }
@@ -205,7 +204,7 @@ fn bad_partials_are_named_errors() {
     // output="partials" needs the pane engine.
     let mut farm = case_options(&c);
     farm.output = OutputKind::Partials;
-    farm.strategy = Engine::Farm;
+    farm.strategy = Strategy::Farm;
     assert!(WindowAggregator::new(farm).is_err());
 }
 

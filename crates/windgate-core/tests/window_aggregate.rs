@@ -10,7 +10,7 @@ use arrow_array::types::{Float64Type, Int32Type, Int64Type};
 use common::{Row, aggs, batch, brute, case, run};
 use proptest::prelude::*;
 use windgate_core::aggregate::{
-    LatenessOpt, Span, Strategy as Engine, WindowAggregateOptions, WindowAggregator,
+    LatenessOpt, Span, Strategy, WindowAggregateOptions, WindowAggregator,
 };
 
 proptest! {
@@ -18,10 +18,10 @@ proptest! {
 
     #[test]
     fn pane_engine_equals_reference_and_brute_force(c in case()) {
-        let reference = run(&c, Engine::Reference, false);
-        let pane = run(&c, Engine::Pane, true);
+        let reference = run(&c, Strategy::Reference, false);
+        let pane = run(&c, Strategy::Pane, true);
         prop_assert_eq!(&pane, &reference);
-        let pane_whole = run(&c, Engine::Pane, false);
+        let pane_whole = run(&c, Strategy::Pane, false);
         prop_assert_eq!(&pane_whole, &reference);
 
         let got: Vec<_> = (0..reference.num_rows()).map(|i| {

@@ -6,6 +6,7 @@ mod convert;
 mod errors;
 mod pipeline;
 mod preference;
+mod registry;
 mod tpcxbb;
 mod window_aggregate;
 
@@ -30,5 +31,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pipeline::pipeline_schema, m)?)?;
     m.add_function(wrap_pyfunction!(tpcxbb::tpcxbb_generate, m)?)?;
     m.add_function(wrap_pyfunction!(tpcxbb::tpcxbb_query, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::strategies, m)?)?;
     Ok(())
 }

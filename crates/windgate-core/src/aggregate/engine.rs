@@ -1,23 +1,20 @@
-//! The engines behind the streaming operator, one enum so the operator's hot path dispatches once per call.
+//! The engines behind the streaming operator: the single-threaded ones, or a parallel engine behind its
+//! [`Driver`]; one enum so the operator's hot path dispatches once per call.
 
 use super::emission::Emission;
-use super::farm_engine::{Admitted, FarmEngine};
+use super::forget::forget_idle_keys;
 use super::pane_engine::PaneEngine;
+use super::parallel::{Admitted, Driver};
 use super::reference::ReferenceEngine;
 use super::slots::SlotStore;
 use crate::error::Result;
 use crate::keys::{KeyDict, KeyOrder};
 
-/// Fewer keys than this are never forgotten: a dictionary this small costs well under a megabyte. Above it,
-/// renumbering (a pass over the open state and the keys) runs only while most keys are idle (more than twice
-/// the key entries of the open state), so each run is paid for by as many new keys and the cost per key stays
-/// constant.
-pub(super) const FORGET_MIN_KEYS: usize = 1 << 12;
-
 pub(super) enum Engine {
     Pane(PaneEngine),
     Reference(ReferenceEngine),
-    Farm(Box<FarmEngine>),
+    /// Any parallel engine.
+    Parallel(Box<Driver>),
 }
 
 impl Engine {
@@ -28,7 +25,7 @@ impl Engine {
             Engine::Reference(e) => {
                 e.ingest(&rows.ts, &rows.keys, keep, &rows.inputs, rows.order())
             }
-            Engine::Farm(e) => return e.ingest(rows),
+            Engine::Parallel(e) => return e.ingest(rows),
         }
         Ok(())
     }
@@ -45,18 +42,18 @@ impl Engine {
         match self {
             Engine::Pane(e) => e.emit_until(last, keys, out),
             Engine::Reference(e) => e.emit_until(last, keys, out),
-            Engine::Farm(e) => e.emit_until(last, keys, out, wait),
+            Engine::Parallel(e) => e.emit_until(last, keys, out, wait),
         }
     }
 
-    /// Forgets the keys that hold no open state once they are most of the dictionary (and at least
-    /// [`FORGET_MIN_KEYS`]), so that a stream of ever-new keys keeps memory bounded by its open state. The
-    /// parallel engines keep key ids in their workers' state and do not forget (documented in the README).
+    /// Forgets the keys that hold no open state once they are most of the dictionary (see [`super::forget`]),
+    /// so that a stream of ever-new keys keeps memory bounded by its open state. The parallel engines keep key
+    /// ids in their workers' state and do not forget (documented in the README).
     pub(super) fn forget_idle_keys(&mut self, keys: &mut KeyDict) {
         match self {
             Engine::Pane(e) => forget_idle_keys(e, keys),
             Engine::Reference(e) => forget_idle_keys(e, keys),
-            Engine::Farm(_) => {}
+            Engine::Parallel(_) => {}
         }
     }
 
@@ -64,7 +61,7 @@ impl Engine {
         match self {
             Engine::Pane(e) => e.last_window(),
             Engine::Reference(e) => e.last_window(),
-            Engine::Farm(e) => e.last_window(),
+            Engine::Parallel(e) => e.last_window(),
         }
     }
 
@@ -72,28 +69,7 @@ impl Engine {
         match self {
             Engine::Pane(e) => &mut e.scratch,
             Engine::Reference(e) => &mut e.scratch,
-            Engine::Farm(e) => &mut e.scratch,
+            Engine::Parallel(e) => &mut e.scratch,
         }
     }
-}
-
-/// An engine whose state names keys by dictionary id and can be renumbered between calls.
-pub(super) trait KeyHolder {
-    /// How many (key, state) entries the open state holds: an upper bound on the keys in use.
-    fn key_entries(&self) -> usize;
-    /// Marks `live[key]` for every key with open state.
-    fn mark_live_keys(&self, live: &mut [bool]);
-    /// Renames key ids after the dictionary forgot keys (`remap[old]` is the new id).
-    fn remap_keys(&mut self, remap: &[u32]);
-}
-
-/// See [`Engine::forget_idle_keys`].
-fn forget_idle_keys(engine: &mut impl KeyHolder, keys: &mut KeyDict) {
-    let n = keys.len();
-    if n < FORGET_MIN_KEYS || n <= 2 * engine.key_entries() {
-        return;
-    }
-    let mut live = vec![false; n];
-    engine.mark_live_keys(&mut live);
-    engine.remap_keys(&keys.retain(&live));
 }

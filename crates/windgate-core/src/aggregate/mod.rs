@@ -1,22 +1,23 @@
 //! Window aggregation: aggregate functions as lift/combine/lower, partial states, the engines and the
-//! streaming operator.
+//! streaming operator. Which engine runs a query is one row of the strategy registry ([`strategy`]); the
+//! parallel engines share the types of `parallel`, and the research baselines live apart in `baselines`.
 
+pub(crate) mod baselines;
 pub mod batch;
 pub mod emission;
 mod engine;
 pub mod exact_sum;
-pub mod farm_engine;
+mod forget;
 pub mod function;
-pub mod line;
-pub mod multiway;
 pub mod operator;
 pub mod options;
 pub mod pane_engine;
+pub(crate) mod parallel;
 pub mod partial;
 pub mod reference;
-pub mod ring;
 pub mod slots;
 pub mod state;
+pub mod strategy;
 pub mod w_hive;
 
 pub use batch::{window_aggregate, window_aggregate_in_memory};

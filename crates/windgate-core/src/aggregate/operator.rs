@@ -2,12 +2,13 @@
 //! built on it.
 //!
 //! The operator owns the parts every engine shares (schema checks, time and key columns, one K-slack per
-//! source, the watermark over sources, output assembly) and hands admitted rows to an engine: the pane engine
-//! (`"pane"`, which `"auto"` picks today), the parallel engines (`"farm"`, `"rrcpa"`, `"hsa"`, `"rra"`,
-//! `"hoa"`, `"rrca"`, `"mq"`, `"mqlf"`, `"tumlsc"`) or the reference engine (`"reference"`). The watermark is
-//! the minimum over open sources of each source's watermark (DESIGN §3), so a stalled source holds windows
-//! back and a closed one stops doing so. Late-row decisions are per source and depend only on that source's row sequence: the same
-//! input gives the same admitted rows whatever the batch split or interleaving of sources.
+//! source, the watermark over sources, output assembly) and hands admitted rows to the engine its strategy's
+//! row of the registry ([`super::strategy`]) builds: the pane engine (`"pane"`, which `"auto"` picks for most
+//! calls), the reference engine, or a parallel engine behind [`super::parallel::Driver`]. The watermark is
+//! the minimum over open sources of each source's watermark (`docs/architecture.md`, "Contracts"), so a
+//! stalled source holds windows back and a closed one stops doing so. Late-row decisions are per source and
+//! depend only on that source's row sequence: the same input gives the same admitted rows whatever the batch
+//! split or interleaving of sources.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -19,17 +20,15 @@ use arrow_select::interleave::interleave;
 
 use super::emission::Emission;
 use super::engine::Engine;
-use super::farm_engine::{Admitted, FarmEngine, Parallel};
 use super::function::{AggFunc, AggSpec, value_class};
-use super::line::LineKind;
-use super::multiway::Design;
-use super::options::{Strategy, WindowAggregateOptions};
+use super::options::WindowAggregateOptions;
 use super::pane_engine::PaneEngine;
+use super::parallel::{Admitted, Driver, EngineArgs};
 use super::partial::{self, InputKind, OutputKind};
 use super::reference::ReferenceEngine;
-use super::ring::RingKind;
 use super::slots::SlotStore;
 use super::state::{AggMeta, InputValues};
+use super::strategy::{Build, Strategy};
 use crate::arrow_io::{
     as_i64, check_same_type, check_unambiguous, column, decode_dictionaries, input_values,
     int_column_as, plain_schema,
@@ -46,7 +45,8 @@ use crate::time::WindowSpec;
 const INGEST_ROWS: usize = 1 << 15;
 
 /// The farm's slices are smaller: the caller prepares one slice while the workers aggregate the previous ones,
-/// and a punctuation after each slice lets the WLQ merge closed panes while the PLQ works on later rows.
+/// and a punctuation after each slice lets the window-level query (WLQ) merge closed panes while the
+/// pane-level query (PLQ) works on later rows.
 const FARM_INGEST_ROWS: usize = 1 << 13;
 
 /// Counters reported as `stats`.
@@ -89,7 +89,7 @@ struct Source {
     kslack: KSlack,
     seq: u64,
     closed: bool,
-    /// Credits (brief 000 A5): rows pushed and not yet final, as (the source's watermark after the push,
+    /// Credits: rows pushed and not yet final, as (the source's watermark after the push,
     /// rows); a chunk is released once the operator's watermark reaches it.
     pending: VecDeque<(i64, u64)>,
     pending_rows: u64,
@@ -152,9 +152,9 @@ pub struct WindowAggregator {
     carry: Vec<RecordBatch>,
 }
 
-/// Most panes per window for which `auto` picks the farm over the pane engine. The farm's WLQ merges every pane
-/// partition into each of its windows as a separate task: with 100 or 1000 panes a window (seed 003's RRCP- and
-/// RR-Advantage settings) it ran at 0.30x and 0.08x of the pane engine on 2 cores, with 1 to 30 panes at
+/// Most panes per window for which `auto` picks the farm over the pane engine. The farm's window-level query
+/// merges every pane partition into each of its windows as a separate task: with 100 or 1000 panes a window
+/// (the RRCP- and RR-Advantage settings of Beicht's thesis) it ran at 0.30x and 0.08x of the pane engine on 2 cores, with 1 to 30 panes at
 /// 1.15-1.45x (10 M smart-grid rows, 1000 plugs).
 const AUTO_FARM_PANES: i64 = 24;
 
@@ -186,17 +186,7 @@ impl WindowAggregator {
             s => s,
         };
         let stats = Stats {
-            // The multiway designs run one input thread per source and the output thread (TuMLMC: and
-            // `threads` updaters).
-            threads: if strategy == Strategy::TuMlMc {
-                (opts.sources + threads) as u64 + 1
-            } else if strategy.is_multiway() {
-                opts.sources as u64 + 1
-            } else if strategy.is_parallel() {
-                threads as u64
-            } else {
-                1
-            },
+            threads: strategy.threads(opts.sources, threads) as u64,
             strategy: strategy.name(),
             ..Stats::default()
         };
@@ -234,7 +224,7 @@ impl WindowAggregator {
                     s.open_slots = e.live_slots() as u64;
                 }
                 Engine::Reference(e) => s.open_slots = e.retained_rows() as u64,
-                Engine::Farm(e) => s.farm = Some(e.stats()),
+                Engine::Parallel(e) => s.farm = Some(e.stats()),
             }
         }
         s.watermark = self.watermark();
@@ -337,38 +327,25 @@ impl WindowAggregator {
             self.stats.threads = resolve_threads(o.threads) as u64;
         }
         let store = || SlotStore::new(&metas);
-        // Exhaustive over the resolved strategy, so a new design cannot silently fall back to another engine.
-        let sources = self.sources.len();
-        let parallel = match self.strategy {
-            Strategy::Auto | Strategy::Pane | Strategy::Reference => None,
-            Strategy::Farm => Some(Parallel::Farm),
-            Strategy::Rrcpa => Some(Parallel::Rrcpa),
-            Strategy::Hsa => Some(Parallel::Line(LineKind::Hsa)),
-            Strategy::Rra => Some(Parallel::Line(LineKind::Rra)),
-            Strategy::Hoa => Some(Parallel::Ring(RingKind::Hoa)),
-            Strategy::Rrca => Some(Parallel::Ring(RingKind::Rrca)),
-            Strategy::Mq => Some(Parallel::Multiway(Design::Mq, sources)),
-            Strategy::MqLf => Some(Parallel::Multiway(Design::MqLf, sources)),
-            Strategy::TuMlSc => Some(Parallel::Multiway(Design::TuMlSc, sources)),
-            Strategy::TuMlMc => Some(Parallel::Multiway(
-                Design::TuMlMc(resolve_threads(o.threads)),
-                sources,
-            )),
-            Strategy::WiMl => Some(Parallel::Multiway(Design::WiMl, sources)),
-        };
-        let engine = match parallel {
-            None if self.strategy == Strategy::Reference => {
-                Engine::Reference(ReferenceEngine::new(spec, store()))
-            }
-            None => Engine::Pane(PaneEngine::new(spec, store(), store())),
-            Some(parallel) => {
+        let engine = match self.strategy.entry().engine {
+            Build::Reference => Engine::Reference(ReferenceEngine::new(spec, store())),
+            // `new` resolves `auto` to the pane engine; it runs on the farm only if switched above.
+            Build::Auto | Build::Pane => Engine::Pane(PaneEngine::new(spec, store(), store())),
+            Build::Parallel(build) => {
                 let cfg = o.farm.config(self.stats.threads as usize);
-                let mut farm = FarmEngine::new(spec, &metas, &cfg, parallel)?;
+                let args = EngineArgs {
+                    spec,
+                    metas: &metas,
+                    cfg: &cfg,
+                    sources: self.sources.len(),
+                    threads: resolve_threads(o.threads),
+                };
+                let mut driver = Driver::new(build, &args)?;
                 // Sources closed before the first row (empty partitions) are closed in the engine too.
                 for (j, _) in self.sources.iter().enumerate().filter(|(_, s)| s.closed) {
-                    farm.close_source(j)?;
+                    driver.close_source(j)?;
                 }
-                Engine::Farm(Box::new(farm))
+                Engine::Parallel(Box::new(driver))
             }
         };
         self.bound = Some(Bound {
@@ -458,7 +435,7 @@ impl WindowAggregator {
         let n = batch.num_rows();
         let farm = matches!(
             self.bound.as_ref().map(|b| &b.engine),
-            Some(Engine::Farm(_))
+            Some(Engine::Parallel(_))
         );
         let slice = if farm { FARM_INGEST_ROWS } else { INGEST_ROWS };
         if n > slice {
@@ -558,7 +535,7 @@ impl WindowAggregator {
         }
         self.sources[source].closed = true;
         let out = self.guard(|this| {
-            if let Some(Engine::Farm(f)) = this.bound.as_mut().map(|b| &mut b.engine) {
+            if let Some(Engine::Parallel(f)) = this.bound.as_mut().map(|b| &mut b.engine) {
                 f.close_source(source)?;
             }
             this.emit_ready()
@@ -574,7 +551,7 @@ impl WindowAggregator {
             let Some(b) = this.bound.as_mut() else {
                 return Ok(RecordBatch::new_empty(Arc::new(Schema::empty())));
             };
-            if let Engine::Farm(f) = &mut b.engine {
+            if let Engine::Parallel(f) = &mut b.engine {
                 for s in 0..this.sources.len() {
                     f.close_source(s)?;
                 }
@@ -697,7 +674,7 @@ impl WindowAggregator {
     fn advance(&mut self) -> Result<()> {
         let wm = self.watermark();
         let b = self.bound.as_mut().expect("bound");
-        if let (Engine::Farm(f), Some(wm)) = (&mut b.engine, wm)
+        if let (Engine::Parallel(f), Some(wm)) = (&mut b.engine, wm)
             && wm != i64::MAX
         {
             f.advance(b.spec.last_closed_window(wm))?;

@@ -11,84 +11,7 @@ use crate::window_options::{FarmOptions, ResolvedWindow, WindowOptions};
 
 use super::function::AggSpec;
 use super::partial::{InputKind, OutputKind};
-
-/// Which engine runs the query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Strategy {
-    /// The fastest correct engine for the call (measured: today the pane engine; see the operator).
-    Auto,
-    /// The plain reference engine (the test oracle).
-    Reference,
-    /// The single-threaded pane engine (PLQ and WLQ in the caller's thread).
-    Pane,
-    /// The parallel pane farm (seed 004): PLQ and WLQ worker farms, AS_PID and WIN_FB by default.
-    Farm,
-    /// The thesis' Round-Robin-Cyclic Pane-based approach (seed 003), in its line form.
-    Rrcpa,
-    /// Baselines of seed 003: the handshake approach (hash-owned windows on a line of PUs).
-    Hsa,
-    /// Baselines of seed 003: the round-robin approach (window k on PU k mod P, on a line of PUs).
-    Rra,
-    /// Baselines of seed 003: the hash-once approach (HSA's ownership on a ring of PUs fed by the input, the
-    /// hash computed once by the ingress PU).
-    Hoa,
-    /// Baselines of seed 003: the round-robin-cyclic approach (RRA's ownership on HOA's ring).
-    Rrca,
-    Mq,
-    MqLf,
-    TuMlSc,
-    TuMlMc,
-    WiMl,
-}
-
-impl Strategy {
-    pub const NAMES: [&str; 14] = [
-        "auto",
-        "reference",
-        "pane",
-        "farm",
-        "rrcpa",
-        "hsa",
-        "rra",
-        "hoa",
-        "rrca",
-        "mq",
-        "mqlf",
-        "tumlsc",
-        "tumlmc",
-        "wiml",
-    ];
-
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-
-    pub fn parse(name: &str) -> Result<Self> {
-        match name {
-            "auto" => Ok(Strategy::Auto),
-            "reference" => Ok(Strategy::Reference),
-            "pane" => Ok(Strategy::Pane),
-            "farm" => Ok(Strategy::Farm),
-            "rrcpa" => Ok(Strategy::Rrcpa),
-            "hsa" => Ok(Strategy::Hsa),
-            "rra" => Ok(Strategy::Rra),
-            "hoa" => Ok(Strategy::Hoa),
-            "rrca" => Ok(Strategy::Rrca),
-            "mq" => Ok(Strategy::Mq),
-            "mqlf" => Ok(Strategy::MqLf),
-            "tumlsc" => Ok(Strategy::TuMlSc),
-            "tumlmc" => Ok(Strategy::TuMlMc),
-            "wiml" => Ok(Strategy::WiMl),
-            other => Err(Error::param(
-                "strategy",
-                format!(
-                    "unknown strategy {other:?}; expected one of {:?}",
-                    Self::NAMES
-                ),
-            )),
-        }
-    }
-}
+pub use super::strategy::Strategy;
 
 /// Everything `window_aggregate` takes besides the data: the window parameters every windowed operator takes
 /// ([`WindowOptions`], flattened here), the aggregates and the engine, and the multi-source parameters.
@@ -274,28 +197,5 @@ impl WindowAggregateOptions {
             LatenessOpt::Exact if self.sources > 1 && self.gate_sources => Lateness::Sorted,
             other => other.policy(unit)?,
         })
-    }
-}
-
-impl Strategy {
-    /// Runs on worker threads (the farm, RRCPA, the line and the ring baselines).
-    pub fn is_parallel(self) -> bool {
-        matches!(
-            self,
-            Strategy::Farm
-                | Strategy::Rrcpa
-                | Strategy::Hsa
-                | Strategy::Rra
-                | Strategy::Hoa
-                | Strategy::Rrca
-        ) || self.is_multiway()
-    }
-
-    /// Seed 000's designs: an input thread per source merging time-sorted sources (brief 000 §2).
-    pub fn is_multiway(self) -> bool {
-        matches!(
-            self,
-            Strategy::Mq | Strategy::MqLf | Strategy::TuMlSc | Strategy::TuMlMc | Strategy::WiMl
-        )
     }
 }

@@ -1,8 +1,16 @@
-//! The single-threaded streaming engine: a pane store (PLQ) and a window combiner (WLQ) in one thread.
+//! The single-threaded streaming engine: a pane store (the pane-level query, PLQ) and a window combiner (the
+//! window-level query, WLQ) in one thread.
 //!
 //! Rows are lifted into per-(key, pane) partial states; when the watermark passes a window's end, the window's
 //! panes are combined per key and the window is emitted; a pane is dropped once its last window is out, so
 //! memory is bounded by the open panes (times the keys active in them), not by the stream's length.
+//!
+//! Why not `runtime::farm::inline`, the generic pane engine of any farm query (what the preference queries
+//! run)? That one routes each batch (a pane and an owner per row), keeps a store per pane and merges every
+//! closed pane into each open window's own store. This one is aggregation's fused fast path: one shared
+//! store filled through an incremental pane cursor, a window's panes combined only when it is emitted (into
+//! one scratch store, finished at once), panes handed out as partial states (`output="partials"`) and idle
+//! keys forgotten (see `KeyHolder`). The tests check each against its operator's reference engine.
 
 use std::collections::BTreeMap;
 
@@ -187,7 +195,7 @@ impl PaneEngine {
     }
 }
 
-impl super::engine::KeyHolder for PaneEngine {
+impl super::forget::KeyHolder for PaneEngine {
     fn key_entries(&self) -> usize {
         self.panes.values().map(|p| p.entries.len()).sum()
     }

@@ -139,7 +139,7 @@ impl ReferenceEngine {
     }
 }
 
-impl super::engine::KeyHolder for ReferenceEngine {
+impl super::forget::KeyHolder for ReferenceEngine {
     fn key_entries(&self) -> usize {
         self.rows.len()
     }

@@ -2,6 +2,7 @@
 //! every n-th tuple and probing its portion of the opposite window, outputs merged by a second ScaleGate in a
 //! total order that is the same for any thread count.
 
+mod engine;
 pub(crate) mod merge;
 pub(crate) mod operator;
 pub(crate) mod options;
@@ -11,9 +12,11 @@ pub(crate) mod prepare;
 pub(crate) mod processor;
 pub(crate) mod reference;
 pub(crate) mod scale_join;
+pub(crate) mod strategy;
 pub(crate) mod window;
 
 pub use operator::{BandJoiner, JoinStats, band_join};
-pub use options::{BandJoinOptions, Bounds, JoinHow, JoinStrategy, Predicate, Semantics};
+pub use options::{BandJoinOptions, Bounds, JoinHow, Predicate, Semantics};
 pub use prepare::{JoinKey, JoinTuple, Side};
 pub use processor::{OutKey, OutPair, Processor};
+pub use strategy::JoinStrategy;

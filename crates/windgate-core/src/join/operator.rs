@@ -18,13 +18,12 @@ use crate::keys::KeyDict;
 use crate::order::admission::OnLate;
 use crate::order::kslack::{Admission, KSlack};
 
+use super::engine::{Engine, EngineArgs};
 use super::merge::ReadyMerge;
 use super::options::{BandJoinOptions, Bounds, JoinHow, JoinStrategy, Predicate};
 use super::outer::Outer;
 use super::prepare::{self, JoinKey, JoinTuple, Side, SideSchema};
-use super::processor::{OutPair, Processor};
-use super::reference::ReferenceJoin;
-use super::scale_join::ScaleJoin;
+use super::processor::OutPair;
 
 /// Tuples fed or processed on the caller's thread between two Ctrl-C checks.
 const CHECK_EVERY: usize = 4096;
@@ -57,12 +56,6 @@ pub struct JoinStats {
     /// Pushes refused with a backpressure error.
     pub backpressured: u64,
     pub watermark: [Option<i64>; 2],
-}
-
-enum Engine {
-    Inline(Box<Processor>),
-    Reference(Box<ReferenceJoin>),
-    Threads(Box<ScaleJoin>),
 }
 
 pub(super) struct SideState {
@@ -532,23 +525,16 @@ impl BandJoiner {
         if self.engine.is_some() {
             return Ok(());
         }
-        let bounds = self.bounds.expect("bound");
-        let (sem, index) = (self.opts.semantics, self.opts.index);
-        let (eps, has_eq) = (self.eps.clone(), self.has_eq);
-        self.engine = Some(match self.strategy {
-            JoinStrategy::Reference => {
-                Engine::Reference(Box::new(ReferenceJoin::new(bounds, sem, &self.opts.on)))
-            }
-            JoinStrategy::ScaleJoin => {
-                let n = self.threads;
-                Engine::Threads(Box::new(ScaleJoin::start(n, |id| {
-                    Processor::new(id, n, bounds, sem, &eps, has_eq, index)
-                })?))
-            }
-            JoinStrategy::Serial | JoinStrategy::Auto => Engine::Inline(Box::new(Processor::new(
-                0, 1, bounds, sem, &eps, has_eq, index,
-            ))),
-        });
+        let args = EngineArgs {
+            bounds: self.bounds.expect("bound"),
+            semantics: self.opts.semantics,
+            on: &self.opts.on,
+            eps: &self.eps,
+            has_eq: self.has_eq,
+            index: self.opts.index,
+            threads: self.threads,
+        };
+        self.engine = Some((self.strategy.entry().engine)(&args)?);
         Ok(())
     }
 }

@@ -7,6 +7,7 @@ use crate::threads::{MAX_THREADS, resolve_threads};
 use crate::time::{Span, TimeUnit};
 
 use super::prepare::Side;
+pub use super::strategy::JoinStrategy;
 
 /// One join predicate; a pair matches when every predicate holds (AND).
 #[derive(Debug, Clone, PartialEq)]
@@ -147,56 +148,6 @@ pub fn signed_units(span: &Span, unit: TimeUnit, param: &str) -> Result<i64> {
                     Span::Text(t.strip_prefix('+').unwrap_or(t).to_string()).resolve(unit, param)
                 }
             }
-        }
-    }
-}
-
-/// Which engine runs the join; every one returns the reference's rows in the same order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JoinStrategy {
-    /// `scalejoin` with more than one thread, else `serial`.
-    Auto,
-    /// ScaleGate in, `threads` processing threads, ScaleGate out (Gulisano et al., ScaleJoin).
-    ScaleJoin,
-    /// One processing thread's logic run inline on the caller's thread (no gates, no threads).
-    Serial,
-    /// The nested-loop three-step join over the merged stream: the oracle.
-    Reference,
-}
-
-impl JoinStrategy {
-    pub const NAMES: [&'static str; 4] = ["auto", "scalejoin", "serial", "reference"];
-
-    pub fn parse(name: &str) -> Result<Self> {
-        Ok(match name {
-            "auto" => JoinStrategy::Auto,
-            "scalejoin" => JoinStrategy::ScaleJoin,
-            "serial" => JoinStrategy::Serial,
-            "reference" => JoinStrategy::Reference,
-            other => {
-                return Err(Error::param(
-                    "strategy",
-                    format!("expected one of {:?}, got {other:?}", Self::NAMES),
-                ));
-            }
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            JoinStrategy::Auto => "auto",
-            JoinStrategy::ScaleJoin => "scalejoin",
-            JoinStrategy::Serial => "serial",
-            JoinStrategy::Reference => "reference",
-        }
-    }
-
-    /// The engine `auto` stands for with `threads` threads.
-    pub fn resolve(self, threads: usize) -> Self {
-        match self {
-            JoinStrategy::Auto if threads > 1 => JoinStrategy::ScaleJoin,
-            JoinStrategy::Auto => JoinStrategy::Serial,
-            s => s,
         }
     }
 }

@@ -2,8 +2,10 @@
 //! in output order; the operator sorts groups and gathers rows.
 //!
 //! * `Pane`: the farm's query on the caller's thread ([`InlineFarm`]): G per pane, H per window.
-//! * `Farm`: seed 004's PLQ/WLQ farm over the same query.
-//! * `Recompute`: rows kept per pane, each window's kernel rebuilt from its rows (seed 004 Fig. 14's baseline).
+//! * `Farm`: the pane farm over the same query: pane-level query (PLQ) and window-level query (WLQ) workers,
+//!   as in Mencagli, Torquati, Danelutto, De Matteis, *Parallel Continuous Preference Queries over
+//!   Out-of-Order and Bursty Data Streams*.
+//! * `Recompute`: rows kept per pane, each window's kernel rebuilt from its rows (the paper's baseline).
 //! * `Reference`: rows kept per pane, each window answered by the definition over all pairs (tests).
 
 use std::collections::BTreeMap;

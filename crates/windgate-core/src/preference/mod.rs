@@ -23,13 +23,15 @@ pub(crate) mod query;
 mod retained;
 pub(crate) mod skyline;
 mod store;
+pub(crate) mod strategy;
 pub(crate) mod top_dominant;
 pub(crate) mod topk;
 
 pub use dominance::{Compare, Prefer, compare, dominates, k_dominance};
 pub use operator::{PreferenceOperator, PreferenceStats, preference};
-pub use options::{PreferenceOptions, PreferenceStrategy, QueryKind};
+pub use options::{PreferenceOptions, QueryKind};
 pub use skyline::{Skyline, skyline_reference};
+pub use strategy::PreferenceStrategy;
 pub use top_dominant::{TopDominant, top_dominant_reference};
 pub use topk::{TopK, topk_reference};
 

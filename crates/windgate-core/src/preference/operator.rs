@@ -13,7 +13,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::arrival_of;
 use super::engine::{Engine, EngineKind, WindowPicks};
-use super::options::{PreferenceOptions, PreferenceStrategy};
+use super::options::PreferenceOptions;
 use super::query::{KernelSpec, PrefChunk};
 use super::retained::Retained;
 use crate::arrow_io::{as_i64, check_same_type, column, exact_f64, int_column_as};
@@ -103,12 +103,10 @@ impl PreferenceOperator {
     pub fn new(opts: PreferenceOptions) -> Result<Self> {
         opts.validate()?;
         let threads = resolve_threads(opts.window.threads);
-        let engine = match opts.strategy {
-            PreferenceStrategy::Auto if threads > 1 => EngineKind::Farm,
-            PreferenceStrategy::Auto | PreferenceStrategy::Pane => EngineKind::Pane,
-            PreferenceStrategy::Farm => EngineKind::Farm,
-            PreferenceStrategy::Recompute => EngineKind::Recompute,
-            PreferenceStrategy::Reference => EngineKind::Reference,
+        let engine = match opts.strategy.entry().engine {
+            Some(kind) => kind,
+            None if threads > 1 => EngineKind::Farm,
+            None => EngineKind::Pane,
         };
         let (strategy, threads) = match engine {
             EngineKind::Farm => ("farm", threads),

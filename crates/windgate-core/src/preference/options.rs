@@ -6,6 +6,7 @@ use crate::time::Span;
 use crate::window_options::WindowOptions;
 
 use super::Prefer;
+pub use super::strategy::PreferenceStrategy;
 
 /// Which preference query, with its parameters.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,46 +110,6 @@ impl QueryKind {
             }
         }
         Ok(())
-    }
-}
-
-/// Which engine runs the query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PreferenceStrategy {
-    /// The farm when `threads > 1`, else the pane engine.
-    Auto,
-    /// Brute force by the definition, over every pair of each window's rows (tests).
-    Reference,
-    /// Each window recomputed from its rows with the incremental kernel (seed 004 Fig. 14's baseline).
-    Recompute,
-    /// Pane-based G/H on the caller's thread.
-    Pane,
-    /// Seed 004's PLQ/WLQ farm.
-    Farm,
-}
-
-impl PreferenceStrategy {
-    pub const NAMES: [&str; 5] = ["auto", "reference", "recompute", "pane", "farm"];
-
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-
-    pub fn parse(name: &str) -> Result<Self> {
-        match name {
-            "auto" => Ok(Self::Auto),
-            "reference" => Ok(Self::Reference),
-            "recompute" => Ok(Self::Recompute),
-            "pane" => Ok(Self::Pane),
-            "farm" => Ok(Self::Farm),
-            other => Err(Error::param(
-                "strategy",
-                format!(
-                    "unknown strategy {other:?}; expected one of {:?}",
-                    Self::NAMES
-                ),
-            )),
-        }
     }
 }
 

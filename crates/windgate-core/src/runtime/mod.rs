@@ -7,7 +7,6 @@ pub(crate) mod monitor;
 pub(crate) mod pane_scheduler;
 pub(crate) mod pid;
 pub mod pipeline;
-pub(crate) mod rrcpa;
 
 pub use farm::{FarmStats, WindowSchedulerKind};
 pub use pane_scheduler::PaneSchedulerKind;

@@ -8,8 +8,10 @@ use std::sync::Arc;
 use arrow_array::{Float64Array, Int32Array, Int64Array, RecordBatch};
 use arrow_select::concat::concat_batches;
 use proptest::prelude::*;
+// The engine strategy shadows the prelude's `Strategy`; its methods stay in scope.
+use proptest::strategy::Strategy as _;
 use windgate_core::aggregate::{
-    LatenessOpt, Span, Strategy as Engine, WindowAggregateOptions, WindowAggregator,
+    LatenessOpt, Span, Strategy, WindowAggregateOptions, WindowAggregator,
 };
 
 #[derive(Debug, Clone)]
@@ -64,7 +66,7 @@ pub struct Case {
     pub cuts: Vec<usize>,
 }
 
-pub fn case() -> impl Strategy<Value = Case> {
+pub fn case() -> impl proptest::strategy::Strategy<Value = Case> {
     (
         1i64..20,
         1i64..20,
@@ -118,7 +120,7 @@ pub fn case() -> impl Strategy<Value = Case> {
         })
 }
 
-pub fn run(c: &Case, strategy: Engine, split: bool) -> RecordBatch {
+pub fn run(c: &Case, strategy: Strategy, split: bool) -> RecordBatch {
     run_with(c, split, |o| o.strategy = strategy)
 }
 

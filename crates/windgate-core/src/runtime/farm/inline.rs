@@ -1,6 +1,14 @@
-//! The farm's query run on the caller's thread: one PLQ worker, windows merged as panes close. This is the
-//! single-threaded pane engine of any [`FarmQuery`], and the farm's oracle in tests (same G, same H, no
-//! threads).
+//! The farm's query run on the caller's thread: one pane-level query (PLQ) worker, windows merged by the
+//! window-level query (WLQ) as panes close. This is the single-threaded pane engine of any [`FarmQuery`] (the
+//! preference queries' `"pane"` strategy), and the farm's oracle in tests (same G, same H, no threads).
+//!
+//! Window aggregation has a pane engine of its own, `aggregate::pane_engine`, and keeps it on purpose: this
+//! generic one routes every batch (a pane and an owner per row), keeps a store per pane and merges each closed
+//! pane into every open window it belongs to, so each open window holds its own copy of its keys' states.
+//! The aggregation engine lifts rows into one shared store through an incremental pane cursor, combines a
+//! window's panes only when it is emitted (into one scratch store, finished at once), can hand panes out as
+//! partial states (`output="partials"`) and lets the operator forget idle keys. Folding it into this one
+//! would cost those features and the extra copies on the hot path.
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
-//! RRCPA, the thesis' Round-Robin-Cyclic Pane-based approach (brief 003 §2.5), in the line form the thesis
-//! proposes as its improvement (§9.4 item 5, Fig. 17).
+//! RRCPA, the Round-Robin-Cyclic Pane-based approach of Beicht's master's thesis on disjoint parallelization of
+//! sliding-window aggregation, in the line form the thesis proposes as its improvement (its Fig. 17).
 //!
 //! * The input (the caller's thread) routes each row to exactly one PU: pane `p` lives on PU `p mod P`, so a row
 //!   visits one PU and each PU aggregates whole panes (G).
@@ -10,7 +10,7 @@
 //!   counterpart of the ring's safe timestamp. Panes are dropped once the last window containing them passed.
 //!
 //! Why the line and not the ring: the ring needs the four forwarding rules, a safe timestamp per PU and result
-//! sets travelling a second time around; with bounded queues it can deadlock (brief 003 §6 item 6), and its
+//! sets travelling a second time around; with bounded queues it can deadlock, and its
 //! latency grows as 2-3 x WA x (P - 1). The line keeps what makes RRCPA fast (one PU per row, panes reused by
 //! every window, no central merge) with none of that. Windows (not rows) cross PUs, so the inter-PU channels are
 //! unbounded; rows still come through bounded channels, so memory stays bounded by the open panes.
@@ -22,12 +22,18 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 
-use super::collector::{Collector, OutMsg, report_panic};
-use super::farm::{FarmQuery, NOT_ROUTED, Routed, last_complete};
-use super::monitor::WorkerCounters;
+use crate::aggregate::parallel::farm;
+use crate::aggregate::parallel::pane_query::AggQuery;
+use crate::aggregate::parallel::{
+    Admitted, EngineArgs, FinishedWindow, ParallelEngine, finish_all, pane_frontier,
+};
 use crate::error::Result;
+use crate::runtime::collector::{Collector, OutMsg, report_panic};
+use crate::runtime::farm::{FarmQuery, FarmStats, NOT_ROUTED, Routed, last_complete};
+use crate::runtime::monitor::WorkerCounters;
 use crate::threads::spawn;
 use crate::time::WindowSpec;
+use crate::time::assign_panes;
 
 enum Input<C> {
     Rows {
@@ -51,7 +57,7 @@ enum Line<W> {
     Mark(i64),
 }
 
-pub struct Rrcpa<Q: FarmQuery> {
+pub(crate) struct Rrcpa<Q: FarmQuery> {
     spec: WindowSpec,
     pus: Vec<Sender<Input<Q::Chunk>>>,
     counters: Vec<Arc<WorkerCounters>>,
@@ -105,10 +111,6 @@ impl<Q: FarmQuery> Rrcpa<Q> {
             collector: Collector::new(out_rx),
             threads,
         })
-    }
-
-    pub fn workers(&self) -> usize {
-        self.pus.len()
     }
 
     pub fn busy_ns(&self) -> Vec<u64> {
@@ -320,6 +322,42 @@ impl<Q: FarmQuery> Pu<Q> {
             (Some(tx), item) => tx.send(item).is_ok(),
             (None, Line::Window(k, w)) => self.out.send(OutMsg::Window(k, w)).is_ok(),
             (None, Line::Mark(m)) => self.out.send(OutMsg::Progress(m)).is_ok(),
+        }
+    }
+}
+
+/// The registry's constructor: RRCPA over window aggregation, on `cfg.plq_workers` processing units.
+pub(crate) fn build(args: &EngineArgs<'_>) -> Result<Box<dyn ParallelEngine>> {
+    let (pus, queue) = (args.cfg.plq_workers, args.cfg.queue_messages);
+    Ok(Box::new(Rrcpa::new(
+        farm::query(args),
+        args.spec,
+        pus,
+        queue,
+    )?))
+}
+
+impl ParallelEngine for Rrcpa<AggQuery> {
+    fn submit(&mut self, spec: WindowSpec, rows: Admitted) -> Result<Option<i64>> {
+        let (panes, max) = assign_panes(spec, &rows.ts, rows.keep.as_deref());
+        let keep = rows.keep.clone();
+        Rrcpa::submit(self, rows, panes, keep.as_deref())?;
+        Ok(max)
+    }
+
+    fn advance(&mut self, spec: WindowSpec, last: i64) -> Result<()> {
+        self.punctuate(pane_frontier(spec, last))
+    }
+
+    fn collect(&mut self, last: i64, wait: bool) -> Result<Vec<(i64, FinishedWindow)>> {
+        Ok(finish_all(Rrcpa::collect(self, last, wait)?))
+    }
+
+    fn stats(&self) -> FarmStats {
+        FarmStats {
+            plq_busy_ns: self.busy_ns(),
+            split_factor: 1.0,
+            ..FarmStats::default()
         }
     }
 }

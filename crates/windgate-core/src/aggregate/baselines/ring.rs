@@ -1,7 +1,8 @@
-//! The thesis' ring approaches (brief 003 §2.3-§2.4), as benchmark baselines: HOA, the hash-once approach
+//! Beicht's ring approaches (master's thesis on disjoint parallelization of sliding-window aggregation), as
+//! benchmark baselines: HOA, the hash-once approach
 //! (`strategy="hoa"`), and RRCA, the round-robin-cyclic approach (`strategy="rrca"`).
 //!
-//! * **The input feeds every PU.** The caller deals messages round-robin (brief 003 §6 item 5): message `s` goes
+//! * **The input feeds every PU.** The caller deals messages round-robin: message `s` goes
 //!   to PU `s mod P`'s data-stream queue. A message is a chunk of rows or a copy of a punctuation.
 //! * **Tuples travel clockwise** (PU i -> PU i+1 mod P) from their ingress PU, forwarded before they are
 //!   processed, and are dropped by their *last PU*, the ingress PU's counterclockwise neighbour. So every row
@@ -20,17 +21,18 @@
 //!   round-robin, so an empty data-stream queue still tells its PU the sequence number of its next own message;
 //!   rule 2 waits only while the previous-PU head is newer than that (which cannot happen: a newer message
 //!   exists only once the own one was dealt). This is the thesis' rule 2 with a known lower bound for the empty
-//!   queue (the heartbeat of brief 003 §6 item 7), and it is what keeps the ring live under back-pressure.
+//!   queue (a heartbeat), and it is what keeps the ring live under back-pressure.
 //! * **safeTs.** Processing a tuple whose last PU is itself, a PU sets `safe` past its sequence number: that
 //!   tuple went round the whole ring, and every PU forwarded it only when its own next input was newer, so every
-//!   older message has been processed here (brief 003 §2.3, checked for FIFO queues and in-order dealing).
+//!   older message has been processed here (the thesis' safe timestamp, checked here for FIFO queues and
+//!   in-order dealing).
 //! * **Result sets.** PU P-1 starts one when it processes a punctuation copy with a new limit; sets travel
 //!   counterclockwise (P-1 -> ... -> 0); a PU adds its windows ending by the limit and passes the set on only
 //!   once its `safe` has passed the punctuation, so every row dealt before the punctuation has been processed
 //!   there; PU 0 hands the windows to the collector in id order. A punctuation is dealt as P copies, one per PU,
 //!   so every PU's `safe` passes it without waiting for later input.
 //!
-//! **Bounded memory without deadlock** (brief 003 §6 item 6). With bounded queues between PUs a ring can
+//! **Bounded memory without deadlock.** With bounded queues between PUs a ring can
 //! deadlock (every PU blocked sending into its full neighbour, or the input blocked on one PU while its
 //! neighbour waits under rule 2). So the queues are unbounded and the bound is a credit per message in flight:
 //! the caller takes a credit before dealing a message and blocks while `queue_messages x P` are out; the
@@ -47,11 +49,14 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, never, select, unbounded};
 
-use super::farm_engine::{Admitted, AggWindow};
 use super::line::{Owner, PuWindows, ResultSet, hash_owner, windows_per_row};
-use super::state::AggMeta;
+use crate::aggregate::parallel::{
+    Admitted, AggWindow, EngineArgs, FinishedWindow, ParallelEngine, finish_all,
+};
+use crate::aggregate::state::AggMeta;
 use crate::error::Result;
 use crate::runtime::collector::{Collector, OutMsg, report_panic};
+use crate::runtime::farm::FarmStats;
 use crate::runtime::monitor::WorkerCounters;
 use crate::threads::spawn;
 use crate::time::WindowSpec;
@@ -195,10 +200,6 @@ impl RingEngine {
         })
     }
 
-    pub fn workers(&self) -> usize {
-        self.counters.len()
-    }
-
     pub fn busy_ns(&self) -> Vec<u64> {
         self.counters.iter().map(|c| c.busy_ns()).collect()
     }
@@ -247,6 +248,38 @@ impl RingEngine {
 
     pub fn collect(&mut self, until: i64, wait: bool) -> Result<Vec<(i64, AggWindow)>> {
         self.collector.collect(until, wait, &self.threads)
+    }
+}
+
+impl RingEngine {
+    /// The registry's constructor: `kind` on `cfg.plq_workers` processing units.
+    pub(crate) fn build(kind: RingKind, args: &EngineArgs<'_>) -> Result<Box<dyn ParallelEngine>> {
+        let (pus, queue) = (args.cfg.plq_workers, args.cfg.queue_messages);
+        let engine = RingEngine::new(kind, args.spec, args.metas, pus, queue)?;
+        Ok(Box::new(engine))
+    }
+}
+
+impl ParallelEngine for RingEngine {
+    fn submit(&mut self, spec: WindowSpec, rows: Admitted) -> Result<Option<i64>> {
+        let last = rows.last_pane(spec);
+        RingEngine::submit(self, rows)?;
+        Ok(last)
+    }
+
+    fn advance(&mut self, _spec: WindowSpec, last: i64) -> Result<()> {
+        self.punctuate(last)
+    }
+
+    fn collect(&mut self, last: i64, wait: bool) -> Result<Vec<(i64, FinishedWindow)>> {
+        Ok(finish_all(RingEngine::collect(self, last, wait)?))
+    }
+
+    fn stats(&self) -> FarmStats {
+        FarmStats {
+            plq_busy_ns: self.busy_ns(),
+            ..FarmStats::default()
+        }
     }
 }
 
@@ -545,7 +578,7 @@ mod tests {
         }
     }
 
-    /// Brief 003 §7.2 item 12: one credit per PU (a single message in flight per PU) must not deadlock the
+    /// One credit per PU (a single message in flight per PU) must not deadlock the
     /// ring, with HOA's chunks cut into many small messages; every window comes out once, in order.
     #[test]
     fn one_credit_per_pu_keeps_the_ring_live() {

@@ -1,5 +1,7 @@
-//! Multiway aggregation (seed 000, brief 000 §2): several time-sorted sources feed one window aggregate, each
-//! through its own input thread; an output thread O emits each winset once no source can still touch it.
+//! Multiway aggregation, as in Cederman, Gulisano, Nikolakopoulos, Papatriantafilou, Tsigas, *Efficient data
+//! streaming multiway aggregation through concurrent algorithmic designs and new abstract data types*: several
+//! time-sorted sources feed one window aggregate, each through its own input thread; an output thread O emits
+//! each winset once no source can still touch it.
 //!
 //! The merge designs ([`merge`]) have O merge the sources into the total order `(ts, source, seq)` and update
 //! the windows itself:
@@ -7,7 +9,7 @@
 //!   smallest key, scanning all N heads per row. Its cost grows with N, which is what the paper shows.
 //! * `"mqlf"`: the same with lock-free queues (crossbeam's `SegQueue`, standing in for the paper's
 //!   Michael-Scott queue), to show that the locks are not the whole cost.
-//! * `"tumlsc"` (Algorithm 4 and §2.3): the input threads insert into a T-Gate (the ScaleGate of
+//! * `"tumlsc"` (the paper's Algorithm 4): the input threads insert into a T-Gate (the ScaleGate of
 //!   [`crate::order::scale_gate`], one module for both papers), and O reads ready rows in the total order with
 //!   an O(1) readiness check.
 //!
@@ -15,7 +17,7 @@
 //! T-Gate read by `U` key-partitioned updater threads) and `"wiml"` (the input threads update the W-Hive
 //! directly, no merge).
 //!
-//! Readiness is the same for the merge designs (brief 000 §1.2 with ties broken by source): a row is processed only
+//! Readiness is the same for the merge designs (the paper's, with ties broken by source): a row is processed only
 //! when every open source has a later key queued or consumed, so the rows are applied in one order, the total
 //! order. Every aggregate state combines exactly (integer and exact float sums; first/last by the total
 //! order), so O may apply ready rows in runs per source without changing a bit of the result.
@@ -25,8 +27,9 @@
 //! progress report ([`OutMsg::Progress`]) that lets the caller's collector release them.
 //!
 //! Memory: the caller's hand-off to each input thread is bounded (a few chunks), so a slow input thread backs
-//! pressure up to `push`. Rows that wait for a stalled source stay in the queues or the gate (brief 000 A5:
-//! credits that bound this are not implemented yet; `stats` reports rows in flight).
+//! pressure up to `push`. Rows that wait for a stalled source stay in the queues or the gate: unlike the
+//! operator's own merge of sources, these designs take no `credits` bound (the input threads count rows in
+//! flight for one; nothing reads the count yet).
 
 mod hive;
 mod merge;
@@ -38,12 +41,15 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 
-use super::farm_engine::{Admitted, AggWindow};
-use super::state::{AggMeta, OrderKey};
-use super::w_hive::{Updater, WHive};
+use crate::aggregate::parallel::{
+    Admitted, AggWindow, EngineArgs, FinishedWindow, ParallelEngine, finish_all,
+};
+use crate::aggregate::state::{AggMeta, OrderKey};
+use crate::aggregate::w_hive::{Updater, WHive};
 use crate::error::Result;
 use crate::order::scale_gate::{ScaleGate, Source};
 use crate::runtime::collector::{Collector, OutMsg, report_panic};
+use crate::runtime::farm::FarmStats;
 use crate::runtime::monitor::WorkerCounters;
 use crate::threads::spawn;
 use crate::time::WindowSpec;
@@ -114,7 +120,6 @@ pub struct MultiwayEngine {
     /// The input threads, the updaters (TuMLMC), then O (last).
     threads: Vec<JoinHandle<()>>,
     counters: Vec<Arc<WorkerCounters>>,
-    in_flight: Arc<AtomicU64>,
     /// Threads the input threads wake after each chunk.
     wake: Vec<Thread>,
 }
@@ -172,23 +177,13 @@ impl MultiwayEngine {
             collector: Collector::new(out_rx),
             threads,
             counters,
-            in_flight,
             wake,
         })
-    }
-
-    pub fn workers(&self) -> usize {
-        self.counters.len()
     }
 
     /// Busy time per thread: the input threads, the updaters (TuMLMC), then O.
     pub fn busy_ns(&self) -> Vec<u64> {
         self.counters.iter().map(|c| c.busy_ns()).collect()
-    }
-
-    /// Rows handed to the input threads and not yet applied by O (merge designs).
-    pub fn rows_in_flight(&self) -> u64 {
-        self.in_flight.load(Ordering::Relaxed)
     }
 
     pub fn submit(&mut self, rows: Admitted) -> Result<()> {
@@ -218,6 +213,42 @@ impl MultiwayEngine {
     pub fn collect(&mut self, until: i64, wait: bool) -> Result<Vec<(i64, AggWindow)>> {
         let o = self.threads.len() - 1;
         self.collector.collect(until, wait, &self.threads[o..])
+    }
+}
+
+impl MultiwayEngine {
+    /// The registry's constructor: `design` over the operator's sources.
+    pub(crate) fn build(design: Design, args: &EngineArgs<'_>) -> Result<Box<dyn ParallelEngine>> {
+        let engine = MultiwayEngine::new(design, args.spec, args.metas, args.sources)?;
+        Ok(Box::new(engine))
+    }
+}
+
+impl ParallelEngine for MultiwayEngine {
+    fn submit(&mut self, spec: WindowSpec, rows: Admitted) -> Result<Option<i64>> {
+        let last = rows.last_pane(spec);
+        MultiwayEngine::submit(self, rows)?;
+        Ok(last)
+    }
+
+    fn close_source(&mut self, source: usize) -> Result<()> {
+        MultiwayEngine::close_source(self, source)
+    }
+
+    /// Readiness comes from the sources themselves: nothing to punctuate.
+    fn advance(&mut self, _spec: WindowSpec, _last: i64) -> Result<()> {
+        Ok(())
+    }
+
+    fn collect(&mut self, last: i64, wait: bool) -> Result<Vec<(i64, FinishedWindow)>> {
+        Ok(finish_all(MultiwayEngine::collect(self, last, wait)?))
+    }
+
+    fn stats(&self) -> FarmStats {
+        FarmStats {
+            plq_busy_ns: self.busy_ns(),
+            ..FarmStats::default()
+        }
     }
 }
 
@@ -336,7 +367,7 @@ fn wiml_back(
 fn hive_output(
     spec: WindowSpec,
     metas: &[Arc<AggMeta>],
-    output: super::w_hive::Output<Part>,
+    output: crate::aggregate::w_hive::Output<Part>,
     out: &Sender<OutMsg<AggWindow>>,
 ) -> Result<(JoinHandle<()>, Arc<WorkerCounters>)> {
     let c = Arc::new(WorkerCounters::default());

@@ -11,7 +11,7 @@ use crossbeam_queue::SegQueue;
 use crossbeam_utils::Backoff;
 
 use super::{IDLE_PARK, RowRef};
-use crate::aggregate::farm_engine::{Admitted, AggWindow};
+use crate::aggregate::parallel::{Admitted, AggWindow};
 use crate::aggregate::slots::{KeySlots, SlotStore};
 use crate::aggregate::state::{AggMeta, OrderKey, RowOrder, SKIP};
 use crate::order::scale_gate::{Next, Reader};

@@ -1,10 +1,10 @@
-//! The W-Hive designs (brief 000 §2.5-§2.6): window state lives in the W-Hive ([`crate::aggregate::w_hive`]),
+//! The W-Hive designs of Cederman et al.: window state lives in the W-Hive ([`crate::aggregate::w_hive`]),
 //! one partial per updater, and the output thread O takes each winset once no updater can touch it.
 //!
 //! * TuMLMC: the sources feed a T-Gate; `U` updater threads each read every ready row in the total order and
 //!   update only the keys hashed to them, so each (window, key) sees its rows in the total order, on one
 //!   thread. Each updater advances its progress on every row it reads, and to the gate's pending key when it
-//!   waits (A7), so rare keys or more updaters than keys never stall the output.
+//!   waits, so rare keys or more updaters than keys never stall the output.
 //! * WiML: each source's input thread updates the W-Hive directly with its own (sorted) rows; no merge at
 //!   all. Its partials are per source, so "order-sensitive" functions work too: first/last pick by the
 //!   total order `(ts, source, seq)`, which combines exactly across partials.
@@ -19,7 +19,7 @@ use crossbeam_channel::Sender;
 use crossbeam_utils::Backoff;
 
 use super::{IDLE_PARK, RowRef};
-use crate::aggregate::farm_engine::{Admitted, AggWindow};
+use crate::aggregate::parallel::{Admitted, AggWindow};
 use crate::aggregate::slots::{KeySlots, SlotStore};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::aggregate::w_hive::{self, Updater};

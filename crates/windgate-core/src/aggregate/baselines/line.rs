@@ -1,10 +1,11 @@
-//! The thesis' line approaches (brief 003 §2.1-§2.2), as benchmark baselines: HSA (`strategy="hsa"`) and RRA
+//! Beicht's line approaches (master's thesis on disjoint parallelization of sliding-window aggregation), as
+//! benchmark baselines: HSA (`strategy="hsa"`) and RRA
 //! (`strategy="rra"`), and the per-PU machinery the ring approaches of [`super::ring`] share with them (a PU's
 //! window store, the lift of a chunk into the windows a PU owns, result sets).
 //!
 //! Every row visits every PU, left to right, forwarded before it is processed. Each PU updates the windows it
 //! owns: RRA owns window `k` on PU `k mod P` (a few arithmetic operations per row: the first owned window of a
-//! row, then every P-th, the general form of the thesis' Pseudocode 3, brief 003 §2.2 [R]), HSA owns `(k, key)`
+//! row, then every P-th, the general form of the thesis' Pseudocode 3), HSA owns `(k, key)`
 //! on PU `hash(k, key) mod P` (a hash per row and window, the cost the thesis shows limits HSA). There are no
 //! panes: each row updates each of its windows, `WS/WA` updates per row in all. At a punctuation, the rightmost
 //! PU starts a result set that travels right to left; each PU adds its windows ending by the set's limit and
@@ -27,11 +28,14 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 
-use super::farm_engine::{Admitted, AggWindow};
-use super::slots::{KeySlots, SlotStore};
-use super::state::{AggMeta, InputValues, RowOrder, SKIP};
+use crate::aggregate::parallel::{
+    Admitted, AggWindow, EngineArgs, FinishedWindow, ParallelEngine, finish_all,
+};
+use crate::aggregate::slots::{KeySlots, SlotStore};
+use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::Result;
 use crate::runtime::collector::{Collector, OutMsg, report_panic};
+use crate::runtime::farm::FarmStats;
 use crate::runtime::monitor::WorkerCounters;
 use crate::threads::spawn;
 use crate::time::WindowSpec;
@@ -157,10 +161,6 @@ impl LineEngine {
         })
     }
 
-    pub fn workers(&self) -> usize {
-        self.counters.len()
-    }
-
     pub fn busy_ns(&self) -> Vec<u64> {
         self.counters.iter().map(|c| c.busy_ns()).collect()
     }
@@ -188,6 +188,38 @@ impl LineEngine {
 
     pub fn collect(&mut self, until: i64, wait: bool) -> Result<Vec<(i64, AggWindow)>> {
         self.collector.collect(until, wait, &self.threads)
+    }
+}
+
+impl LineEngine {
+    /// The registry's constructor: `kind` on `cfg.plq_workers` processing units.
+    pub(crate) fn build(kind: LineKind, args: &EngineArgs<'_>) -> Result<Box<dyn ParallelEngine>> {
+        let (pus, queue) = (args.cfg.plq_workers, args.cfg.queue_messages);
+        let engine = LineEngine::new(kind, args.spec, args.metas, pus, queue)?;
+        Ok(Box::new(engine))
+    }
+}
+
+impl ParallelEngine for LineEngine {
+    fn submit(&mut self, spec: WindowSpec, rows: Admitted) -> Result<Option<i64>> {
+        let last = rows.last_pane(spec);
+        LineEngine::submit(self, rows)?;
+        Ok(last)
+    }
+
+    fn advance(&mut self, _spec: WindowSpec, last: i64) -> Result<()> {
+        self.punctuate(last)
+    }
+
+    fn collect(&mut self, last: i64, wait: bool) -> Result<Vec<(i64, FinishedWindow)>> {
+        Ok(finish_all(LineEngine::collect(self, last, wait)?))
+    }
+
+    fn stats(&self) -> FarmStats {
+        FarmStats {
+            plq_busy_ns: self.busy_ns(),
+            ..FarmStats::default()
+        }
     }
 }
 

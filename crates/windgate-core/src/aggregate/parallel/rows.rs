@@ -1,0 +1,41 @@
+//! The rows the operator hands to a parallel engine: admitted, keyed and owned, so they can cross threads.
+
+use arrow_buffer::ScalarBuffer;
+
+use crate::aggregate::state::{InputValues, RowOrder};
+use crate::time::WindowSpec;
+
+/// Rows admitted by the operator, owned so that they can cross to the workers.
+pub(crate) struct Admitted {
+    pub(crate) ts: ScalarBuffer<i64>,
+    pub(crate) keys: Vec<u32>,
+    /// `None`: every row admitted.
+    pub(crate) keep: Option<Vec<bool>>,
+    pub(crate) inputs: Vec<InputValues>,
+    pub(crate) source: u32,
+    pub(crate) seq0: u64,
+    /// The `order_by` column (ties of equal times), if the query has one.
+    pub(crate) by: Option<ScalarBuffer<i64>>,
+}
+
+impl Admitted {
+    pub(crate) fn order(&self) -> RowOrder<'_> {
+        RowOrder {
+            ts: &self.ts,
+            by: self.by.as_deref(),
+            source: self.source,
+            seq0: self.seq0,
+        }
+    }
+
+    /// The pane of the latest admitted row. The engines without panes (the line, the ring, the multiway
+    /// designs) find each row's windows themselves; the operator still needs the last window to flush.
+    pub(crate) fn last_pane(&self, spec: WindowSpec) -> Option<i64> {
+        let keep = self.keep.as_deref();
+        (0..self.ts.len())
+            .filter(|&i| keep.is_none_or(|k| k[i]))
+            .map(|i| self.ts[i])
+            .max()
+            .map(|t| spec.pane_of(t))
+    }
+}
