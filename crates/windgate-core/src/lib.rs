@@ -8,6 +8,7 @@ pub mod aggregate;
 pub mod arrow_io;
 pub mod columnar;
 pub mod error;
+pub mod exact_sum;
 pub mod interrupt;
 pub mod join;
 pub mod order;

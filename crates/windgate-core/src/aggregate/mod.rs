@@ -4,7 +4,6 @@
 pub mod batch;
 pub mod emission;
 mod engine;
-pub mod exact_sum;
 pub mod farm_engine;
 pub mod function;
 pub mod keys;

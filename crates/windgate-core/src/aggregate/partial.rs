@@ -29,11 +29,11 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema};
 
-use super::exact_sum::ExactSum;
 use super::function::{AggFunc, AggSpec, ValueClass, value_class};
 use super::state::{AggMeta, AggState, Kind, OrderKey, Picked};
 use crate::arrow_io::{as_f64, as_i64, column, float_column_as, int_column_as, null_buffer_from};
 use crate::error::{Error, ErrorKind, Result};
+use crate::exact_sum::ExactSum;
 
 /// Version of the partial-state columns; a reader refuses rows of another version.
 pub const FORMAT_VERSION: u32 = 1;

@@ -12,10 +12,10 @@ use arrow_array::{ArrayRef, Int64Array, PrimitiveArray};
 use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 
-use super::exact_sum::{ExactSum, two_product};
 use super::function::{AggFunc, AggSpec, ValueClass};
 use crate::arrow_io::{int_column_as, null_buffer_from};
 use crate::error::{Error, ErrorKind, Result};
+use crate::exact_sum::{ExactSum, two_product};
 
 /// Slot value that means "skip this row" (late rows, rows with a null time under `null_time="drop"`).
 pub const SKIP: u32 = u32::MAX;

@@ -14,8 +14,8 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use super::keys::column_index;
 use super::value::{Params, Value};
 use super::{Bound, Chunk, ColumnarOp, check_schema, check_unique};
-use crate::aggregate::exact_sum::ExactSum;
 use crate::error::{Error, ErrorKind, Result};
+use crate::exact_sum::ExactSum;
 use crate::runtime::pipeline::Stateful;
 
 /// The running mean of a column.
