@@ -6,6 +6,7 @@ pub mod emission;
 mod engine;
 pub mod farm_engine;
 pub mod function;
+mod input;
 pub mod keys;
 pub mod line;
 pub mod multiway;

@@ -21,6 +21,7 @@ use super::emission::Emission;
 use super::engine::Engine;
 use super::farm_engine::{Admitted, FarmEngine, Parallel};
 use super::function::{AggFunc, AggSpec, value_class};
+use super::input::input_values;
 use super::keys::KeyDict;
 use super::line::LineKind;
 use super::multiway::Design;
@@ -32,8 +33,8 @@ use super::ring::RingKind;
 use super::slots::SlotStore;
 use super::state::{AggMeta, InputValues};
 use crate::arrow_io::{
-    as_i64, check_same_type, check_unambiguous, column, decode_dictionaries, input_values,
-    int_column_as, plain_schema,
+    as_i64, check_same_type, check_unambiguous, column, decode_dictionaries, int_column_as,
+    plain_schema,
 };
 use crate::error::{Error, ErrorKind, Lifecycle, Result};
 use crate::order::admission::{Rules, admit};
