@@ -6,6 +6,7 @@ pub mod emission;
 mod engine;
 pub mod farm_engine;
 pub mod function;
+mod functions;
 mod input;
 pub mod keys;
 pub mod line;
