@@ -18,7 +18,7 @@
 //! The engines call [`Accumulator::update`] once per aggregate and batch: one dynamic dispatch per batch, then
 //! a loop monomorphised for the input's type and null-ness ([`lift_rows`]). The per-row work is [`Lift::lift`],
 //! a statically dispatched, inlined update on the typed state, so a fused pass can call the lifts of every
-//! aggregate of a query in one loop over the rows (see `lift_rows_fused` in the tests).
+//! aggregate of a query in one loop over the rows (the test `lifts_fuse_into_one_pass` does so).
 
 mod columns;
 mod count;
@@ -244,5 +244,172 @@ impl Scalar for f64 {
     }
     fn read(array: &ArrayRef, _column: &str) -> Result<Vec<Self>> {
         Ok(crate::arrow_io::as_f64(array)?.to_vec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int64Type};
+    use arrow_buffer::{NullBuffer, ScalarBuffer};
+    use arrow_schema::DataType;
+
+    use super::*;
+    use crate::aggregate::function::AggSpec;
+
+    /// A toy function as a new one would start: the per-row kernel of "sum of squares" of integers.
+    #[derive(Default)]
+    struct SumOfSquares {
+        q: Vec<i128>,
+    }
+
+    impl Lift for SumOfSquares {
+        type Value = i64;
+
+        #[inline(always)]
+        fn lift(&mut self, slot: usize, x: i64, _: usize, _: &RowOrder<'_>) {
+            self.q[slot] += x as i128 * x as i128;
+        }
+    }
+
+    fn meta(func: &str, column: &str, class: ValueClass) -> Arc<AggMeta> {
+        let spec = AggSpec::parse_all(&[(column.into(), vec![func.into()])]).unwrap();
+        let input_type = match class {
+            ValueClass::Int => DataType::Int64,
+            ValueClass::Float => DataType::Float64,
+        };
+        Arc::new(AggMeta {
+            spec: spec[0].clone(),
+            input_type,
+            class,
+        })
+    }
+
+    fn accumulator(meta: &AggMeta, slots: usize) -> Box<dyn Accumulator> {
+        let mut acc = function(meta.spec.func).accumulator(meta);
+        acc.extend_empty(slots);
+        acc
+    }
+
+    /// The lifts of several functions combine in one loop over the rows (the fused pass) and give what one
+    /// batch update per function gives.
+    #[test]
+    fn lifts_fuse_into_one_pass() {
+        let (count, sum, max, last) = (
+            meta("count", "*", ValueClass::Int),
+            meta("sum", "x", ValueClass::Float),
+            meta("max", "x", ValueClass::Float),
+            meta("last", "x", ValueClass::Float),
+        );
+        let values: Vec<f64> = vec![1.5, f64::NAN, -2.0, 8.25, 3.0, 0.5];
+        let nulls = NullBuffer::from(vec![true, true, false, true, true, true]);
+        let slots: Vec<u32> = vec![0, 1, 0, SKIP, 1, 0];
+        let ts: Vec<i64> = vec![5, 4, 3, 2, 1, 0];
+        let order = RowOrder {
+            ts: &ts,
+            by: None,
+            source: 0,
+            seq0: 0,
+        };
+        let input = InputValues::Float(ScalarBuffer::from(values.clone()), Some(nulls.clone()));
+
+        let separate: Vec<ArrayRef> = [&count, &sum, &max, &last]
+            .iter()
+            .map(|m| {
+                let mut acc = accumulator(m, 2);
+                let input = if m.spec.column.is_none() {
+                    &InputValues::Star
+                } else {
+                    &input
+                };
+                acc.update(&slots, input, order);
+                acc.finish(m, &[0, 1]).unwrap()
+            })
+            .collect();
+
+        let mut c = count::Count::default();
+        let mut s = sum::SumFloat::default();
+        let mut x = extreme::Extreme::<f64, true>::default();
+        let mut l = pick::Picked::<f64, true>::default();
+        let mut q = SumOfSquares { q: vec![0; 2] };
+        for acc in [&mut c as &mut dyn Accumulator, &mut s, &mut x, &mut l] {
+            acc.extend_empty(2);
+        }
+        for (i, &slot) in slots.iter().enumerate() {
+            if slot == SKIP {
+                continue;
+            }
+            let slot = slot as usize;
+            c.lift(slot, (), i, &order);
+            if nulls.is_valid(i) {
+                s.lift(slot, values[i], i, &order);
+                x.lift(slot, values[i], i, &order);
+                l.lift(slot, values[i], i, &order);
+                q.lift(slot, i as i64, i, &order);
+            }
+        }
+        let fused = [
+            c.finish(&count, &[0, 1]).unwrap(),
+            s.finish(&sum, &[0, 1]).unwrap(),
+            x.finish(&max, &[0, 1]).unwrap(),
+            l.finish(&last, &[0, 1]).unwrap(),
+        ];
+        assert_eq!(separate, fused);
+        assert_eq!(separate[0].as_primitive::<Int64Type>().values(), &[3, 2]); // count(*) counts null values too
+        let sum_out = separate[1].as_primitive::<Float64Type>();
+        assert_eq!(sum_out.value(0), 2.0);
+        assert!(sum_out.value(1).is_nan());
+        // max puts the NaN above every number; last is the row with the largest time (row 0 for slot 0).
+        assert!(separate[2].as_primitive::<Float64Type>().value(1).is_nan());
+        assert_eq!(separate[3].as_primitive::<Float64Type>().value(0), 1.5);
+        assert_eq!(q.q, [25, 17]);
+    }
+
+    /// Every function's partial-state columns are the ones its descriptor announces, and read back into the
+    /// same states.
+    #[test]
+    fn export_matches_state_fields_and_round_trips() {
+        for func in [
+            "count", "sum", "mean", "var", "std", "min", "max", "first", "last",
+        ] {
+            for class in [ValueClass::Int, ValueClass::Float] {
+                let m = meta(func, "x", class);
+                let mut acc = accumulator(&m, 2);
+                let input = match class {
+                    ValueClass::Int => {
+                        InputValues::Int(ScalarBuffer::from(vec![3i64, -7, 11]), None)
+                    }
+                    ValueClass::Float => {
+                        InputValues::Float(ScalarBuffer::from(vec![0.1, 1e300, -2.5]), None)
+                    }
+                };
+                let order = RowOrder {
+                    ts: &[1, 2, 3],
+                    by: None,
+                    source: 0,
+                    seq0: 0,
+                };
+                acc.update(&[0, 1, 0], &input, order);
+                let columns = acc.export(&m, &[0, 1]).unwrap();
+                let f = function(m.spec.func);
+                let fields = f.state_fields(&m.input_type, class);
+                assert_eq!(columns.len(), 1 + fields.len(), "{func}");
+                assert_eq!(f.state_parts().len(), fields.len(), "{func}");
+                for (col, (_, dt, _)) in columns[1..].iter().zip(&fields) {
+                    assert_eq!(col.data_type(), dt, "{func}");
+                }
+                let partial_fields = crate::aggregate::partial::fields(&m);
+                let schema = Arc::new(arrow_schema::Schema::new(partial_fields));
+                let batch = arrow_array::RecordBatch::try_new(schema, columns).unwrap();
+                let back = crate::aggregate::state::AggState::import(&m, &batch).unwrap();
+                let (a, b) = (
+                    back.finish(&[0, 1]).unwrap(),
+                    acc.finish(&m, &[0, 1]).unwrap(),
+                );
+                assert_eq!(a.to_data(), b.to_data(), "{func}");
+            }
+        }
     }
 }
