@@ -1,5 +1,6 @@
-//! Arrow in and out, for every operator: reading the time, key and value columns of a batch with the checks the
-//! error contract asks for (`docs/architecture.md`, "Contracts"), and building output columns of the input's types.
+//! Arrow in and out, for every operator: reading the time, key and value columns of a batch with the checks
+//! the error contract asks for (`docs/architecture.md`, "Contracts"), and building output columns of the
+//! input's types.
 
 use std::sync::Arc;
 

@@ -4,7 +4,8 @@
 //! once the pane is final; `input="partials"` makes one read such rows and combine them into windows (or into
 //! coarser partials). Two-phase plans pre-aggregate where the rows are (a Spark task, another process, a file
 //! writer) and ship only the states; the merged windows have the same bits as aggregating every row in one
-//! place, because every combine is exact (see [`super::state`]); each function writes and reads its own columns (see [`super::functions`]).
+//! place, because every combine is exact (see [`super::state`]). Each function writes and reads its own
+//! columns (see [`super::functions`]).
 //!
 //! A partial row holds the `by` columns, the time column (the pane's start, in the time column's type), and
 //! per aggregate (output name `o`) the columns below ([`FORMAT_VERSION`] 1):

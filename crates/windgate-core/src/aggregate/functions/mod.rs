@@ -41,7 +41,8 @@ use super::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::Result;
 
 /// What an aggregate function is, independent of any state: its output type, its partial-state columns, and
-/// the accumulator that holds its states (as DataFusion's `AggregateUDFImpl`).
+/// the accumulator that holds its states (as DataFusion's `AggregateUDFImpl`). To add a function, implement
+/// this and [`Accumulator`] in one new file and add a line to [`function`] (the module docs give the steps).
 pub(crate) trait AggregateFunction: Sync {
     /// The output column's type for an input of `input_type`, read as `class`.
     fn output_type(&self, input_type: &DataType, class: ValueClass) -> DataType;
