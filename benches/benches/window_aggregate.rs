@@ -4,8 +4,8 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use windgate_benches::{run_stream, smartgrid_batches};
-use windgate_core::aggregate::exact_sum::ExactSum;
 use windgate_core::aggregate::{LatenessOpt, Span, Strategy, WindowAggregateOptions};
+use windgate_core::exact_sum::ExactSum;
 
 const ROWS: usize = 4_000_000;
 

@@ -1,5 +1,6 @@
-//! Arrow in and out: reading the time, key and value columns of a batch with the checks DESIGN §7 asks for,
-//! and building output columns of the input's types.
+//! Arrow in and out, for every operator: reading the time, key and value columns of a batch with the checks
+//! the error contract asks for (`docs/architecture.md`, "Contracts"), and building output columns of the
+//! input's types.
 
 use std::sync::Arc;
 
@@ -9,8 +10,6 @@ use arrow_array::{Array, ArrayRef, RecordBatch, make_array};
 use arrow_buffer::{BooleanBuffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit as ArrowUnit};
 
-use crate::aggregate::function::ValueClass;
-use crate::aggregate::state::InputValues;
 use crate::error::{Error, ErrorKind, Result};
 use crate::time::TimeUnit;
 
@@ -192,23 +191,6 @@ pub fn exact_f64(
         return Ok(v.iter().map(|&x| x as f64).collect());
     }
     Ok(as_f64(col)?.to_vec())
-}
-
-/// Reads an aggregate's input column as its value class.
-pub fn input_values(
-    array: &ArrayRef,
-    class: ValueClass,
-    validity_only: bool,
-    column: &str,
-) -> Result<InputValues> {
-    let nulls = array.logical_nulls();
-    if validity_only {
-        return Ok(InputValues::Validity(nulls));
-    }
-    Ok(match class {
-        ValueClass::Int => InputValues::Int(as_i64(array, column)?, nulls),
-        ValueClass::Float => InputValues::Float(as_f64(array)?, nulls),
-    })
 }
 
 /// `None` when every flag is true, so that all-valid outputs carry no null buffer.

@@ -19,6 +19,7 @@
 // Foundation.
 pub mod arrow_io;
 pub mod error;
+pub mod exact_sum;
 pub mod interrupt;
 pub mod registry;
 mod sync;

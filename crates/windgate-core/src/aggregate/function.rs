@@ -1,8 +1,11 @@
 //! The aggregate functions users name in `aggs`, and what they read and produce.
 //!
-//! Every function is split the pane way (lift / combine / lower, seed 003 and 004): rows are lifted into a
+//! Every function is split the pane way (lift / combine / lower, as in Beicht, *Disjoint Parallelization of
+//! Sliding-Window Streaming Aggregation*, and in Mencagli, Torquati, Danelutto, De Matteis, *Parallel
+//! Continuous Preference Queries over Out-of-Order and Bursty Data Streams*): rows are lifted into a
 //! per-(key, pane) partial state, partial states combine into a window's state, and the window's state is
-//! lowered into one output value. [`super::state`] holds the partial states.
+//! lowered into one output value. [`super::functions`] implements each function; [`super::state`] holds the
+//! partial states.
 
 use std::sync::Arc;
 

@@ -21,6 +21,7 @@ use arrow_select::interleave::interleave;
 use super::emission::Emission;
 use super::engine::Engine;
 use super::function::{AggFunc, AggSpec, value_class};
+use super::input::input_values;
 use super::options::WindowAggregateOptions;
 use super::pane_engine::PaneEngine;
 use super::parallel::{Admitted, Driver, EngineArgs};
@@ -30,8 +31,8 @@ use super::slots::SlotStore;
 use super::state::{AggMeta, InputValues};
 use super::strategy::{Build, Strategy};
 use crate::arrow_io::{
-    as_i64, check_same_type, check_unambiguous, column, decode_dictionaries, input_values,
-    int_column_as, plain_schema,
+    as_i64, check_same_type, check_unambiguous, column, decode_dictionaries, int_column_as,
+    plain_schema,
 };
 use crate::error::{Error, ErrorKind, Lifecycle, Result};
 use crate::keys::KeyDict;

@@ -13,8 +13,8 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::value::{Params, Value};
 use super::{Bound, Chunk, ColumnarOp, check_schema, check_unique};
-use crate::aggregate::exact_sum::ExactSum;
 use crate::error::{Error, ErrorKind, Result};
+use crate::exact_sum::ExactSum;
 use crate::keys::column_index;
 use crate::runtime::pipeline::Stateful;
 

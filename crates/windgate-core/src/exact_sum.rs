@@ -1,9 +1,10 @@
 //! Exact, order-independent float summation.
 //!
-//! DESIGN §4 asks for float sums and means that do not depend on summation order, so that any thread count,
-//! batch split or pane split gives bit-identical results. Every finite f64 is an integer multiple of
-//! 2^-1074, so a sum can be kept exactly as an integer and rounded once, to nearest-even, at the end: the same
-//! bits for every order of the same values, and the correctly rounded sum besides.
+//! The determinism contract (`docs/architecture.md`, "Contracts") asks for float sums and means that do not
+//! depend on summation order, so that any thread count, batch split or pane split gives bit-identical
+//! results. Every finite f64 is an integer multiple of 2^-1074, so a sum can be kept exactly as an integer
+//! and rounded once, to nearest-even, at the end: the same bits for every order of the same values, and the
+//! correctly rounded sum besides.
 //!
 //! [`ExactSum`] keeps that integer in two tiers. The fast lane is one i128 in fixed point at the finest
 //! resolution seen so far (`anchor`): values of a column usually span a few dozen binary orders of magnitude,
@@ -262,7 +263,7 @@ const LANE_SHIFT: i64 = 72;
 /// An exact sum of f64 values. `Default` is the empty sum.
 ///
 /// ```
-/// use windgate_core::aggregate::exact_sum::ExactSum;
+/// use windgate_core::exact_sum::ExactSum;
 /// let mut s = ExactSum::new();
 /// for v in [0.1, 0.2, 0.3] {
 ///     s.add(v);

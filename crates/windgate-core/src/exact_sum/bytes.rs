@@ -24,7 +24,7 @@ impl ExactSum {
     /// The sum's exact state as bytes (see the module doc); [`ExactSum::from_bytes`] reads it back.
     ///
     /// ```
-    /// use windgate_core::aggregate::exact_sum::ExactSum;
+    /// use windgate_core::exact_sum::ExactSum;
     /// let mut s = ExactSum::new();
     /// [0.1, 0.2, 1e300, -1e300].iter().for_each(|&v| s.add(v));
     /// let back = ExactSum::from_bytes(&s.to_bytes()).unwrap();

@@ -1,0 +1,154 @@
+//! `min` and `max`: the extreme value and a count per slot, under `<` for integers and `f64::total_cmp` for
+//! floats (every NaN canonical, above +inf).
+
+use std::any::Any;
+
+use arrow_array::ArrayRef;
+use arrow_schema::DataType;
+
+use super::columns::{StateColumns, int64_column};
+use super::{Accumulator, AggregateFunction, Lift, Scalar, for_pairs, lift_rows, same, valid};
+use crate::aggregate::function::{AggSpec, ValueClass, value_class};
+use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
+use crate::error::Result;
+
+/// `min` (`MAX = false`) or `max`.
+pub(super) struct ExtremeFn<const MAX: bool>;
+
+pub(super) const MIN: ExtremeFn<false> = ExtremeFn;
+pub(super) const MAX: ExtremeFn<true> = ExtremeFn;
+
+impl<const MAX: bool> AggregateFunction for ExtremeFn<MAX> {
+    fn output_type(&self, input_type: &DataType, _: ValueClass) -> DataType {
+        input_type.clone()
+    }
+
+    fn state_fields(
+        &self,
+        input_type: &DataType,
+        _: ValueClass,
+    ) -> Vec<(&'static str, DataType, bool)> {
+        vec![("value", input_type.clone(), true)]
+    }
+
+    fn state_parts(&self) -> &'static [&'static str] {
+        &["value"]
+    }
+
+    fn partial_input(
+        &self,
+        spec: &AggSpec,
+        col: &dyn Fn(&str) -> Result<DataType>,
+    ) -> Result<(DataType, ValueClass)> {
+        value_input(spec, col)
+    }
+
+    fn accumulator(&self, meta: &AggMeta) -> Box<dyn Accumulator> {
+        match meta.class {
+            ValueClass::Int => Box::new(Extreme::<i64, MAX>::default()),
+            ValueClass::Float => Box::new(Extreme::<f64, MAX>::default()),
+        }
+    }
+}
+
+/// The input type and class of a partial input whose state keeps input values in its `value` column.
+pub(super) fn value_input(
+    spec: &AggSpec,
+    col: &dyn Fn(&str) -> Result<DataType>,
+) -> Result<(DataType, ValueClass)> {
+    let dt = col("value")?;
+    let class = value_class(&dt, spec.func, &format!("{}__value", spec.output_name))?;
+    Ok((dt, class))
+}
+
+/// The extreme value per slot (meaningless where the count is 0) and counts.
+#[derive(Debug, Default)]
+pub(super) struct Extreme<T, const MAX: bool> {
+    v: Vec<T>,
+    n: Vec<i64>,
+}
+
+impl<T: Scalar, const MAX: bool> Lift for Extreme<T, MAX> {
+    type Value = T;
+
+    #[inline(always)]
+    fn lift(&mut self, slot: usize, x: T, _: usize, _: &RowOrder<'_>) {
+        let x = x.canonical();
+        if self.n[slot] == 0 || x.beats::<MAX>(self.v[slot]) {
+            self.v[slot] = x;
+        }
+        self.n[slot] += 1;
+    }
+}
+
+impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
+    fn len(&self) -> usize {
+        self.n.len()
+    }
+
+    fn reserve(&mut self, n: usize) {
+        self.v.reserve(n);
+        self.n.reserve(n);
+    }
+
+    fn extend_empty(&mut self, n: usize) {
+        let len = self.n.len() + n;
+        self.v.resize(len, T::default());
+        self.n.resize(len, 0);
+    }
+
+    fn push_empty(&mut self) {
+        self.v.push(T::default());
+        self.n.push(0);
+    }
+
+    /// Only the count: a value beside a zero count is never read.
+    fn reset(&mut self, i: usize) {
+        self.n[i] = 0;
+    }
+
+    fn clear(&mut self) {
+        self.v.clear();
+        self.n.clear();
+    }
+
+    fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {
+        let (v, nulls) = T::input(input);
+        lift_rows(self, slots, nulls, &order, |i| v[i]);
+    }
+
+    fn combine_pairs(&mut self, other: &dyn Accumulator, pairs: &[(u32, u32)]) {
+        let other = same::<Self>(other);
+        for_pairs(pairs, |d, s| {
+            if other.n[s] > 0 {
+                if self.n[d] == 0 || other.v[s].beats::<MAX>(self.v[d]) {
+                    self.v[d] = other.v[s];
+                }
+                self.n[d] += other.n[s];
+            }
+        })
+    }
+
+    fn finish(&self, meta: &AggMeta, slots: &[u32]) -> Result<ArrayRef> {
+        let vals = slots.iter().map(|&s| self.v[s as usize]).collect();
+        T::column(vals, valid(slots, &self.n, 1), &meta.output_type())
+    }
+
+    fn export(&self, meta: &AggMeta, slots: &[u32]) -> Result<Vec<ArrayRef>> {
+        let vals = slots.iter().map(|&s| self.v[s as usize]).collect();
+        Ok(vec![
+            int64_column(&self.n, slots),
+            T::column(vals, valid(slots, &self.n, 1), &meta.input_type)?,
+        ])
+    }
+
+    fn import(&mut self, n: Vec<i64>, cols: &StateColumns<'_>) -> Result<()> {
+        self.v = cols.values(&n)?;
+        self.n = n;
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

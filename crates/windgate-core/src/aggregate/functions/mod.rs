@@ -1,0 +1,416 @@
+//! The aggregate functions behind one trait: a stateless [`AggregateFunction`] per function, a column-wise
+//! [`Accumulator`] of per-slot partial states per aggregate, and [`function`], the one registry.
+//!
+//! # Adding an aggregate function
+//!
+//! 1. Add a variant to [`AggFunc`] (with its name in `AggFunc::parse`).
+//! 2. Write one file here: a unit struct implementing [`AggregateFunction`] (output type, partial-state
+//!    columns, the accumulator it makes) and an accumulator implementing [`Lift`] (the per-row update) and
+//!    [`Accumulator`] (slot bookkeeping, the batch update through [`lift_rows`], combine, finish, and the
+//!    partial-state columns of [`super::partial`]).
+//! 3. Add one line to [`function`].
+//!
+//! Every combine must be exact and commutative (the determinism contract in `docs/architecture.md`): partial
+//! states are merged in whatever order the engine's threads finish, and must give the same bits.
+//!
+//! # Speed
+//!
+//! The engines call [`Accumulator::update`] once per aggregate and batch: one dynamic dispatch per batch, then
+//! a loop monomorphised for the input's type and null-ness ([`lift_rows`]). The per-row work is [`Lift::lift`],
+//! a statically dispatched, inlined update on the typed state, so a fused pass can call the lifts of every
+//! aggregate of a query in one loop over the rows (the test `lifts_fuse_into_one_pass` does so).
+
+mod columns;
+mod count;
+mod extreme;
+mod moments;
+mod pick;
+mod sum;
+
+use std::any::Any;
+use std::fmt::Debug;
+
+use arrow_array::ArrayRef;
+use arrow_buffer::NullBuffer;
+use arrow_schema::DataType;
+
+pub(crate) use columns::StateColumns;
+
+use super::function::{AggFunc, AggSpec, ValueClass};
+use super::state::{AggMeta, InputValues, RowOrder, SKIP};
+use crate::error::Result;
+
+/// What an aggregate function is, independent of any state: its output type, its partial-state columns, and
+/// the accumulator that holds its states (as DataFusion's `AggregateUDFImpl`). To add a function, implement
+/// this and [`Accumulator`] in one new file and add a line to [`function`] (the module docs give the steps).
+pub(crate) trait AggregateFunction: Sync {
+    /// The output column's type for an input of `input_type`, read as `class`.
+    fn output_type(&self, input_type: &DataType, class: ValueClass) -> DataType;
+
+    /// The partial-state columns after `n`, as `(part, type, nullable)`.
+    fn state_fields(
+        &self,
+        input_type: &DataType,
+        class: ValueClass,
+    ) -> Vec<(&'static str, DataType, bool)>;
+
+    /// The names of [`Self::state_fields`]' parts, known before the input's type is.
+    fn state_parts(&self) -> &'static [&'static str];
+
+    /// The input type and class of a partial input, from the type of its state column `part` (`col(part)`).
+    fn partial_input(
+        &self,
+        spec: &AggSpec,
+        col: &dyn Fn(&str) -> Result<DataType>,
+    ) -> Result<(DataType, ValueClass)>;
+
+    /// An empty accumulator for `meta`'s aggregate.
+    fn accumulator(&self, meta: &AggMeta) -> Box<dyn Accumulator>;
+}
+
+/// The partial states of one aggregate for every slot, one vector per part of the state, indexed by slot (as
+/// DataFusion's `GroupsAccumulator`, with slots for groups).
+pub(crate) trait Accumulator: Debug + Send + Sync + Any {
+    /// Number of slots.
+    fn len(&self) -> usize;
+    /// Makes room for `n` more slots.
+    fn reserve(&mut self, n: usize);
+    /// Appends `n` empty slots.
+    fn extend_empty(&mut self, n: usize);
+    /// Appends one empty slot.
+    fn push_empty(&mut self);
+    /// Empties slot `i` for reuse.
+    fn reset(&mut self, i: usize);
+    /// Drops every slot, keeping the capacity.
+    fn clear(&mut self);
+    /// Lifts a batch's rows into their slots (`SKIP` rows are passed over); `input` is never a partial.
+    fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>);
+    /// Combines, for every `(dst, src)` pair, slot `src` of `other` (an accumulator of the same function)
+    /// into slot `dst`.
+    fn combine_pairs(&mut self, other: &dyn Accumulator, pairs: &[(u32, u32)]);
+    /// Lowers the given slots, in order, into the output column.
+    fn finish(&self, meta: &AggMeta, slots: &[u32]) -> Result<ArrayRef>;
+    /// The given slots, in order, as the partial-state columns (`n` first).
+    fn export(&self, meta: &AggMeta, slots: &[u32]) -> Result<Vec<ArrayRef>>;
+    /// Replaces the states by one slot per row of partial-state columns, `n` being the rows' counts.
+    fn import(&mut self, n: Vec<i64>, cols: &StateColumns<'_>) -> Result<()>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// One function's update of one slot by one row: the per-row kernel. Static and inlined, so that a loop over
+/// rows can combine the lifts of several aggregates without a dispatch per row.
+pub(crate) trait Lift {
+    /// What one row contributes: the value read from the input column (`()` when only presence counts).
+    type Value: Copy;
+    /// Lifts row `row` (value `x`, place in the total order given by `order`) into slot `slot`.
+    fn lift(&mut self, slot: usize, x: Self::Value, row: usize, order: &RowOrder<'_>);
+}
+
+/// The function an aggregate computes: the one registry from [`AggFunc`] to its implementation.
+pub(crate) fn function(func: AggFunc) -> &'static dyn AggregateFunction {
+    match func {
+        AggFunc::CountStar | AggFunc::Count => &count::COUNT,
+        AggFunc::Sum => &sum::SUM,
+        AggFunc::Mean => &sum::MEAN,
+        AggFunc::Var => &moments::VAR,
+        AggFunc::Std => &moments::STD,
+        AggFunc::Min => &extreme::MIN,
+        AggFunc::Max => &extreme::MAX,
+        AggFunc::First => &pick::FIRST,
+        AggFunc::Last => &pick::LAST,
+    }
+}
+
+/// Lifts every row with a slot and a non-null value; `value(i)` reads row `i`. The null check is decided once
+/// per batch, so the row loop is monomorphised for the state, the value reader and the null-ness.
+#[inline]
+pub(crate) fn lift_rows<L: Lift>(
+    state: &mut L,
+    slots: &[u32],
+    nulls: Option<&NullBuffer>,
+    order: &RowOrder<'_>,
+    value: impl Fn(usize) -> L::Value,
+) {
+    each_valid(slots, nulls, |i, s| state.lift(s, value(i), i, order))
+}
+
+/// Calls `f(row, slot)` for every row with a slot and a non-null value.
+#[inline]
+fn each_valid(slots: &[u32], nulls: Option<&NullBuffer>, mut f: impl FnMut(usize, usize)) {
+    match nulls {
+        Some(nulls) if nulls.null_count() > 0 => {
+            for (i, &s) in slots.iter().enumerate() {
+                if s != SKIP && nulls.is_valid(i) {
+                    f(i, s as usize);
+                }
+            }
+        }
+        _ => {
+            for (i, &s) in slots.iter().enumerate() {
+                if s != SKIP {
+                    f(i, s as usize);
+                }
+            }
+        }
+    }
+}
+
+/// Calls `f(dst, src)` for every pair.
+#[inline(always)]
+fn for_pairs(pairs: &[(u32, u32)], mut f: impl FnMut(usize, usize)) {
+    for &(d, s) in pairs {
+        f(d as usize, s as usize);
+    }
+}
+
+/// `other` as the accumulator type `T` of the function combining it.
+fn same<T: 'static>(other: &dyn Accumulator) -> &T {
+    other
+        .as_any()
+        .downcast_ref()
+        .expect("combine of states of different aggregates")
+}
+
+/// The validity of the given slots' outputs: valid where the state holds at least `min` values.
+fn valid(slots: &[u32], n: &[i64], min: i64) -> Option<NullBuffer> {
+    crate::arrow_io::null_buffer_from(slots.iter().map(|&s| n[s as usize] >= min))
+}
+
+/// The values an accumulator can hold: `i64` (integers and temporal types) and `f64`.
+pub(crate) trait Scalar: Copy + Default + Debug + Send + Sync + 'static {
+    /// The values and nulls of an input read as this type.
+    fn input(input: &InputValues) -> (&[Self], Option<&NullBuffer>);
+    /// The value a state keeps for `self` (every NaN as the one positive NaN).
+    fn canonical(self) -> Self;
+    /// Whether `self` replaces `current` as the maximum (`MAX`) or the minimum.
+    fn beats<const MAX: bool>(self, current: Self) -> bool;
+    /// An output (or partial-state) column of type `target` from the values.
+    fn column(values: Vec<Self>, nulls: Option<NullBuffer>, target: &DataType) -> Result<ArrayRef>;
+    /// The values of a partial-state column.
+    fn read(array: &ArrayRef, column: &str) -> Result<Vec<Self>>;
+}
+
+impl Scalar for i64 {
+    #[inline]
+    fn input(input: &InputValues) -> (&[Self], Option<&NullBuffer>) {
+        match input {
+            InputValues::Int(v, nulls) => (v, nulls.as_ref()),
+            other => unreachable!("input {other:?} does not fit an integer state"),
+        }
+    }
+    #[inline]
+    fn canonical(self) -> Self {
+        self
+    }
+    #[inline]
+    fn beats<const MAX: bool>(self, current: Self) -> bool {
+        (MAX && self > current) || (!MAX && self < current)
+    }
+    fn column(values: Vec<Self>, nulls: Option<NullBuffer>, target: &DataType) -> Result<ArrayRef> {
+        let array = arrow_array::Int64Array::new(values.into(), nulls);
+        crate::arrow_io::int_column_as(std::sync::Arc::new(array), target)
+    }
+    fn read(array: &ArrayRef, column: &str) -> Result<Vec<Self>> {
+        Ok(crate::arrow_io::as_i64(array, column)?.to_vec())
+    }
+}
+
+impl Scalar for f64 {
+    #[inline]
+    fn input(input: &InputValues) -> (&[Self], Option<&NullBuffer>) {
+        match input {
+            InputValues::Float(v, nulls) => (v, nulls.as_ref()),
+            other => unreachable!("input {other:?} does not fit a float state"),
+        }
+    }
+    /// NaN payloads and signs differ; every NaN is kept as the one positive NaN, which `total_cmp` puts above
+    /// +inf (Spark's rule: NaN is larger than any other value).
+    #[inline]
+    fn canonical(self) -> Self {
+        if self.is_nan() { f64::NAN } else { self }
+    }
+    #[inline]
+    fn beats<const MAX: bool>(self, current: Self) -> bool {
+        let ord = self.total_cmp(&current);
+        if MAX { ord.is_gt() } else { ord.is_lt() }
+    }
+    fn column(values: Vec<Self>, nulls: Option<NullBuffer>, target: &DataType) -> Result<ArrayRef> {
+        let array: ArrayRef =
+            std::sync::Arc::new(arrow_array::Float64Array::new(values.into(), nulls));
+        if *target == DataType::Float64 {
+            Ok(array)
+        } else {
+            crate::arrow_io::float_column_as(array, target)
+        }
+    }
+    fn read(array: &ArrayRef, _column: &str) -> Result<Vec<Self>> {
+        Ok(crate::arrow_io::as_f64(array)?.to_vec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int64Type};
+    use arrow_buffer::{NullBuffer, ScalarBuffer};
+    use arrow_schema::DataType;
+
+    use super::*;
+    use crate::aggregate::function::AggSpec;
+
+    /// A toy function as a new one would start: the per-row kernel of "sum of squares" of integers.
+    #[derive(Default)]
+    struct SumOfSquares {
+        q: Vec<i128>,
+    }
+
+    impl Lift for SumOfSquares {
+        type Value = i64;
+
+        #[inline(always)]
+        fn lift(&mut self, slot: usize, x: i64, _: usize, _: &RowOrder<'_>) {
+            self.q[slot] += x as i128 * x as i128;
+        }
+    }
+
+    fn meta(func: &str, column: &str, class: ValueClass) -> Arc<AggMeta> {
+        let spec = AggSpec::parse_all(&[(column.into(), vec![func.into()])]).unwrap();
+        let input_type = match class {
+            ValueClass::Int => DataType::Int64,
+            ValueClass::Float => DataType::Float64,
+        };
+        Arc::new(AggMeta {
+            spec: spec[0].clone(),
+            input_type,
+            class,
+        })
+    }
+
+    fn accumulator(meta: &AggMeta, slots: usize) -> Box<dyn Accumulator> {
+        let mut acc = function(meta.spec.func).accumulator(meta);
+        acc.extend_empty(slots);
+        acc
+    }
+
+    /// The lifts of several functions combine in one loop over the rows (the fused pass) and give what one
+    /// batch update per function gives.
+    #[test]
+    fn lifts_fuse_into_one_pass() {
+        let (count, sum, max, last) = (
+            meta("count", "*", ValueClass::Int),
+            meta("sum", "x", ValueClass::Float),
+            meta("max", "x", ValueClass::Float),
+            meta("last", "x", ValueClass::Float),
+        );
+        let values: Vec<f64> = vec![1.5, f64::NAN, -2.0, 8.25, 3.0, 0.5];
+        let nulls = NullBuffer::from(vec![true, true, false, true, true, true]);
+        let slots: Vec<u32> = vec![0, 1, 0, SKIP, 1, 0];
+        let ts: Vec<i64> = vec![5, 4, 3, 2, 1, 0];
+        let order = RowOrder {
+            ts: &ts,
+            by: None,
+            source: 0,
+            seq0: 0,
+        };
+        let input = InputValues::Float(ScalarBuffer::from(values.clone()), Some(nulls.clone()));
+
+        let separate: Vec<ArrayRef> = [&count, &sum, &max, &last]
+            .iter()
+            .map(|m| {
+                let mut acc = accumulator(m, 2);
+                let input = if m.spec.column.is_none() {
+                    &InputValues::Star
+                } else {
+                    &input
+                };
+                acc.update(&slots, input, order);
+                acc.finish(m, &[0, 1]).unwrap()
+            })
+            .collect();
+
+        let mut c = count::Count::default();
+        let mut s = sum::SumFloat::default();
+        let mut x = extreme::Extreme::<f64, true>::default();
+        let mut l = pick::Picked::<f64, true>::default();
+        let mut q = SumOfSquares { q: vec![0; 2] };
+        for acc in [&mut c as &mut dyn Accumulator, &mut s, &mut x, &mut l] {
+            acc.extend_empty(2);
+        }
+        for (i, &slot) in slots.iter().enumerate() {
+            if slot == SKIP {
+                continue;
+            }
+            let slot = slot as usize;
+            c.lift(slot, (), i, &order);
+            if nulls.is_valid(i) {
+                s.lift(slot, values[i], i, &order);
+                x.lift(slot, values[i], i, &order);
+                l.lift(slot, values[i], i, &order);
+                q.lift(slot, i as i64, i, &order);
+            }
+        }
+        let fused = [
+            c.finish(&count, &[0, 1]).unwrap(),
+            s.finish(&sum, &[0, 1]).unwrap(),
+            x.finish(&max, &[0, 1]).unwrap(),
+            l.finish(&last, &[0, 1]).unwrap(),
+        ];
+        assert_eq!(separate, fused);
+        assert_eq!(separate[0].as_primitive::<Int64Type>().values(), &[3, 2]); // count(*) counts null values too
+        let sum_out = separate[1].as_primitive::<Float64Type>();
+        assert_eq!(sum_out.value(0), 2.0);
+        assert!(sum_out.value(1).is_nan());
+        // max puts the NaN above every number; last is the row with the largest time (row 0 for slot 0).
+        assert!(separate[2].as_primitive::<Float64Type>().value(1).is_nan());
+        assert_eq!(separate[3].as_primitive::<Float64Type>().value(0), 1.5);
+        assert_eq!(q.q, [25, 17]);
+    }
+
+    /// Every function's partial-state columns are the ones its descriptor announces, and read back into the
+    /// same states.
+    #[test]
+    fn export_matches_state_fields_and_round_trips() {
+        for func in [
+            "count", "sum", "mean", "var", "std", "min", "max", "first", "last",
+        ] {
+            for class in [ValueClass::Int, ValueClass::Float] {
+                let m = meta(func, "x", class);
+                let mut acc = accumulator(&m, 2);
+                let input = match class {
+                    ValueClass::Int => {
+                        InputValues::Int(ScalarBuffer::from(vec![3i64, -7, 11]), None)
+                    }
+                    ValueClass::Float => {
+                        InputValues::Float(ScalarBuffer::from(vec![0.1, 1e300, -2.5]), None)
+                    }
+                };
+                let order = RowOrder {
+                    ts: &[1, 2, 3],
+                    by: None,
+                    source: 0,
+                    seq0: 0,
+                };
+                acc.update(&[0, 1, 0], &input, order);
+                let columns = acc.export(&m, &[0, 1]).unwrap();
+                let f = function(m.spec.func);
+                let fields = f.state_fields(&m.input_type, class);
+                assert_eq!(columns.len(), 1 + fields.len(), "{func}");
+                assert_eq!(f.state_parts().len(), fields.len(), "{func}");
+                for (col, (_, dt, _)) in columns[1..].iter().zip(&fields) {
+                    assert_eq!(col.data_type(), dt, "{func}");
+                }
+                let partial_fields = crate::aggregate::partial::fields(&m);
+                let schema = Arc::new(arrow_schema::Schema::new(partial_fields));
+                let batch = arrow_array::RecordBatch::try_new(schema, columns).unwrap();
+                let back = crate::aggregate::state::AggState::import(&m, &batch).unwrap();
+                let (a, b) = (
+                    back.finish(&[0, 1]).unwrap(),
+                    acc.finish(&m, &[0, 1]).unwrap(),
+                );
+                assert_eq!(a.to_data(), b.to_data(), "{func}");
+            }
+        }
+    }
+}
