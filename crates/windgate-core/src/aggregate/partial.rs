@@ -220,7 +220,8 @@ pub(super) fn export(state: &AggState, slots: &[u32]) -> Result<Vec<ArrayRef>> {
         Kind::Count(c) => vec![count(c)],
         Kind::SumInt { sum, n } => {
             let dec = Decimal128Array::from_iter_values(slots.iter().map(|s| sum[at(s)]))
-                .with_precision_and_scale(38, 0)?;
+                .with_precision_and_scale(38, 0)
+                .map_err(Error::output)?;
             vec![count(n), Arc::new(dec)]
         }
         Kind::SumFloat { sum, n } => vec![count(n), sums(sum)],

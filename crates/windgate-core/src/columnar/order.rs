@@ -7,7 +7,7 @@ use arrow_row::Rows;
 use arrow_schema::{Schema, SortOptions};
 
 use super::keys::RowCodec;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A sort order over some output columns.
 #[derive(Debug)]
@@ -63,5 +63,5 @@ impl SortKey {
 /// The rows of `batch` at `indices`, in that order.
 pub(crate) fn take(batch: &RecordBatch, indices: &[u32]) -> Result<RecordBatch> {
     let idx = UInt32Array::from(indices.to_vec());
-    Ok(arrow_select::take::take_record_batch(batch, &idx)?)
+    arrow_select::take::take_record_batch(batch, &idx).map_err(Error::output)
 }
