@@ -3,7 +3,9 @@
 //! Windows are aligned like Spark's `window()`: window `j` covers `[j*slide + offset, j*slide + offset + size)`
 //! for every integer `j`, so timestamps may be negative (floor division throughout). Panes are the disjoint
 //! slices of length `L = gcd(size, slide)` on the same grid: a window is `size / L` consecutive panes, and
-//! consecutive windows start `slide / L` panes apart (brief 004 §1.3, 0-based ids).
+//! consecutive windows start `slide / L` panes apart (as in Mencagli, Torquati, Danelutto, De Matteis,
+//! *Parallel Continuous Preference Queries over Out-of-Order and Bursty Data Streams*, with 0-based ids;
+//! `docs/architecture.md`, "Contracts": time and windows).
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -180,7 +182,8 @@ impl WindowSpec {
         window.saturating_mul(self.panes_per_slide)
     }
 
-    /// Inclusive range of the windows that contain pane `p` (eq. 6 of seed 004, 0-based).
+    /// Inclusive range of the windows that contain pane `p` (equation 6 of Mencagli et al., *Parallel
+    /// Continuous Preference Queries over Out-of-Order and Bursty Data Streams*, 0-based).
     #[inline]
     pub fn windows_of_pane(&self, pane: i64) -> (i64, i64) {
         let lo = floor_div(pane - self.panes_per_window, self.panes_per_slide) + 1;
@@ -421,7 +424,7 @@ mod tests {
     }
 
     #[test]
-    fn brief_004_worked_check() {
+    fn panes_of_windows_worked_example() {
         // w_p = 5, s_p = 2: pane 4 is in windows {0,1,2}, pane 5 in {1,2}, window 1 is panes 2..6.
         let w = WindowSpec::new(5, Some(2), 0).unwrap();
         assert_eq!(w.pane(), 1);
@@ -523,7 +526,7 @@ mod tests {
     }
 
     proptest! {
-        /// Pane and window arithmetic against brute-force enumeration (brief 004 §6.2 item 1).
+        /// Pane and window arithmetic against brute-force enumeration.
         #[test]
         fn windows_match_brute_force(size in 1i64..21, slide_div in 1i64..21, offset in -30i64..30, ts in -200i64..200) {
             let slide = 1 + (slide_div - 1) % size;

@@ -9,7 +9,7 @@
 //! thread (`docs/architecture.md`, "Contracts": determinism).
 //!
 //! The list itself (nodes, reference counts, the release cascade, anchors, searches and links) is the one
-//! W-Hive uses too: [`crate::sync::rc_skiplist`], whose docs give the reclamation argument. This module keeps
+//! W-Hive uses too: `crate::sync::rc_skiplist`, whose docs give the reclamation argument. This module keeps
 //! what a node carries, the block allocator, and the readiness rule.
 //!
 //! Departures from the paper:
@@ -22,8 +22,9 @@
 //! * **End of stream** ([`Source::close`]): an `Eos` node of key `Max` and a null `written` entry, so the
 //!   source's last item becomes ready. A reader that reaches an `Eos` node has seen everything (every open
 //!   source keeps a node with a smaller key in the list ahead of all readers).
-//! * **Reclamation**: the paper leaves it to a garbage collector; here intrusive reference counts
-//!   ([`crate::sync::rc_skiplist`]). A node is counted once per link pointing at it, once per reader whose
+//! * **Reclamation**: the paper lets a garbage collector free the prefix that no thread's local view reaches,
+//!   and points to lock-free reference counting for unmanaged languages; here intrusive reference counts
+//!   (`crate::sync::rc_skiplist`). A node is counted once per link pointing at it, once per reader whose
 //!   anchor it is and once per source whose anchor (`update[top]`) it is.
 
 use std::mem::MaybeUninit;
@@ -147,21 +148,27 @@ unsafe fn block_release<K, T>(block: *mut Block<K, T>, n: usize) {
     }
 }
 
+/// Frees a node whose count reached zero: drops it in place and gives its slot back to its block.
+///
+/// # Safety
+/// Nobody can reach `node` any more; `Arena::alloc` wrote it, and it is freed once.
+unsafe fn free<K, T>(node: *mut Node<K, T>) {
+    // SAFETY: the caller's contract. The block outlives the node: the node is one of the block's counts,
+    // dropped after it.
+    unsafe {
+        let block = (*node).data.block;
+        ptr::drop_in_place(node);
+        block_release(block, 1);
+    }
+}
+
 /// Drops one count of `node`, freeing what reaches zero ([`rc_skiplist::release`]).
 ///
 /// # Safety
 /// The caller owns one count of `node` (an anchor).
 unsafe fn release<K, T>(node: *mut Node<K, T>) {
-    // SAFETY: the caller owns the count. `free` gets a node whose count reached zero, which `Arena::alloc`
-    // wrote in place: it is dropped exactly once, here, and its block outlives it (the node is one of the
-    // block's counts, dropped after it).
-    unsafe {
-        rc_skiplist::release(node, |n| {
-            let block = (*n).data.block;
-            ptr::drop_in_place(n);
-            block_release(block, 1);
-        })
-    }
+    // SAFETY: the caller owns the count; `release` calls `free` once per node that nobody can reach any more.
+    unsafe { rc_skiplist::release(node, |n| free(n)) }
 }
 
 /// Moves a counted anchor right to `new` ([`rc_skiplist::move_anchor`]).
@@ -170,13 +177,7 @@ unsafe fn release<K, T>(node: *mut Node<K, T>) {
 /// `*anchor` is the caller's count; `new` is at or right of it.
 unsafe fn move_anchor<K, T>(anchor: &mut *mut Node<K, T>, new: *mut Node<K, T>) {
     // SAFETY: the caller's contract; nodes freed on the way are freed as in `release`.
-    unsafe {
-        rc_skiplist::move_anchor(anchor, new, |n| {
-            let block = (*n).data.block;
-            ptr::drop_in_place(n);
-            block_release(block, 1);
-        })
-    }
+    unsafe { rc_skiplist::move_anchor(anchor, new, |n| free(n)) }
 }
 
 type Link<K, T> = AtomicPtr<Node<K, T>>;
