@@ -30,8 +30,9 @@
 //! (ScaleGate carves them out of per-source blocks, W-Hive boxes each winset: the `free` argument of
 //! [`release`]), W-Hive's insert-if-absent on level 0, and each structure's own readiness rule with the
 //! happens-before argument that goes with it (ScaleGate's `written` entries, W-Hive's progress watermark).
-//! The functions here are generic and `#[inline]`, so each structure compiles to the code it had when it
-//! carried its own copy.
+//! The functions are generic, so each structure still gets its own monomorphic code: the searches and links
+//! inline into its insertion, the release cascade stays out of line, as when each carried its own copy (one
+//! thread driving both structures ran 2% fewer instructions than with the two copies, under cachegrind).
 
 use std::ptr;
 
@@ -116,7 +117,9 @@ impl<K, V> Node<K, V> {
 /// The caller owns one count of `node` (an anchor, or a link of a node being freed). `free(n)` must drop and
 /// deallocate `n` as it was allocated; it is called once for each node whose count reaches zero, after its
 /// links were read.
-#[inline]
+///
+/// Not `#[inline]`: the cascade stays out of line, as each structure's own copy was, so that the anchor moves
+/// that call it ([`move_anchor`]) stay small enough to inline.
 pub(crate) unsafe fn release<K, V>(node: *mut Node<K, V>, mut free: impl FnMut(*mut Node<K, V>)) {
     let mut work: SmallVec<[*mut Node<K, V>; 8]> = SmallVec::new();
     work.push(node);
@@ -150,7 +153,7 @@ pub(crate) unsafe fn release<K, V>(node: *mut Node<K, V>, mut free: impl FnMut(*
 /// # Safety
 /// `*anchor` is a count the caller owns; `new` is the anchor or right of it (hence alive); `free` is as in
 /// [`release`].
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn move_anchor<K, V>(
     anchor: &mut *mut Node<K, V>,
     new: *mut Node<K, V>,
