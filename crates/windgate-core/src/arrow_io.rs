@@ -209,25 +209,27 @@ pub fn int_column_as(array: ArrayRef, target: &DataType) -> Result<ArrayRef> {
                 .to_data()
                 .into_builder()
                 .data_type(target.clone())
-                .build()?,
+                .build()
+                .map_err(Error::output)?,
         )),
         Date32 | Time32(_) => {
-            let narrow = arrow_cast::cast(&array, &Int32)?;
+            let narrow = arrow_cast::cast(&array, &Int32).map_err(Error::output)?;
             Ok(make_array(
                 narrow
                     .to_data()
                     .into_builder()
                     .data_type(target.clone())
-                    .build()?,
+                    .build()
+                    .map_err(Error::output)?,
             ))
         }
-        _ => Ok(arrow_cast::cast(&array, target)?),
+        _ => arrow_cast::cast(&array, target).map_err(Error::output),
     }
 }
 
 /// Turns a Float64 column into `target` (Float32 round-trips exactly: its values came from Float32).
 pub fn float_column_as(array: ArrayRef, target: &DataType) -> Result<ArrayRef> {
-    Ok(arrow_cast::cast(&array, target)?)
+    arrow_cast::cast(&array, target).map_err(Error::output)
 }
 
 /// Checks that a later batch (or another source) agrees with the first one on the columns the operator reads.

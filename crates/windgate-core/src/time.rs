@@ -185,7 +185,8 @@ impl WindowSpec {
         window.saturating_mul(self.panes_per_slide)
     }
 
-    /// Inclusive range of the windows that contain pane `p` (eq. 6 of Mencagli et al., *Parallel Continuous Preference Queries*, 0-based).
+    /// Inclusive range of the windows that contain pane `p` (equation 6 of Mencagli et al., *Parallel
+    /// Continuous Preference Queries over Out-of-Order and Bursty Data Streams*, 0-based).
     #[inline]
     pub fn windows_of_pane(&self, pane: i64) -> (i64, i64) {
         let lo = floor_div(pane - self.panes_per_window, self.panes_per_slide) + 1;
@@ -224,6 +225,32 @@ impl WindowSpec {
     pub fn last_closed_pane(&self, watermark: Timestamp) -> i64 {
         // end(p) = (p + 1)*pane + offset <= wm  <=>  p <= (wm - offset) / pane - 1
         floor_div_i128(watermark as i128 - self.offset as i128, self.pane as i128) - 1
+    }
+
+    /// `end(window)` computed in i128 and saturated into i64, for callers that have no
+    /// [`WindowSpec::check_range`] to lean on: a window whose real end lies past `i64::MAX` ends at `i64::MAX`
+    /// (W-Hive then releases it only once every updater closed, which is right, since no timestamp reaches its
+    /// end).
+    pub fn window_end_saturating(&self, window: i64) -> Timestamp {
+        let end = window as i128 * self.slide as i128 + self.offset as i128 + self.size as i128;
+        end.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+    }
+
+    /// The windows containing `ts` (`lo..=hi`, as [`WindowSpec::windows_of_ts`]) and the first timestamp after
+    /// `ts` at which that set changes (`ts` reaches `end(lo)` or `start(hi + 1)`), so that a caller walking
+    /// non-decreasing timestamps recomputes only then. Computed in i128 and clamped, for any `ts` without a
+    /// [`WindowSpec::check_range`]: near the i64 limits it only leaves out windows that i64 ids cannot name,
+    /// and never names a window that does not contain `ts` (W-Hive's release rule depends on that).
+    pub fn windows_of_ts_until_change(&self, ts: Timestamp) -> (i64, i64, Timestamp) {
+        let (size, slide, offset) = (self.size as i128, self.slide as i128, self.offset as i128);
+        let t = ts as i128;
+        // lo: the smallest j with end(j) = j*slide + offset + size > ts; hi: the largest j with start(j) <= ts.
+        let lo = (t - offset - size).div_euclid(slide) + 1;
+        let hi = (t - offset).div_euclid(slide);
+        let change =
+            ((lo * slide + offset + size).min((hi + 1) * slide + offset)).min(i64::MAX as i128);
+        let clamp = |v: i128| v.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+        (clamp(lo), clamp(hi), change as i64)
     }
 
     /// Checks that every window touching `[min_ts, max_ts]` has a start and an end inside i64, so the
@@ -425,7 +452,7 @@ mod tests {
     }
 
     #[test]
-    fn pane_model_worked_check() {
+    fn panes_of_windows_worked_example() {
         // w_p = 5, s_p = 2: pane 4 is in windows {0,1,2}, pane 5 in {1,2}, window 1 is panes 2..6.
         let w = WindowSpec::new(5, Some(2), 0).unwrap();
         assert_eq!(w.pane(), 1);
@@ -490,6 +517,40 @@ mod tests {
         assert!(w.check_range(0, i64::MAX - 5, "ts").is_err());
         assert!(w.check_range(i64::MIN + 5, 0, "ts").is_err());
         assert!(w.check_range(-1_000_000, 1_000_000, "ts").is_ok());
+    }
+
+    #[test]
+    fn windows_until_change_match_the_spec() {
+        for (size, slide, offset) in [(1, 1, 0), (10, 3, 0), (30, 3, 2), (12, 12, 5), (7, 2, 1)] {
+            let s = WindowSpec::new(size, Some(slide), offset).unwrap();
+            for ts in -100..100 {
+                let (lo, hi, change) = s.windows_of_ts_until_change(ts);
+                assert_eq!(
+                    (lo, hi),
+                    s.windows_of_ts(ts),
+                    "{size}/{slide}/{offset} at {ts}"
+                );
+                assert!(change > ts);
+                for t in ts..change {
+                    assert_eq!(s.windows_of_ts(t), (lo, hi));
+                }
+                assert_ne!(s.windows_of_ts(change), (lo, hi));
+                assert_eq!(s.window_end_saturating(lo - 1), s.window_end(lo - 1));
+                assert!(s.window_end(lo - 1) <= ts && ts < s.window_end(lo));
+            }
+        }
+        // Near the limits nothing overflows, and every window named contains the ts.
+        let s = WindowSpec::new(10, Some(3), 0).unwrap();
+        for ts in [i64::MIN, i64::MIN + 1, i64::MAX - 1, i64::MAX] {
+            let (lo, hi, change) = s.windows_of_ts_until_change(ts);
+            assert!(change >= ts);
+            for w in lo..=hi {
+                let end = s.window_end_saturating(w);
+                assert!(end > ts || end == i64::MAX);
+            }
+        }
+        assert_eq!(s.window_end_saturating(i64::MAX), i64::MAX);
+        assert_eq!(s.window_end_saturating(i64::MIN), i64::MIN);
     }
 
     proptest! {

@@ -1,4 +1,5 @@
-//! loom models of the non-blocking reorder buffer (brief 001 §3.3-§3.4, §8.2): two or three workers finishing
+//! loom models of the non-blocking reorder buffer (after Prasaad, Ramalingam, Rajan, *Scaling Ordered Stream
+//! Processing on Shared-Memory Multicores*; `src/order/reorder.rs`): two or three workers finishing
 //! serials out of order, buffers of 1 and 2 slots (the full-buffer retry), and a negative control: without the two
 //! `SeqCst` fences of the flag handshake, loom finds an interleaving that strands a unit (invariant I5).
 //! Run with `make test-loom`.

@@ -1,5 +1,5 @@
-//! loom models of ScaleGate's insert / ready / advance races (brief 002 §5.2): 2 sources x 1-2 readers at
-//! 1-2 levels. Run with `RUSTFLAGS="--cfg loom" cargo test -p windgate-core --release --test loom_scale_gate`
+//! loom models of ScaleGate's insert / ready / advance races (`src/order/scale_gate.rs`, on the shared list of
+//! `src/sync/rc_skiplist.rs`): 2 sources x 1-2 readers at 1-2 levels. Run with `RUSTFLAGS="--cfg loom" cargo test -p windgate-core --release --test loom_scale_gate`
 //! (`make loom`).
 //!
 //! Readers poll a bounded number of times while the sources run (a spinning reader would make loom's search

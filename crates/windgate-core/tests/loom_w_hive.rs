@@ -1,5 +1,6 @@
-//! loom models of the W-Hive (brief 000 §5.3): 2 updaters x 1 output at 1-2 levels; a node-creation race on
-//! one window, progress publication against the output's take, advance/close/End. Run with
+//! loom models of the W-Hive (`src/aggregate/w_hive.rs`, on the shared list of `src/sync/rc_skiplist.rs`):
+//! 2 updaters x 1 output at 1-2 levels; a node-creation race on one window, progress publication against the
+//! output's take, advance/close/End. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p windgate-core --release --test loom_w_hive` (`make test-loom`).
 //!
 //! The partials live in loom's `UnsafeCell`, so a winset taken while an updater can still write it (no
@@ -98,7 +99,7 @@ fn model(
     run(WHive::with_levels, spec, levels, scripts, expected);
 }
 
-/// Both updaters create window 0 at once (A13): one CAS wins, the loser uses its node.
+/// Both updaters create window 0 at once (insert-if-absent): one CAS wins, the loser uses its node.
 #[test]
 fn creation_race_one_level() {
     model(
@@ -145,7 +146,8 @@ fn progress_publication_against_the_take_two_levels() {
     );
 }
 
-/// Advance without data releases (A7), and the closes end the stream; 2 levels.
+/// Advance without data releases (an updater's progress on tuples it skips), and the closes end the stream;
+/// 2 levels.
 #[test]
 fn advance_close_end_two_levels() {
     model(

@@ -1,4 +1,4 @@
-//! ScaleGate under real threads (brief 002 §5.2): every reader gets the sorted merge of all sources, nothing
+//! ScaleGate under real threads: every reader gets the sorted merge of all sources, nothing
 //! lost or duplicated, never an item before every source has published past it. Run long with
 //! `cargo test --release --test scale_gate` (the case count scales up in release builds).
 
@@ -16,7 +16,7 @@ fn run_case(lists: Vec<Vec<i64>>, readers: usize, levels: usize, jitter: u64) {
     let n = lists.len();
     let (srcs, rdrs) = ScaleGate::new::<(i64, usize, usize), u64>(n, readers, levels);
     // High-water marks: set before each add, so a reader that sees key k must find every open source's mark
-    // at or above k (the readiness check of brief 002 §5.2).
+    // at or above k (the readiness rule).
     let marks: Arc<Vec<AtomicI64>> = Arc::new((0..n).map(|_| AtomicI64::new(i64::MIN)).collect());
     let mut expected: Vec<(i64, usize, usize)> = lists
         .iter()

@@ -1,8 +1,8 @@
-//! The W-Hive under real threads (brief 000 §5.2 property 4, §5.3 stress): the output thread's merged winsets
+//! The W-Hive under real threads (a sequential oracle, then a stress loop): the output thread's merged winsets
 //! must equal a sequential computation exactly, come out in window order, each once, and only once every
 //! updater has passed their end. Two feeding patterns, on the same random tuples:
 //! * **TuMLMC-like**: `U` updaters each read every tuple in the total order `(ts, source, seq)`, update only
-//!   the keys hashed to them and advance on every other tuple (A7);
+//!   the keys hashed to them and advance on every other tuple;
 //! * **WiML-like**: one updater per source, each updating with its own time-sorted tuples.
 //!
 //! The partial is a small per-key map of (count, sum, first/last by the total order). Release builds run a

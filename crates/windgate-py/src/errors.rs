@@ -20,6 +20,9 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::InvalidValue => "InvalidValueError",
         ErrorKind::Poisoned => "OperatorPoisonedError",
         ErrorKind::Input => "InputError",
+        // An internal error leaves the operator unusable, like a panic (`catch_panic`): the README's Errors
+        // section promises `OperatorPoisonedError` for both.
+        ErrorKind::Internal => "OperatorPoisonedError",
         ErrorKind::Backpressure => "BackpressureError",
         ErrorKind::Interrupted => "WindgateError",
     }
@@ -113,7 +116,7 @@ pub fn finish_batch<'py>(
     match out {
         Ok(batch) => pyo3_arrow::PyRecordBatch::new(batch).into_pyarrow(py),
         Err(e) => {
-            if e.kind() == ErrorKind::Poisoned {
+            if matches!(e.kind(), ErrorKind::Poisoned | ErrorKind::Internal) {
                 poison(e.message());
             }
             Err(to_py(e))

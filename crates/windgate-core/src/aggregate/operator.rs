@@ -399,7 +399,7 @@ impl WindowAggregator {
         let schema = all[0].schema();
         all.push(out);
         all.retain(|b| b.num_rows() > 0);
-        Ok(arrow_select::concat::concat_batches(&schema, &all)?)
+        arrow_select::concat::concat_batches(&schema, &all).map_err(Error::output)
     }
 
     fn push_checked(
@@ -868,7 +868,7 @@ fn partial_batch(b: &Bound, rows: &[(i64, u32, u32)]) -> Result<RecordBatch> {
     if columns.is_empty() {
         return Ok(RecordBatch::new_empty(b.output_schema.clone()));
     }
-    Ok(RecordBatch::try_new(b.output_schema.clone(), columns)?)
+    RecordBatch::try_new(b.output_schema.clone(), columns).map_err(Error::output)
 }
 
 /// Builds the output batch of an emission.
@@ -892,11 +892,11 @@ fn assemble(b: &mut Bound, e: &Emission) -> Result<RecordBatch> {
         let picks = e.finished_indices();
         for a in 0..b.metas.len() {
             let windows: Vec<&dyn Array> = e.finished.iter().map(|w| w[a].as_ref()).collect();
-            columns.push(interleave(&windows, &picks)?);
+            columns.push(interleave(&windows, &picks).map_err(Error::output)?);
         }
     }
     if columns.is_empty() {
         return Ok(RecordBatch::new_empty(b.output_schema.clone()));
     }
-    Ok(RecordBatch::try_new(b.output_schema.clone(), columns)?)
+    RecordBatch::try_new(b.output_schema.clone(), columns).map_err(Error::output)
 }

@@ -1,31 +1,34 @@
-//! W-Hive (seed 000, brief 000 §2.4, Algorithm 5): a lock-free list of *winsets* (the state of one window
-//! id), which several updater threads fill and one output thread takes, in window order, once no updater can
-//! touch a winset any more.
+//! W-Hive, as in Cederman, Gulisano, Nikolakopoulos, Papatriantafilou, Tsigas, *Efficient data streaming
+//! multiway aggregation through concurrent algorithmic designs and new abstract data types* (Algorithm 5): a
+//! lock-free list of *winsets* (the state of one window id), which several updater threads fill and one output
+//! thread takes, in window order, once no updater can touch a winset any more.
 //!
-//! Two designs use it (brief 000 §2.5-§2.6):
+//! Two of the paper's designs use it ([`crate::aggregate::multiway`]):
 //! * **TuMLMC**: `U` updaters each read every tuple of a T-Gate in the total order; updater `u` updates only
 //!   the keys hashed to it ([`Updater::update`]) and advances its progress on *every* tuple it reads
-//!   ([`Updater::advance`], fix A7), so a (window, key) is touched by one updater, in the total order.
+//!   ([`Updater::advance`]: an updater whose keys are rare must not hold the output back), so a (window, key)
+//!   is touched by one updater, in the total order.
 //! * **WiML**: `N` source threads each update the W-Hive with their own time-sorted tuples; several threads
 //!   touch the same window, each in its own slot.
 //!
 //! # Structure
 //!
 //! * A sorted list of winset nodes keyed by window id (`i64`) with a skip-list index of 1..=[`MAX_LEVELS`]
-//!   levels. A missing window is inserted by a CAS at level 0 (insert-if-absent: the loser of a race on the
-//!   same id drops its node and uses the winner's, fix A13), then linked on the upper levels, bottom-up.
+//!   levels: the reference-counted list ScaleGate uses too (`crate::sync::rc_skiplist`). A missing window is
+//!   inserted by a CAS at level 0 (insert-if-absent: the loser of a race on the same id drops its node and uses
+//!   the winner's, as the paper's Algorithm 5, line 85), then linked on the upper levels, bottom-up.
 //! * Each node holds **one partial per updater** (`P: Default + Send`, the caller's type, e.g. a per-key
-//!   aggregate store; fix A18: no key domain assumed, no lock-free hash map): updater `u` only ever touches
-//!   slot `u`, so window state is plain memory, not atomics. The output takes all `U` partials of a released
-//!   winset ([`Next::Winset`]) and merges them itself (the caller's states combine exactly, so the merge order
-//!   does not matter). A node's `U` partials are made with `P::default()` when the node is created, so that
-//!   should not allocate (an empty map does not).
-//! * `progress[u]: AtomicI64`, `i64::MIN` at the start (blocks the output), `i64::MAX` once updater `u` closed
-//!   (fix A6). Updater `u` stores its tuple's ts with Release **before** touching any window of that tuple
-//!   (brief L59, watermark form). Winset `j`, covering `[start(j), end(j))`, is **released** iff
-//!   `end(j) <= W = min_u progress[u]` (Acquire loads). Every updater's timestamps must be non-decreasing:
-//!   checked by an `assert!` in every build, because a decrease would let an updater write a winset the output
-//!   already took (a data race, so a safe API must not allow it).
+//!   aggregate store; unlike the paper, no key domain is assumed and no lock-free hash map is needed): updater
+//!   `u` only ever touches slot `u`, so window state is plain memory, not atomics. The output takes all `U`
+//!   partials of a released winset ([`Next::Winset`]) and merges them itself (the caller's states combine
+//!   exactly, so the merge order does not matter). A node's `U` partials are made with `P::default()` when the
+//!   node is created, so that should not allocate (an empty map does not).
+//! * `progress[u]: AtomicI64`, `i64::MIN` at the start (blocks the output), `i64::MAX` once updater `u` closed.
+//!   Updater `u` stores its tuple's ts with Release **before** touching any window of that tuple (the paper's
+//!   `written` entry, Algorithm 5 line 59, in watermark form). Winset `j`, covering `[start(j), end(j))`, is
+//!   **released** iff `end(j) <= W = min_u progress[u]` (Acquire loads). Every updater's timestamps must be
+//!   non-decreasing: checked by an `assert!` in every build, because a decrease would let an updater write a
+//!   winset the output already took (a data race, so a safe API must not allow it).
 //!
 //! # Why a released winset is complete and race-free (the happens-before argument)
 //!
@@ -51,17 +54,17 @@
 //!
 //! # Reclamation (departure from the paper's shared `inserthead`, and why no crossbeam-epoch)
 //!
-//! The paper starts every search at a shared `inserthead` that the output moves, which needs epochs to free
-//! anything (fix A16). Here each updater instead searches from **its own position** (the predecessors of the
-//! first window of its last tuple, like ScaleGate's sources): the first window of a tuple never decreases with
-//! its ts, so the finger stays valid and each search is short. Nothing is shared to move, so reclamation is
-//! ScaleGate's intrusive reference counting ([`crate::order::scale_gate`]), which already runs under loom:
+//! The paper starts every search at a shared `inserthead` that the output moves, which needs epochs (or a
+//! garbage collector) to free anything. Here each updater instead searches from **its own position** (the
+//! predecessors of the first window of its last tuple, like ScaleGate's sources): the first window of a tuple
+//! never decreases with its ts, so the finger stays valid and each search is short. Nothing is shared to move,
+//! so reclamation is the intrusive reference counting of `crate::sync::rc_skiplist` (whose docs give the
+//! argument), which runs under loom:
 //! * A node is counted once per link pointing at it, once per updater whose anchor (`update[levels - 1]`) it
 //!   is, and once if it is the output's cursor. Nodes are **never unlinked**, so every node right of a
-//!   counted node is reachable from it through counted links and alive: traversal needs no hazard pointers.
-//! * The `release` that drops a count to zero frees the node and drops the counts of its links, iteratively
-//!   (a long list cannot overflow the stack). The count decrements are AcqRel, so every use of a node
-//!   (including the output's take of its slots) happens before its free, as with `Arc`.
+//!   counted node is reachable from it through counted links and alive.
+//! * The count decrements are AcqRel, so every use of a node (including the output's take of its slots)
+//!   happens before its free, as with `Arc`.
 //! * Updaters write only nodes right of their own anchor (window ids `>= lo`, the first window of their ts);
 //!   the output reads only its cursor's successors. So a node is freed only once the output and every updater
 //!   are past it, and never while someone can reach it.
@@ -77,8 +80,8 @@
 //! `end > W` (unreleased) plus those released but not yet taken:
 //! `live_winsets <= (max_u ts_u - min_u ts_u) / slide + ceil(size / slide) + 1 + (released, untaken)`,
 //! i.e. bounded by the **updaters' progress spread** (an updater that has not started yet, at `i64::MIN`,
-//! holds everything back) and the output's lag; the W-Hive never blocks an updater,
-//! so the operator bounds both (T-Gate credits, bounded source hand-off; brief 000 A5), and can watch
+//! holds everything back) and the output's lag; the W-Hive never blocks an updater, so the operator bounds
+//! both (T-Gate credits, bounded source hand-off: `docs/architecture.md`, "Data path"), and can watch
 //! [`Output::live_winsets`]. Shells: each anchor sits on the last top-level node before its updater's first
 //! window, `2^(levels - 1)` nodes back on average, plus the output's cursor ([`Output::live_nodes`]). An
 //! updater that only [`Updater::advance`]s moves its anchor too (once per window slide), so an idle TuMLMC
@@ -88,7 +91,7 @@
 //!
 //! Every operation is lock-free: an updater retries only when another thread's CAS on the same link
 //! succeeded, and [`Output::next_ready`] never waits ([`Next::Pending`] instead). Waiting for readiness is
-//! the caller's business (brief 000 A17).
+//! the caller's business (its back-off).
 //!
 //! ```
 //! use windgate_core::aggregate::w_hive::{Next, WHive};
@@ -112,95 +115,65 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool as StdAtomicBool, AtomicUsize as StdAtomicUsize};
 
 use crossbeam_utils::CachePadded;
-use smallvec::SmallVec;
 
-use crate::sync::{Arc, AtomicPtr, AtomicUsize, Ordering};
+use crate::sync::rc_skiplist::{self, Heights};
+use crate::sync::{Arc, AtomicI64, Ordering, UnsafeCell};
 use crate::time::WindowSpec;
 
-// Protocol atomics and cells switch to loom's under `--cfg loom` (like `crate::sync`, which has no `AtomicI64`
-// or `UnsafeCell`): loom then checks every slot access for a happens-before edge. Statistics and the poison
-// flag are plain std atomics (Relaxed, no part of the protocol), so they add no loom scheduling points.
-#[cfg(loom)]
-use loom::sync::atomic::AtomicI64;
-#[cfg(not(loom))]
-use std::sync::atomic::AtomicI64;
+pub use crate::sync::rc_skiplist::MAX_LEVELS;
 
-#[cfg(loom)]
-use loom::cell::UnsafeCell;
-
-/// `std::cell::UnsafeCell` with loom's closure API, so the same code runs in both builds.
-#[cfg(not(loom))]
-struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
-
-#[cfg(not(loom))]
-impl<T> UnsafeCell<T> {
-    fn new(value: T) -> Self {
-        Self(std::cell::UnsafeCell::new(value))
-    }
-
-    #[inline(always)]
-    fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
-        f(self.0.get())
-    }
-}
-
-/// The most levels of the skip-list index.
-pub const MAX_LEVELS: usize = 4;
+// The protocol atomics and cells (`crate::sync`) are loom's under `--cfg loom`, so loom checks every slot
+// access for a happens-before edge. Statistics and the poison flag are plain std atomics (Relaxed, no part of
+// the protocol), so they add no loom scheduling points.
 
 /// Levels used by [`WHive::new`]. A W-Hive holds few live winsets (`size / slide` plus the updaters'
 /// spread), and each updater searches from its own finger, which moves one window per slide, so the index
 /// only shortens the rare jump (an updater resuming after a time gap walks the nodes others created
 /// meanwhile). More levels cost shells: an anchor sits on the last top-level node before its window,
-/// `2^(levels - 1)` nodes back on average (the unit test `every_node_is_freed` measured at most 5, 13, 29
-/// and 44 live nodes for 1-4 levels where 4 winsets were live). Two levels are the compromise.
+/// `2^(levels - 1)` nodes back on average (`every_node_is_freed` in `tests/w_hive_edges.rs` measured at most
+/// 5, 13, 29 and 44 live nodes for 1-4 levels where 4 winsets were live). Two levels are the compromise.
 pub const DEFAULT_LEVELS: usize = 2;
 
-struct Node<P> {
-    /// The window id. Unused for the head: searches compare successors only, and the head is nobody's.
-    window: i64,
-    /// Levels this node is (or will be) linked on; `MAX_LEVELS` for the head.
-    height: usize,
-    /// Links + anchors pointing at this node (module docs). Created with `height`: the links it is about to
-    /// get, owned by its creator until it links them.
-    refs: AtomicUsize,
-    /// `next[i]` for `i < height`; null is the end of the list. Written with a CAS (AcqRel) once the node is
-    /// shared; a new node's own links are stored Relaxed before the CAS that publishes it.
-    next: [AtomicPtr<Node<P>>; MAX_LEVELS],
+/// What a W-Hive node carries beside its window id (the list's key).
+struct Winset<P> {
     /// Slot `u` belongs to updater `u` until the winset is released, then to the output (module docs). Empty
     /// for the head.
     slots: Box<[UnsafeCell<P>]>,
 }
 
-/// Drops one count of `node`; frees it at zero, which drops the counts its links hold, iteratively.
+type Node<P> = rc_skiplist::Node<i64, Winset<P>>;
+
+/// Frees a node whose count reached zero, or one that lost its insertion race and was never linked.
 ///
 /// # Safety
-/// The caller owns one count of `node` (a link of a node being freed, or an anchor).
+/// Nobody else can reach `node`; it came from `Box::into_raw` and is freed once.
+unsafe fn free<P>(node: *mut Node<P>, live_nodes: &StdAtomicUsize) {
+    // SAFETY: the caller's contract. Every use of the node (including the output's take of its slots and the
+    // updaters' writes) happened before, through the AcqRel count chain (`rc_skiplist::release`).
+    drop(unsafe { Box::from_raw(node) });
+    live_nodes.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Drops one count of `node`, freeing what reaches zero ([`rc_skiplist::release`]).
+///
+/// # Safety
+/// The caller owns one count of `node` (an anchor).
 unsafe fn release<P>(node: *mut Node<P>, live_nodes: &StdAtomicUsize) {
-    let mut work: SmallVec<[*mut Node<P>; 8]> = SmallVec::new();
-    work.push(node);
-    while let Some(n) = work.pop() {
-        // SAFETY: we own one count of `n`, so it is alive until the decrement. AcqRel: our earlier uses of
-        // `n` (Release) happen before whoever frees it, and the freer (Acquire) sees everyone's.
-        let last = unsafe { (*n).refs.fetch_sub(1, Ordering::AcqRel) } == 1;
-        if !last {
-            continue;
-        }
-        // SAFETY: the count reached zero: no link, updater or output refers to `n` any more, and nobody can
-        // reach it (every path to it went through a counted link or anchor). It was made by `Box::into_raw`
-        // and is freed exactly once, here. Every use of it, including the output's take of its slots and the
-        // updaters' writes, happens before this point through the AcqRel count chain (module docs).
-        unsafe {
-            let node = Box::from_raw(n);
-            for link in &node.next[..node.height] {
-                let next = link.load(Ordering::Acquire);
-                if !next.is_null() {
-                    work.push(next);
-                }
-            }
-            drop(node);
-        }
-        live_nodes.fetch_sub(1, Ordering::Relaxed);
-    }
+    // SAFETY: the caller owns the count; `release` calls `free` once per node that nobody can reach any more.
+    unsafe { rc_skiplist::release(node, |n| free(n, live_nodes)) }
+}
+
+/// Moves a counted anchor right to `new` ([`rc_skiplist::move_anchor`]).
+///
+/// # Safety
+/// `*anchor` is the caller's count; `new` is at or right of it.
+unsafe fn move_anchor<P>(
+    anchor: &mut *mut Node<P>,
+    new: *mut Node<P>,
+    live_nodes: &StdAtomicUsize,
+) {
+    // SAFETY: the caller's contract; nodes freed on the way are freed as in `release`.
+    unsafe { rc_skiplist::move_anchor(anchor, new, |n| free(n, live_nodes)) }
 }
 
 /// State shared by the handles; the nodes themselves are owned through the counts.
@@ -240,34 +213,6 @@ impl Inner {
     }
 }
 
-/// `end(w)` in i128, saturated into i64: a window whose real end is past `i64::MAX` is released only when
-/// every updater closed, which is right, since no timestamp reaches its end.
-fn window_end(spec: &WindowSpec, w: i64) -> i64 {
-    let end = w as i128 * spec.slide() as i128 + spec.offset() as i128 + spec.size() as i128;
-    end.clamp(i64::MIN as i128, i64::MAX as i128) as i64
-}
-
-/// The windows containing `ts` (`lo..=hi`, the same as [`WindowSpec::windows_of_ts`]) and the first ts
-/// after `ts` at which they change. Computed in i128 and clamped, so that no overflow can make an updater
-/// touch a window that does not contain its ts (the release rule's soundness depends on that): near the i64
-/// limits it only drops windows that i64 ids cannot name.
-fn windows_at(spec: &WindowSpec, ts: i64) -> (i64, i64, i64) {
-    let (size, slide, offset) = (
-        spec.size() as i128,
-        spec.slide() as i128,
-        spec.offset() as i128,
-    );
-    let t = ts as i128;
-    // lo: the smallest j with end(j) = j*slide + offset + size > ts; hi: the largest j with start(j) <= ts.
-    let lo = (t - offset - size).div_euclid(slide) + 1;
-    let hi = (t - offset).div_euclid(slide);
-    // The set changes when ts reaches end(lo) (lo moves up) or start(hi + 1) (hi moves up).
-    let change =
-        ((lo * slide + offset + size).min((hi + 1) * slide + offset)).min(i64::MAX as i128);
-    let clamp = |v: i128| v.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
-    (clamp(lo), clamp(hi), change as i64)
-}
-
 /// Builds the handles of a W-Hive; all state lives behind them.
 pub struct WHive;
 
@@ -303,19 +248,15 @@ impl WHive {
         levels: usize,
         #[cfg(loom)] relaxed_progress: bool,
     ) -> Handles<P> {
-        assert!(
-            (1..=MAX_LEVELS).contains(&levels),
-            "levels must be 1..={MAX_LEVELS}"
-        );
-        let head = Box::into_raw(Box::new(Node {
-            window: i64::MIN,
-            height: MAX_LEVELS,
-            // One anchor per handle: every updater's and the output's start at the head. Nobody else holds
-            // it, or the head would keep the whole list alive.
-            refs: AtomicUsize::new(updaters + 1),
-            next: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
-            slots: Box::new([]),
-        }));
+        rc_skiplist::check_levels(levels);
+        // One count per handle: every updater's anchor and the output's cursor start at the head.
+        let head = Box::into_raw(Box::new(Node::head(
+            i64::MIN,
+            Winset {
+                slots: Box::new([]),
+            },
+            updaters + 1,
+        )));
         let inner = Arc::new(Inner {
             spec,
             levels,
@@ -340,7 +281,7 @@ impl WHive {
                 hi: i64::MIN,
                 change_at: i64::MIN,
                 sought: None,
-                rng: 0x9E37_79B9_7F4A_7C15 ^ (u as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03),
+                heights: Heights::seeded(u),
             })
             .collect();
         let out = Output {
@@ -384,7 +325,7 @@ pub struct Updater<P: Default + Send> {
     change_at: i64,
     /// The window `update` was sought for (`None`: the head, valid for every window).
     sought: Option<i64>,
-    rng: u64,
+    heights: Heights,
 }
 
 // SAFETY: an `Updater` is used by one thread at a time (`&mut self`); its raw pointers point at nodes kept
@@ -400,9 +341,10 @@ impl<P: Default + Send> Updater<P> {
         self.id
     }
 
-    /// Progress without data (fix A7): a promise that this updater's future timestamps are `>= ts`. TuMLMC
-    /// updaters call it for every tuple they skip (cheap: a compare, and a Release store when ts grew; the
-    /// index is walked once per window slide). Panics if `ts` is below an earlier ts of this updater.
+    /// Progress without data: a promise that this updater's future timestamps are `>= ts`. TuMLMC updaters
+    /// call it for every tuple they skip, so that an updater whose keys are rare never holds the output back
+    /// (cheap: a compare, and a Release store when ts grew; the index is walked once per window slide).
+    /// Panics if `ts` is below an earlier ts of this updater.
     #[inline]
     pub fn advance(&mut self, ts: i64) {
         assert!(
@@ -435,7 +377,7 @@ impl<P: Default + Send> Updater<P> {
             // Slot `id` is ours alone until the output takes the winset, which it does only once
             // `end(w) <= progress[id]`; our progress is `ts < end(w)` until we store a larger value, which
             // comes after this write (module docs, points 1-2). So no other thread accesses it now.
-            unsafe { (*node).slots[self.id].with_mut(|p| f(w, &mut *p)) };
+            unsafe { (*node).data.slots[self.id].with_mut(|p| f(w, &mut *p)) };
             prev = node;
         }
     }
@@ -452,7 +394,7 @@ impl<P: Default + Send> Updater<P> {
     /// The windows of `ts` changed: recompute them and move the finger to the new first window.
     #[cold]
     fn enter(&mut self, ts: i64) {
-        let (lo, hi, change_at) = windows_at(&self.inner.spec, ts);
+        let (lo, hi, change_at) = self.inner.spec.windows_of_ts_until_change(ts);
         (self.lo, self.hi, self.change_at) = (lo, hi, change_at);
         if lo <= hi && self.sought != Some(lo) {
             self.seek(lo);
@@ -463,42 +405,18 @@ impl<P: Default + Send> Updater<P> {
     /// moves the anchor to `update[levels - 1]`.
     fn seek(&mut self, target: i64) {
         let levels = self.inner.levels;
-        let mut curr = self.anchor;
-        for i in (0..levels).rev() {
-            // SAFETY: `curr` is the anchor or right of it, so alive, and so is every node reached from it
-            // (never unlinked, counted links). Its fields were written before the CAS that linked it, which
-            // our Acquire load of the link synchronises with.
-            unsafe {
-                let mut next = (*curr).next[i].load(Ordering::Acquire);
-                while !next.is_null() && (*next).window < target {
-                    curr = next;
-                    next = (*curr).next[i].load(Ordering::Acquire);
-                }
-            }
-            self.update[i] = curr;
+        // SAFETY: the anchor is counted and precedes every window this updater can still touch (windows
+        // `>= lo`, and `target` is the new `lo`, which never decreases), so its key is below `target`.
+        // `update[levels - 1]` is the anchor or right of it.
+        unsafe {
+            rc_skiplist::search(self.anchor, levels, &target, &mut self.update);
+            move_anchor(
+                &mut self.anchor,
+                self.update[levels - 1],
+                &self.inner.live_nodes,
+            );
         }
         self.sought = Some(target);
-        let new = self.update[levels - 1];
-        if new != self.anchor {
-            // SAFETY: `new` is right of the old anchor, hence alive; count it (Relaxed, as an `Arc` clone: we
-            // hold a count that keeps it alive) before dropping the old anchor's count, which we own.
-            unsafe {
-                (*new).refs.fetch_add(1, Ordering::Relaxed);
-                release(
-                    std::mem::replace(&mut self.anchor, new),
-                    &self.inner.live_nodes,
-                );
-            }
-        }
-    }
-
-    /// A random height in `1..=levels`, geometric with p = 1/2 (xorshift64*).
-    fn height(&mut self) -> usize {
-        self.rng ^= self.rng >> 12;
-        self.rng ^= self.rng << 25;
-        self.rng ^= self.rng >> 27;
-        let bits = self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        (1 + bits.trailing_ones() as usize).min(self.inner.levels)
     }
 
     /// The node of window `w`, inserted after `prev` (a node with a smaller id, or the head) if absent.
@@ -507,19 +425,18 @@ impl<P: Default + Send> Updater<P> {
         loop {
             // SAFETY: `prev` is right of our anchor (or it), so alive, and so is its successor; the Acquire
             // load synchronises with the CAS that linked the successor, so its fields are initialised.
-            let next = unsafe { (*prev).next[0].load(Ordering::Acquire) };
+            let next = unsafe { (*prev).next(0) };
             // SAFETY: as above.
-            let next_w = (!next.is_null()).then(|| unsafe { (*next).window });
+            let next_w = (!next.is_null()).then(|| unsafe { (*next).key });
             if next_w.is_some_and(|n| n < w) {
                 prev = next;
                 continue;
             }
             if next_w == Some(w) {
                 if !fresh.is_null() {
-                    // A13: another updater linked window `w` first; use its node and drop ours.
+                    // Another updater linked window `w` first: use its node and drop ours.
                     // SAFETY: `fresh` was never linked, so nobody else knows it; it came from `Box::into_raw`.
-                    drop(unsafe { Box::from_raw(fresh) });
-                    self.inner.live_nodes.fetch_sub(1, Ordering::Relaxed);
+                    unsafe { free(fresh, &self.inner.live_nodes) };
                 }
                 return next;
             }
@@ -527,67 +444,31 @@ impl<P: Default + Send> Updater<P> {
                 fresh = self.alloc(w);
             }
             // SAFETY: `fresh` is ours until the CAS publishes it; `prev` is alive (above).
-            unsafe {
-                // Relaxed: the CAS below (Release) publishes it. The link `prev -> next` becomes
-                // `fresh -> next` (its count moves with it); `prev -> fresh` is one of `fresh`'s counts.
-                (*fresh).next[0].store(next, Ordering::Relaxed);
-                if (*prev).next[0]
-                    .compare_exchange(next, fresh, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
-                    break;
-                }
+            if unsafe { rc_skiplist::try_link(prev, 0, next, fresh) } {
+                break;
             }
         }
-        // Level 0 won: only we link `fresh` on the upper levels, so no duplicate can appear there.
+        // Level 0 won: only we link `fresh` on the upper levels, so no equal key can appear there.
         // SAFETY: `fresh` is linked and alive: its own uncounted-yet links (`height - 1` of its counts) are
-        // still ours, so it cannot be freed before we link them.
-        let height = unsafe { (*fresh).height };
-        for level in 1..height {
-            self.link(level, fresh, w);
+        // still ours, so it cannot be freed before we link them. `update[level]` precedes our first window
+        // `lo <= w` and is right of our anchor, so it and every node right of it are alive.
+        unsafe {
+            for level in 1..(*fresh).height() {
+                rc_skiplist::link(self.update[level], level, fresh);
+            }
         }
         self.inner.created.fetch_add(1, Ordering::Relaxed);
         fresh
     }
 
     fn alloc(&mut self, w: i64) -> *mut Node<P> {
-        let height = self.height();
-        let node = Box::new(Node {
-            window: w,
-            height,
-            refs: AtomicUsize::new(height),
-            next: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
-            slots: (0..self.inner.progress.len())
-                .map(|_| UnsafeCell::new(P::default()))
-                .collect(),
-        });
+        let height = self.heights.next(self.inner.levels);
+        let slots = (0..self.inner.progress.len())
+            .map(|_| UnsafeCell::new(P::default()))
+            .collect();
+        let node = Box::new(Node::new(w, Winset { slots }, height));
         self.inner.live_nodes.fetch_add(1, Ordering::Relaxed);
         Box::into_raw(node)
-    }
-
-    /// Links `node` (window `w`, already on level 0) on `level`, after `update[level]` and any nodes with a
-    /// smaller id linked there since.
-    fn link(&mut self, level: usize, node: *mut Node<P>, w: i64) {
-        let mut from = self.update[level];
-        // SAFETY: `update[level]` precedes our first window `lo <= w` and is right of our anchor, so it and
-        // every node right of it are alive; `node` holds the count for this link until the CAS hands it over.
-        unsafe {
-            loop {
-                let next = (*from).next[level].load(Ordering::Acquire);
-                if !next.is_null() && (*next).window < w {
-                    from = next;
-                    continue;
-                }
-                // `next` is null or has a larger id: window `w` is linked on upper levels by us only.
-                (*node).next[level].store(next, Ordering::Relaxed);
-                if (*from).next[level]
-                    .compare_exchange(next, node, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
-                    return;
-                }
-            }
-        }
     }
 }
 
@@ -641,13 +522,13 @@ impl<P: Default + Send> Output<P> {
     /// The next released winset, [`Next::Pending`] or [`Next::End`]. Never waits.
     pub fn next_ready(&mut self) -> Next<P> {
         // SAFETY: `cur` is counted, so alive, and so is its successor.
-        let mut next = unsafe { (*self.cur).next[0].load(Ordering::Acquire) };
+        let mut next = unsafe { (*self.cur).next(0) };
         if !self.released(next) {
             self.watermark = self.scan();
             // Reload after the scan: point 3 of the module docs needs the list load to follow the Acquire
             // loads of the progress it is checked against.
             // SAFETY: as above.
-            next = unsafe { (*self.cur).next[0].load(Ordering::Acquire) };
+            next = unsafe { (*self.cur).next(0) };
             if next.is_null() {
                 return if self.watermark == i64::MAX {
                     Next::End
@@ -665,20 +546,15 @@ impl<P: Default + Send> Output<P> {
         let (window, parts) = unsafe {
             let node = &*next;
             let parts = node
+                .data
                 .slots
                 .iter()
                 .map(|s| s.with_mut(|p| std::mem::take(&mut *p)))
                 .collect();
-            (node.window, parts)
+            (node.key, parts)
         };
-        // SAFETY: `next` is alive (above): count it before dropping our count of the old cursor.
-        unsafe {
-            (*next).refs.fetch_add(1, Ordering::Relaxed);
-            release(
-                std::mem::replace(&mut self.cur, next),
-                &self.inner.live_nodes,
-            );
-        }
+        // SAFETY: the cursor is our count and `next` is right of it.
+        unsafe { move_anchor(&mut self.cur, next, &self.inner.live_nodes) };
         self.inner.taken.fetch_add(1, Ordering::Relaxed);
         Next::Winset(window, parts)
     }
@@ -713,10 +589,17 @@ impl<P: Default + Send> Output<P> {
         &self.inner.spec
     }
 
-    /// Whether `next` is a winset every updater is past by the current `watermark`.
+    /// Whether `next` is a winset every updater is past by the current `watermark`. A window whose end lies
+    /// past `i64::MAX` ends at `i64::MAX` ([`WindowSpec::window_end_saturating`]): it is released only once
+    /// every updater closed.
     fn released(&self, next: *mut Node<P>) -> bool {
         // SAFETY: a non-null successor of our cursor is alive (counted link).
-        !next.is_null() && window_end(&self.inner.spec, unsafe { (*next).window }) <= self.watermark
+        !next.is_null()
+            && self
+                .inner
+                .spec
+                .window_end_saturating(unsafe { (*next).key })
+                <= self.watermark
     }
 
     /// `min_u progress[u]` (Acquire: synchronises with each updater's Release store, module docs); `i64::MAX`
@@ -735,298 +618,5 @@ impl<P: Default + Send> Drop for Output<P> {
     fn drop(&mut self) {
         // SAFETY: the cursor is this handle's count; the updaters free the rest as they pass.
         unsafe { release(self.cur, &self.inner.live_nodes) };
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use std::sync::atomic::AtomicIsize;
-
-    fn spec(size: i64, slide: i64) -> WindowSpec {
-        WindowSpec::new(size, Some(slide), 0).unwrap()
-    }
-
-    /// All winsets released now, and whether the end was reached.
-    fn drain<P: Default + Send>(out: &mut Output<P>) -> (Vec<(i64, Vec<P>)>, bool) {
-        let mut got = vec![];
-        loop {
-            match out.next_ready() {
-                Next::Winset(w, p) => got.push((w, p)),
-                Next::Pending => return (got, false),
-                Next::End => return (got, true),
-            }
-        }
-    }
-
-    fn two<P: Default + Send>(
-        spec: WindowSpec,
-        levels: usize,
-    ) -> (Updater<P>, Updater<P>, Output<P>) {
-        let (mut ups, out) = WHive::with_levels(spec, 2, levels);
-        let b = ups.pop().unwrap();
-        let a = ups.pop().unwrap();
-        (a, b, out)
-    }
-
-    #[test]
-    fn windows_at_matches_the_spec() {
-        for (size, slide, offset) in [(1, 1, 0), (10, 3, 0), (30, 3, 2), (12, 12, 5), (7, 2, 1)] {
-            let s = WindowSpec::new(size, Some(slide), offset).unwrap();
-            for ts in -100..100 {
-                let (lo, hi, change) = windows_at(&s, ts);
-                assert_eq!(
-                    (lo, hi),
-                    s.windows_of_ts(ts),
-                    "{size}/{slide}/{offset} at {ts}"
-                );
-                assert!(change > ts);
-                for t in ts..change {
-                    assert_eq!(s.windows_of_ts(t), (lo, hi));
-                }
-                assert_ne!(s.windows_of_ts(change), (lo, hi));
-                assert_eq!(window_end(&s, lo - 1), s.window_end(lo - 1));
-                assert!(s.window_end(lo - 1) <= ts && ts < s.window_end(lo));
-            }
-        }
-        // Near the limits nothing overflows, and every window named contains the ts.
-        let s = spec(10, 3);
-        for ts in [i64::MIN, i64::MIN + 1, i64::MAX - 1, i64::MAX] {
-            let (lo, hi, _) = windows_at(&s, ts);
-            for w in lo..=hi {
-                assert!(window_end(&s, w) > ts || window_end(&s, w) == i64::MAX);
-            }
-        }
-    }
-
-    /// Half-open windows: ts = end(j) is not in j, and j is released exactly when every updater reached end(j).
-    #[test]
-    fn release_rule_is_half_open_and_waits_for_every_updater() {
-        let (mut a, mut b, mut out) = two::<u32>(spec(10, 10), 3);
-        a.update(5, |w, p| {
-            assert_eq!(w, 0);
-            *p += 1
-        });
-        assert_eq!(drain(&mut out), (vec![], false)); // b has not started
-        b.advance(9);
-        a.advance(9);
-        assert_eq!(drain(&mut out), (vec![], false)); // 9 < end(0) = 10
-        b.advance(10);
-        assert_eq!(drain(&mut out), (vec![], false)); // a is at 9
-        a.update(10, |w, p| {
-            assert_eq!(w, 1); // ts 10 is in window 1, not 0
-            *p += 10
-        });
-        assert_eq!(drain(&mut out), (vec![(0, vec![1, 0])], false));
-        b.update(19, |_, p| *p += 100);
-        a.advance(20);
-        assert_eq!(drain(&mut out), (vec![], false)); // b at 19 < end(1) = 20
-        b.advance(20);
-        assert_eq!(drain(&mut out), (vec![(1, vec![10, 100])], false));
-        drop((a, b));
-        assert_eq!(drain(&mut out), (vec![], true));
-        assert_eq!(drain(&mut out), (vec![], true));
-    }
-
-    #[test]
-    fn out_of_order_creation_by_different_updaters() {
-        for levels in 1..=MAX_LEVELS {
-            let (mut ups, mut out) = WHive::with_levels::<Vec<i64>>(spec(10, 10), 3, levels);
-            let mut c = ups.pop().unwrap();
-            let mut b = ups.pop().unwrap();
-            let mut a = ups.pop().unwrap();
-            b.update(55, |_, p| p.push(55)); // window 5 first
-            b.update(72, |_, p| p.push(72)); // then 7
-            a.update(21, |_, p| p.push(21)); // then 2, before both
-            a.update(61, |_, p| p.push(61)); // 6, between
-            c.update(40, |_, p| p.push(40)); // 4, between 2 and 5
-            c.update(57, |_, p| p.push(57)); // 5 again: c's slot of b's node
-            assert_eq!(out.live_winsets(), 5);
-            c.close();
-            b.advance(80);
-            // a is at 61: windows 2, 4, 5 (end 60) are released, 6 (end 70) is not.
-            let (got, _) = drain(&mut out);
-            assert_eq!(
-                got,
-                vec![
-                    (2, vec![vec![21], vec![], vec![]]),
-                    (4, vec![vec![], vec![], vec![40]]),
-                    (5, vec![vec![], vec![55], vec![57]]),
-                ]
-            );
-            drop((a, b));
-            assert_eq!(
-                drain(&mut out),
-                (
-                    vec![
-                        (6, vec![vec![61], vec![], vec![]]),
-                        (7, vec![vec![], vec![72], vec![]]),
-                    ],
-                    true
-                )
-            );
-        }
-    }
-
-    #[test]
-    fn close_releases_and_end_follows() {
-        let (mut a, b, mut out) = two::<u32>(spec(4, 2), 2);
-        a.update(1, |_, p| *p += 1); // windows -1 [-2, 2) and 0 [0, 4)
-        a.update(3, |_, p| *p += 1); // windows 0 and 1 [2, 6)
-        assert_eq!(drain(&mut out), (vec![], false));
-        b.close();
-        // a is at 3: window -1 (end 2) is released, 0 (end 4) is not.
-        assert_eq!(drain(&mut out), (vec![(-1, vec![1, 0])], false));
-        a.close();
-        let (got, end) = drain(&mut out);
-        assert_eq!(got, vec![(0, vec![2, 0]), (1, vec![1, 0])]);
-        assert!(end);
-        assert_eq!(out.live_winsets(), 0);
-    }
-
-    #[test]
-    fn sliding_windows_several_per_ts_ascending() {
-        // Brief 000 §1.1: ts = 31, WS = 30, WA = 3 -> windows 1..=10.
-        let (mut ups, mut out) = WHive::new::<Vec<i64>>(spec(30, 3), 1);
-        let mut seen = vec![];
-        ups[0].update(31, |w, p| {
-            seen.push(w);
-            p.push(31)
-        });
-        assert_eq!(seen, (1..=10).collect::<Vec<_>>());
-        ups[0].update(32, |_, p| p.push(32));
-        ups[0].update(33, |_, p| p.push(33)); // windows 2..=11
-        drop(ups);
-        let (got, end) = drain(&mut out);
-        assert!(end);
-        let ids: Vec<i64> = got.iter().map(|(w, _)| *w).collect();
-        assert_eq!(ids, (1..=11).collect::<Vec<_>>());
-        assert_eq!(got[0].1, vec![vec![31, 32]]);
-        assert_eq!(got[5].1, vec![vec![31, 32, 33]]);
-        assert_eq!(got[10].1, vec![vec![33]]);
-    }
-
-    #[test]
-    fn negative_timestamps_and_gaps() {
-        let (mut ups, mut out) = WHive::new::<u32>(spec(10, 5), 1);
-        ups[0].update(-7, |_, p| *p += 1); // windows -3 [-15, -5) and -2 [-10, 0)
-        ups[0].update(1_000_000, |_, p| *p += 1); // windows 199_999 and 200_000: no nodes for the gap
-        assert_eq!(out.live_winsets(), 4);
-        let (got, end) = drain(&mut out);
-        assert_eq!(got, vec![(-3, vec![1]), (-2, vec![1])]);
-        assert!(!end);
-        drop(ups);
-        let (got, end) = drain(&mut out);
-        assert_eq!(got, vec![(199_999, vec![1]), (200_000, vec![1])]);
-        assert!(end);
-    }
-
-    #[test]
-    fn no_updaters_is_the_end() {
-        let (ups, mut out) = WHive::new::<u32>(spec(10, 10), 0);
-        assert!(ups.is_empty());
-        assert_eq!(out.next_ready(), Next::End);
-    }
-
-    #[test]
-    #[should_panic(expected = "must not decrease")]
-    fn decreasing_timestamps_panic() {
-        let (mut ups, _out) = WHive::new::<u32>(spec(10, 10), 1);
-        ups[0].update(5, |_, _| {});
-        ups[0].update(4, |_, _| {});
-    }
-
-    #[test]
-    fn a_panicking_updater_closes_and_poisons() {
-        let (mut ups, mut out) = WHive::new::<u32>(spec(10, 10), 2);
-        let a = ups.remove(0);
-        let r = std::thread::spawn(move || {
-            let mut a = a;
-            a.update(3, |_, p| *p += 1);
-            panic!("boom");
-        })
-        .join();
-        assert!(r.is_err());
-        assert!(out.poisoned());
-        drop(ups);
-        assert_eq!(drain(&mut out), (vec![(0, vec![1, 0])], true));
-        assert!(out.poisoned());
-    }
-
-    static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-    /// A partial counting its instances (every node has one per updater, so nodes are counted too).
-    struct Tracked(u64);
-
-    impl Default for Tracked {
-        fn default() -> Self {
-            LIVE.fetch_add(1, Ordering::Relaxed);
-            Tracked(0)
-        }
-    }
-
-    impl Drop for Tracked {
-        fn drop(&mut self) {
-            LIVE.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Allocations equal frees, whoever drops first; shells do not pile up while the output keeps up; a long
-    /// unreleased list is freed without overflowing the stack. One test, since `LIVE` is global.
-    #[test]
-    fn every_node_is_freed() {
-        for levels in 1..=MAX_LEVELS {
-            // Lockstep updaters and a draining output: memory stays flat.
-            let (mut a, mut b, mut out) = two::<Tracked>(spec(20, 5), levels);
-            let mut max_nodes = 0;
-            for ts in 0..10_000 {
-                a.update(ts, |_, p| p.0 += 1);
-                if ts % 3 == 0 {
-                    b.update(ts, |_, p| p.0 += 1);
-                } else {
-                    b.advance(ts);
-                }
-                while let Next::Winset(..) = out.next_ready() {}
-                max_nodes = max_nodes.max(out.live_nodes());
-            }
-            // 4 live windows per ts, plus the anchors' slack (at most the nodes between two tall ones).
-            eprintln!("levels {levels}: at most {max_nodes} nodes");
-            assert!(max_nodes < 100, "levels {levels}: {max_nodes} nodes");
-            drop(a);
-            assert!(matches!(out.next_ready(), Next::Pending));
-            drop(b);
-            let (got, end) = drain(&mut out);
-            assert!(end && got.len() == 4);
-            drop(got);
-            // Only the output's cursor is left.
-            assert_eq!(out.live_nodes(), 1);
-            assert_eq!(out.live_winsets(), 0);
-            drop(out);
-            assert_eq!(LIVE.load(Ordering::Relaxed), 0, "levels {levels}");
-        }
-        // The output dropped first, updaters later; and updaters dropped with nothing released.
-        for output_first in [true, false] {
-            let (mut a, mut b, out) = two::<Tracked>(spec(10, 2), 2);
-            for ts in 0..1000 {
-                a.update(ts, |_, p| p.0 += 1);
-                b.update(ts / 2, |_, p| p.0 += 1);
-            }
-            if output_first {
-                drop(out);
-                drop((a, b));
-            } else {
-                drop((a, b));
-                drop(out);
-            }
-            assert_eq!(LIVE.load(Ordering::Relaxed), 0);
-        }
-        // 200k unreleased winsets (one updater never starts), dropped iteratively.
-        let (mut a, b, out) = two::<Tracked>(spec(1, 1), 4);
-        for ts in 0..200_000 {
-            a.update(ts, |_, p| p.0 += 1);
-        }
-        assert_eq!(out.live_winsets(), 200_000);
-        drop((a, b, out));
-        assert_eq!(LIVE.load(Ordering::Relaxed), 0);
     }
 }

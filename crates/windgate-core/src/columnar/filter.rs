@@ -6,7 +6,7 @@ use arrow_schema::SchemaRef;
 use super::expr::{BoundPredicate, Predicate};
 use super::value::{Params, Value};
 use super::{Bound, Chunk, ColumnarOp, check_schema};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::runtime::pipeline::Stateless;
 
 /// Keeps the rows where `predicate` is true (null counts as false).
@@ -64,7 +64,8 @@ impl Stateless<Chunk> for FilterOp {
             out.push(Chunk::new(batch));
         } else if kept > 0 {
             let mask = BooleanArray::new(mask, None);
-            let filtered = arrow_select::filter::filter_record_batch(&batch, &mask)?;
+            let filtered =
+                arrow_select::filter::filter_record_batch(&batch, &mask).map_err(Error::output)?;
             out.push(Chunk::new(filtered));
         }
         Ok(())

@@ -223,7 +223,7 @@ impl KeyedOp for LastNOp {
         cols.push(self.time.array(out.times)?);
         cols.push(self.values.decode(out.values.iter())?.remove(0));
         cols.push(self.values.decode(out.before.iter())?.remove(0));
-        Ok(RecordBatch::try_new(self.output.clone(), cols)?)
+        RecordBatch::try_new(self.output.clone(), cols).map_err(Error::output)
     }
 
     fn row(&self, st: &mut Self::State, ctx: &PartCtx, r: usize, out: &mut LastNOut) -> Result<()> {

@@ -12,7 +12,7 @@ use arrow_array::RecordBatch;
 use arrow_row::{Row, Rows};
 
 use super::order::{SortKey, take};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// One part's output, sorted.
 #[derive(Debug, Clone)]
@@ -123,7 +123,8 @@ pub(crate) fn merge(mut runs: Vec<Run>) -> Result<(RecordBatch, Vec<u32>)> {
     }
     let batches: Vec<&RecordBatch> = runs.iter().map(|r| &r.batch).collect();
     Ok((
-        arrow_select::interleave::interleave_record_batch(&batches, &order)?,
+        arrow_select::interleave::interleave_record_batch(&batches, &order)
+            .map_err(Error::output)?,
         at,
     ))
 }

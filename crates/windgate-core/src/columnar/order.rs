@@ -6,7 +6,7 @@ use arrow_array::{RecordBatch, UInt32Array};
 use arrow_row::Rows;
 use arrow_schema::{Schema, SortOptions};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::keys::RowCodec;
 
 /// A sort order over some output columns.
@@ -63,5 +63,5 @@ impl SortKey {
 /// The rows of `batch` at `indices`, in that order.
 pub(crate) fn take(batch: &RecordBatch, indices: &[u32]) -> Result<RecordBatch> {
     let idx = UInt32Array::from(indices.to_vec());
-    Ok(arrow_select::take::take_record_batch(batch, &idx)?)
+    arrow_select::take::take_record_batch(batch, &idx).map_err(Error::output)
 }

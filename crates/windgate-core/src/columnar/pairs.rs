@@ -154,11 +154,7 @@ impl PairsOp {
             return Ok(None);
         }
         let take = |arr: &ArrayRef, idx: Vec<u32>| -> Result<ArrayRef> {
-            Ok(arrow_select::take::take(
-                arr,
-                &UInt32Array::from(idx),
-                None,
-            )?)
+            arrow_select::take::take(arr, &UInt32Array::from(idx), None).map_err(Error::output)
         };
         let mut cols = Vec::with_capacity(batch.num_columns() + 1);
         for (i, c) in batch.columns().iter().enumerate() {
@@ -169,7 +165,9 @@ impl PairsOp {
                 cols.push(take(c, src.clone())?);
             }
         }
-        Ok(Some(RecordBatch::try_new(self.output.clone(), cols)?))
+        Ok(Some(
+            RecordBatch::try_new(self.output.clone(), cols).map_err(Error::output)?,
+        ))
     }
 }
 

@@ -125,7 +125,9 @@ impl Stateless<Chunk> for ProjectOp {
             .iter()
             .map(|(param, e)| e.evaluate(&batch, param))
             .collect::<Result<Vec<_>>>()?;
-        out.push(Chunk::new(RecordBatch::try_new(self.output.clone(), cols)?));
+        out.push(Chunk::new(
+            RecordBatch::try_new(self.output.clone(), cols).map_err(Error::output)?,
+        ));
         Ok(())
     }
 }

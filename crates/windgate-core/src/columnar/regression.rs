@@ -308,7 +308,7 @@ impl KeyedOp for FitOp {
         cols.push(Arc::new(Int64Array::from(out.points)));
         cols.push(Arc::new(Float64Array::from(out.slopes)));
         cols.push(Arc::new(Float64Array::from(out.intercepts)));
-        Ok(RecordBatch::try_new(self.output.clone(), cols)?)
+        RecordBatch::try_new(self.output.clone(), cols).map_err(Error::output)
     }
 
     fn row(&self, st: &mut Fits, ctx: &PartCtx, r: usize, _out: &mut FitOut) -> Result<()> {

@@ -126,7 +126,9 @@ impl Stateful<Chunk> for MeanOp {
         }
         let mut cols = batch.columns().to_vec();
         cols.push(Arc::new(Float64Array::from(means)));
-        out.push(Chunk::new(RecordBatch::try_new(self.output.clone(), cols)?));
+        out.push(Chunk::new(
+            RecordBatch::try_new(self.output.clone(), cols).map_err(Error::output)?,
+        ));
         Ok(())
     }
 }

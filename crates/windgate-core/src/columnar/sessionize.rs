@@ -322,14 +322,11 @@ impl KeyedOp for SessionOp {
         if let (Some(codec), Some(item)) = (&self.values, &self.list_field) {
             let values = codec.decode(out.values.iter())?.remove(0);
             let offsets = OffsetBuffer::new(out.offsets.into());
-            cols.push(Arc::new(ListArray::try_new(
-                item.clone(),
-                offsets,
-                values,
-                None,
-            )?));
+            cols.push(Arc::new(
+                ListArray::try_new(item.clone(), offsets, values, None).map_err(Error::output)?,
+            ));
         }
-        Ok(RecordBatch::try_new(self.output.clone(), cols)?)
+        RecordBatch::try_new(self.output.clone(), cols).map_err(Error::output)
     }
 
     fn row(&self, st: &mut Sessions, ctx: &PartCtx, r: usize, out: &mut SessionOut) -> Result<()> {

@@ -238,7 +238,7 @@ impl KeyedOp for CountOp {
             cols.push(t.array(ends)?);
         }
         cols.push(Arc::new(Int64Array::from(out.counts)));
-        Ok(RecordBatch::try_new(self.output.clone(), cols)?)
+        RecordBatch::try_new(self.output.clone(), cols).map_err(Error::output)
     }
 
     fn row(&self, st: &mut Windows, ctx: &PartCtx, r: usize, _out: &mut CountOut) -> Result<()> {

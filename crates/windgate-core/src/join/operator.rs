@@ -200,7 +200,7 @@ impl BandJoiner {
         let batch = match batches.len() {
             0 => RecordBatch::new_empty(schema.clone()),
             1 => batches.pop().expect("one"),
-            _ => arrow_select::concat::concat_batches(schema, &batches)?,
+            _ => arrow_select::concat::concat_batches(schema, &batches).map_err(Error::output)?,
         };
         self.push(&batch, side)
     }
@@ -257,11 +257,15 @@ impl BandJoiner {
             ));
         }
         let r = f(self);
-        // An interruption can come while the threads are mid-flight (or between two tuples of a release): the
-        // state is then unknown, so the joiner refuses further work. The error itself goes back unchanged, so
-        // the bindings raise the signal handler's exception.
+        // An interruption can come while the threads are mid-flight (or between two tuples of a release), and
+        // an internal error while the output is being built: the state is then unknown, so the joiner refuses
+        // further work. The error itself goes back unchanged, so the bindings raise the signal handler's
+        // exception.
         if let Err(e) = &r
-            && matches!(e.kind(), ErrorKind::Poisoned | ErrorKind::Interrupted)
+            && matches!(
+                e.kind(),
+                ErrorKind::Poisoned | ErrorKind::Internal | ErrorKind::Interrupted
+            )
         {
             self.poisoned = Some(e.clone());
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, new_null_array};
 use arrow_schema::{Field, Schema, SchemaRef};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 use super::operator::BandJoiner;
 use super::options::{JoinHow, Semantics};
@@ -79,7 +79,11 @@ impl BandJoiner {
                 })
                 .collect();
             let any_null = side == Side::Right && pairs.iter().any(|p| p.right == OutPair::NO_ROW);
-            let time_idx = st.schema.schema.index_of(&st.schema.time)?;
+            let time_idx = st
+                .schema
+                .schema
+                .index_of(&st.schema.time)
+                .map_err(Error::output)?;
             for (col, field) in st.schema.schema.fields().iter().enumerate() {
                 let null_row = any_null.then(|| new_null_array(field.data_type(), 1));
                 let arrays: Vec<&dyn Array> = st
@@ -88,7 +92,8 @@ impl BandJoiner {
                     .map(|(_, b, _)| b.column(col).as_ref())
                     .chain(null_row.as_deref())
                     .collect();
-                let picked = arrow_select::interleave::interleave(&arrays, &picks)?;
+                let picked =
+                    arrow_select::interleave::interleave(&arrays, &picks).map_err(Error::output)?;
                 if col == time_idx {
                     ts[side.index()] = crate::arrow_io::as_i64(&picked, &st.schema.time)?.to_vec();
                 }
@@ -112,7 +117,7 @@ impl BandJoiner {
             Arc::new(max_ts),
             &time_type,
         )?);
-        Ok(RecordBatch::try_new(schema, columns)?)
+        RecordBatch::try_new(schema, columns).map_err(Error::output)
     }
 
     /// Drops leading input batches whose rows can no longer be part of a pair (memory stays

@@ -99,9 +99,9 @@ impl RowCodec {
 
     /// Columns back from encoded rows (bytes this codec produced).
     pub fn decode<'a>(&self, rows: impl IntoIterator<Item = &'a [u8]>) -> Result<Vec<ArrayRef>> {
-        Ok(self
-            .converter
-            .convert_rows(rows.into_iter().map(|b| self.parser.parse(b)))?)
+        self.converter
+            .convert_rows(rows.into_iter().map(|b| self.parser.parse(b)))
+            .map_err(Error::output)
     }
 
     /// The output fields of the decoded columns (nullable).

@@ -14,7 +14,7 @@ use hashbrown::{HashMap, HashTable};
 use std::hash::BuildHasher;
 
 use crate::arrow_io::as_i64;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 const DENSE: usize = 1 << 16;
 const NO_KEY: u32 = u32::MAX;
@@ -230,7 +230,7 @@ impl KeyDict {
         };
         let parser = converter.parser();
         let rows: Vec<_> = ids.iter().map(|&id| parser.parse(self.bytes(id))).collect();
-        Ok(converter.convert_rows(rows)?)
+        converter.convert_rows(rows).map_err(Error::output)
     }
 
     /// Forgets every key whose `live[id]` is false (keys that hold no open state) and renumbers the rest

@@ -1,39 +1,41 @@
-//! ScaleGate (seed 002, brief 002 §2): a lock-free multi-level list that merges any number of key-sorted
-//! sources into one key-sorted stream of *ready* items, which every reader receives (a broadcast, not a work
-//! queue).
+//! ScaleGate, as in Gulisano, Nikolakopoulos, Papatriantafilou, Tsigas, *ScaleJoin: a Deterministic,
+//! Disjoint-Parallel and Skew-Resilient Stream Join* (Algorithm 2): a lock-free multi-level list that merges
+//! any number of key-sorted sources into one key-sorted stream of *ready* items, which every reader receives (a
+//! broadcast, not a work queue).
 //!
 //! An item is ready once its source has published a later one: no source can then deliver a smaller key,
 //! because each source's keys are non-decreasing and every open source's latest item is still in the list,
 //! ahead of every reader. This is what makes a parallel consumer deterministic without a sequential merge
-//! thread (brief 002 §1.3).
+//! thread (`docs/architecture.md`, "Contracts": determinism).
 //!
-//! Departures from the paper, all from the brief's design notes:
+//! The list itself (nodes, reference counts, the release cascade, anchors, searches and links) is the one
+//! W-Hive uses too: `crate::sync::rc_skiplist`, whose docs give the reclamation argument. This module keeps
+//! what a node carries, the block allocator, and the readiness rule.
+//!
+//! Departures from the paper:
 //! * **Handles, not ids.** [`ScaleGate::new`] returns one [`Source`] per source and one [`Reader`] per reader;
 //!   each owns its thread-local state (`update[]`, `head`), so two threads can never share an id.
-//! * **Dummies** (§2.4): each source starts with a dummy node of key `Min` as its `written` entry, so readers
-//!   wait for *every* source to publish once, instead of needing a start-up barrier.
+//! * **Dummies**: each source starts with a dummy node of key `Min` as its `written` entry, so readers wait
+//!   for *every* source to publish once, instead of needing a start-up barrier.
 //! * **Markers** ([`Source::advance`]): a source can promise "nothing below this key" without an item, which
-//!   releases its latest item (a watermark; brief 002 §3.6's progress markers). Readers skip them.
+//!   releases its latest item (a watermark, or progress marker). Readers skip them.
 //! * **End of stream** ([`Source::close`]): an `Eos` node of key `Max` and a null `written` entry, so the
 //!   source's last item becomes ready. A reader that reaches an `Eos` node has seen everything (every open
 //!   source keeps a node with a smaller key in the list ahead of all readers).
-//! * **Reclamation** (§2.5): intrusive reference counts. A node is counted once per link pointing at it, once
-//!   per reader whose anchor it is and once per source whose anchor (`update[top]`) it is. Nodes are never
-//!   unlinked, so every node to the right of a live anchor is reachable from it and alive: traversal needs no
-//!   hazard pointers, and a node is freed by the `release` that drops its count to zero, which cascades right
-//!   iteratively (a long list must not overflow the stack).
+//! * **Reclamation**: the paper lets a garbage collector free the prefix that no thread's local view reaches,
+//!   and points to lock-free reference counting for unmanaged languages; here intrusive reference counts
+//!   (`crate::sync::rc_skiplist`). A node is counted once per link pointing at it, once per reader whose
+//!   anchor it is and once per source whose anchor (`update[top]`) it is.
 
 use std::mem::MaybeUninit;
 use std::ptr;
 
 use crossbeam_utils::CachePadded;
-use smallvec::SmallVec;
 
+use crate::sync::rc_skiplist::{self, Heights};
 use crate::sync::{Arc, AtomicPtr, AtomicUsize, Ordering};
 
-/// Levels of the list. Sources search from their own previous position, so few levels suffice (brief 002
-/// §2.2: 4-8).
-pub const MAX_LEVELS: usize = 4;
+pub use crate::sync::rc_skiplist::MAX_LEVELS;
 
 /// A reader moves its reference-counted anchor only every `ANCHOR_STRIDE` nodes (or when it has to wait):
 /// two atomic read-modify-writes per node and reader would make readers fight over every node's count.
@@ -57,20 +59,17 @@ enum Kind {
     Eos,
 }
 
-struct Node<K, T> {
-    key: Bound<K>,
+/// What a ScaleGate node carries beside its key.
+struct Entry<K, T> {
     /// `Some` exactly for `Kind::Item`; written before the node is linked and never changed after.
     value: Option<T>,
     kind: Kind,
     source: u32,
-    height: usize,
-    /// Links + anchors pointing at this node (module docs).
-    refs: AtomicUsize,
-    /// `next[i]` for `i < height`; null is the end of the list.
-    next: [AtomicPtr<Node<K, T>>; MAX_LEVELS],
     /// The block the node lives in.
     block: *mut Block<K, T>,
 }
+
+type Node<K, T> = rc_skiplist::Node<Bound<K>, Entry<K, T>>;
 
 /// Nodes are carved out of blocks of `BLOCK_NODES`, one block per source at a time: a malloc and a free per
 /// node made the writers and the freeing readers queue on the allocator's lock.
@@ -96,14 +95,8 @@ impl<K, T> Arena<K, T> {
         }
     }
 
-    fn alloc(
-        &mut self,
-        key: Bound<K>,
-        value: Option<T>,
-        kind: Kind,
-        source: u32,
-        height: usize,
-    ) -> *mut Node<K, T> {
+    /// A node made by `make` (given the block it will live in), in this arena's next slot.
+    fn alloc(&mut self, make: impl FnOnce(*mut Block<K, T>) -> Node<K, T>) -> *mut Node<K, T> {
         if self.next == BLOCK_NODES {
             self.retire();
             let block = Block {
@@ -118,17 +111,7 @@ impl<K, T> Arena<K, T> {
         unsafe {
             let slot = (*self.block).slots[self.next].as_mut_ptr();
             self.next += 1;
-            slot.write(Node {
-                key,
-                value,
-                kind,
-                source,
-                height,
-                // The `height` links it is about to get; anchors add their own.
-                refs: AtomicUsize::new(height),
-                next: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
-                block: self.block,
-            });
+            slot.write(make(self.block));
             slot
         }
     }
@@ -165,36 +148,36 @@ unsafe fn block_release<K, T>(block: *mut Block<K, T>, n: usize) {
     }
 }
 
-/// Drops one count of `node`; frees it at zero, which drops the counts its links hold, iteratively.
+/// Frees a node whose count reached zero: drops it in place and gives its slot back to its block.
 ///
 /// # Safety
-/// The caller owns one count of `node` (a link of a node being freed, or an anchor).
-unsafe fn release<K, T>(node: *mut Node<K, T>) {
-    let mut work: SmallVec<[*mut Node<K, T>; 8]> = SmallVec::new();
-    work.push(node);
-    while let Some(n) = work.pop() {
-        // SAFETY: we own one count of `n`, so it is alive until the decrement below.
-        let last = unsafe { (*n).refs.fetch_sub(1, Ordering::AcqRel) } == 1;
-        if !last {
-            continue;
-        }
-        // SAFETY: the count reached zero: no link, reader or source refers to `n` any more, and nobody can
-        // reach it (every path to it went through a link or anchor that counted). The AcqRel decrement orders
-        // every earlier use of `n` before this free. The node was written by `Arena::alloc` and is dropped
-        // exactly once, here; its block outlives it (the node is one of the block's counts).
-        unsafe {
-            let node = &*n;
-            for i in 0..node.height {
-                let next = node.next[i].load(Ordering::Acquire);
-                if !next.is_null() {
-                    work.push(next);
-                }
-            }
-            let block = node.block;
-            ptr::drop_in_place(n);
-            block_release(block, 1);
-        }
+/// Nobody can reach `node` any more; `Arena::alloc` wrote it, and it is freed once.
+unsafe fn free<K, T>(node: *mut Node<K, T>) {
+    // SAFETY: the caller's contract. The block outlives the node: the node is one of the block's counts,
+    // dropped after it.
+    unsafe {
+        let block = (*node).data.block;
+        ptr::drop_in_place(node);
+        block_release(block, 1);
     }
+}
+
+/// Drops one count of `node`, freeing what reaches zero ([`rc_skiplist::release`]).
+///
+/// # Safety
+/// The caller owns one count of `node` (an anchor).
+unsafe fn release<K, T>(node: *mut Node<K, T>) {
+    // SAFETY: the caller owns the count; `release` calls `free` once per node that nobody can reach any more.
+    unsafe { rc_skiplist::release(node, |n| free(n)) }
+}
+
+/// Moves a counted anchor right to `new` ([`rc_skiplist::move_anchor`]).
+///
+/// # Safety
+/// `*anchor` is the caller's count; `new` is at or right of it.
+unsafe fn move_anchor<K, T>(anchor: &mut *mut Node<K, T>, new: *mut Node<K, T>) {
+    // SAFETY: the caller's contract; nodes freed on the way are freed as in `release`.
+    unsafe { rc_skiplist::move_anchor(anchor, new, |n| free(n)) }
 }
 
 type Link<K, T> = AtomicPtr<Node<K, T>>;
@@ -242,27 +225,34 @@ impl ScaleGate {
     /// ```
     #[allow(clippy::new_ret_no_self)]
     pub fn new<K: Ord + Copy, T>(sources: usize, readers: usize, levels: usize) -> Handles<K, T> {
-        assert!(
-            (1..=MAX_LEVELS).contains(&levels),
-            "levels must be 1..={MAX_LEVELS}"
-        );
+        rc_skiplist::check_levels(levels);
         let mut arena = Arena::new();
-        let head = arena.alloc(Bound::Min, None, Kind::Head, u32::MAX, MAX_LEVELS);
-        // SAFETY: `head` is fresh and not shared yet. Its count: one anchor per handle (it has no incoming
-        // links). The gate itself holds none, or the head would keep the whole list alive: the list is freed
-        // by the drops of the handles' anchors.
-        unsafe {
-            (*head)
-                .refs
-                .store((sources + readers).max(1), Ordering::Relaxed)
-        };
+        // One count per handle: every handle's anchor starts at the head. With no handle at all, one count
+        // that is dropped below.
+        let head = arena.alloc(|block| {
+            let entry = Entry {
+                value: None,
+                kind: Kind::Head,
+                source: u32::MAX,
+                block,
+            };
+            Node::head(Bound::Min, entry, (sources + readers).max(1))
+        });
         // One dummy per source, linked at level 0 right after the head, in source order.
         let mut written = Vec::with_capacity(sources);
         let mut prev = head;
         for j in 0..sources {
-            let dummy = arena.alloc(Bound::Min, None, Kind::Dummy, j as u32, 1);
+            let dummy = arena.alloc(|block| {
+                let entry = Entry {
+                    value: None,
+                    kind: Kind::Dummy,
+                    source: j as u32,
+                    block,
+                };
+                Node::new(Bound::Min, entry, 1)
+            });
             // SAFETY: nodes are not shared yet; `prev` is the head or the previous dummy.
-            unsafe { (*prev).next[0].store(dummy, Ordering::Relaxed) };
+            unsafe { (*prev).set_next_unshared(0, dummy) };
             written.push(CachePadded::new(AtomicPtr::new(dummy)));
             prev = dummy;
         }
@@ -281,7 +271,7 @@ impl ScaleGate {
                 update: [head; MAX_LEVELS],
                 anchor: head,
                 arena: Arena::new(),
-                rng: 0x9E37_79B9_7F4A_7C15 ^ (j as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03),
+                heights: Heights::seeded(j),
                 last: None,
                 closed: false,
             })
@@ -307,7 +297,7 @@ pub struct Source<K: Ord + Copy, T> {
     /// The counted node this source's searches start from: `update[levels - 1]` after each insertion.
     anchor: *mut Node<K, T>,
     arena: Arena<K, T>,
-    rng: u64,
+    heights: Heights,
     last: Option<K>,
     closed: bool,
 }
@@ -349,15 +339,8 @@ impl<K: Ord + Copy, T> Source<K, T> {
         self.closed
     }
 
-    fn height(&mut self) -> usize {
-        // xorshift64*: a geometric height with p = 1/2, capped (brief 002 §2.4, L47).
-        self.rng ^= self.rng >> 12;
-        self.rng ^= self.rng << 25;
-        self.rng ^= self.rng >> 27;
-        let bits = self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        (1 + bits.trailing_ones() as usize).min(self.inner.levels)
-    }
-
+    /// Algorithm 2 of the paper, lines 46-59: search from this source's previous position, link the node
+    /// bottom-up, publish it.
     fn insert(&mut self, key: Bound<K>, value: Option<T>, kind: Kind) {
         assert!(!self.closed, "ScaleGate: add after close");
         if let Bound::Item(k) = key {
@@ -368,68 +351,38 @@ impl<K: Ord + Copy, T> Source<K, T> {
             self.last = Some(k);
         }
         let levels = self.inner.levels;
-        let height = if kind == Kind::Item { self.height() } else { 1 };
-        let node = self.arena.alloc(key, value, kind, self.id, height);
-        // L50-56: search from this source's previous position, right while `next.key < key`, down a level.
-        let mut curr = self.anchor;
-        for i in (0..levels).rev() {
-            // SAFETY: `curr` is the anchor or right of it, so alive; so is every node reached from it.
-            unsafe {
-                let mut next = (*curr).next[i].load(Ordering::Acquire);
-                while !next.is_null() && (*next).key < key {
-                    curr = next;
-                    next = (*curr).next[i].load(Ordering::Acquire);
-                }
-            }
-            self.update[i] = curr;
-        }
-        // L57-58: link bottom-up; readers see the node at its level-0 CAS.
-        for i in 0..height {
-            self.level_insert(i, node);
-        }
-        self.move_anchor();
-        // L59: publish; the previous node of this source becomes ready. `node` stays alive: it is not ready, so
-        // no reader passes it, and its level-0 predecessor is right of our anchor.
-        self.inner.written[self.id as usize].store(node, Ordering::Release);
-    }
-
-    /// L61-67: link `node` at `level` after `update[level]`, past any equal keys and concurrent insertions.
-    fn level_insert(&mut self, level: usize, node: *mut Node<K, T>) {
-        let mut from = self.update[level];
-        // SAFETY: `from` and everything right of it are alive (right of our anchor); `node` is ours until its
-        // level-0 CAS and counted by its own links after.
+        // Only items get a random height (line 47); markers and the end are never searched for.
+        let height = if kind == Kind::Item {
+            self.heights.next(levels)
+        } else {
+            1
+        };
+        let source = self.id;
+        let node = self.arena.alloc(|block| {
+            let entry = Entry {
+                value,
+                kind,
+                source,
+                block,
+            };
+            Node::new(key, entry, height)
+        });
+        // SAFETY: the anchor is counted, so it and every node right of it are alive; its key is below `key`
+        // (it is the head, a dummy or an earlier node of this source, and keys do not decrease). `node` is
+        // ours: its `height` counts are the links made here, readers see it at its level-0 CAS, and it is
+        // linked on each level by this source only. Every `update[i]` is at or right of the anchor.
         unsafe {
-            let key = &(*node).key;
-            loop {
-                let next = (*from).next[level].load(Ordering::Acquire);
-                if next.is_null() || (*next).key > *key {
-                    // Relaxed: the CAS below (Release) publishes it. The link `from -> next` becomes
-                    // `node -> next` (its count moves with it); `from -> node` is one of `node`'s counts.
-                    (*node).next[level].store(next, Ordering::Relaxed);
-                    if (*from).next[level]
-                        .compare_exchange(next, node, Ordering::AcqRel, Ordering::Acquire)
-                        .is_ok()
-                    {
-                        break;
-                    }
-                } else {
-                    from = next;
-                }
+            rc_skiplist::search(self.anchor, levels, &(*node).key, &mut self.update);
+            for i in 0..height {
+                // After any equal keys already linked (lines 61-67): ties leave in insertion order.
+                self.update[i] = rc_skiplist::link(self.update[i], i, node);
             }
-            self.update[level] = from;
+            // `update[levels - 1]` is right of the old anchor, hence alive.
+            move_anchor(&mut self.anchor, self.update[levels - 1]);
         }
-    }
-
-    /// Moves the counted anchor to `update[top]` if the insertion moved it right.
-    fn move_anchor(&mut self) {
-        let new = self.update[self.inner.levels - 1];
-        if new != self.anchor {
-            // SAFETY: `new` is right of the old anchor, hence alive; count it before dropping the old one.
-            unsafe {
-                (*new).refs.fetch_add(1, Ordering::Relaxed);
-                release(std::mem::replace(&mut self.anchor, new));
-            }
-        }
+        // Line 59: publish; the previous node of this source becomes ready. `node` stays alive: it is not
+        // ready, so no reader passes it, and its level-0 predecessor is right of our anchor.
+        self.inner.written[self.id as usize].store(node, Ordering::Release);
     }
 }
 
@@ -469,11 +422,11 @@ unsafe impl<K: Ord + Copy + Send + Sync, T: Send + Sync> Send for Reader<K, T> {
 unsafe impl<K: Ord + Copy + Send + Sync, T: Send + Sync> Sync for Reader<K, T> {}
 
 impl<K: Ord + Copy, T> Reader<K, T> {
-    /// The next ready item (L38-44), skipping dummies and markers.
+    /// The next ready item (Algorithm 2 of the paper, lines 38-44), skipping dummies and markers.
     pub fn next_ready(&mut self) -> Next<'_, K, T> {
         loop {
             // SAFETY: `cur` is at or right of the anchor, so alive, and so is its successor.
-            let next = unsafe { (*self.cur).next[0].load(Ordering::Acquire) };
+            let next = unsafe { (*self.cur).next(0) };
             if next.is_null() {
                 self.settle();
                 return Next::Pending;
@@ -481,9 +434,9 @@ impl<K: Ord + Copy, T> Reader<K, T> {
             // SAFETY: `next` is alive (above). Its fields were written before the CAS that linked it, which
             // the Acquire load above synchronises with.
             let node = unsafe { &*next };
-            // L41: a source's latest node is not ready.
-            let written = self.inner.written[node.source as usize].load(Ordering::Acquire);
-            if node.kind == Kind::Eos {
+            // Line 41: a source's latest node is not ready.
+            let written = self.inner.written[node.data.source as usize].load(Ordering::Acquire);
+            if node.data.kind == Kind::Eos {
                 return Next::End;
             }
             if written == next {
@@ -495,7 +448,9 @@ impl<K: Ord + Copy, T> Reader<K, T> {
             if self.since_anchor >= ANCHOR_STRIDE {
                 self.settle();
             }
-            if let (Kind::Item, Bound::Item(k), Some(v)) = (node.kind, node.key, &node.value) {
+            if let (Kind::Item, Bound::Item(k), Some(v)) =
+                (node.data.kind, node.key, &node.data.value)
+            {
                 return Next::Item(k, v);
             }
         }
@@ -507,7 +462,7 @@ impl<K: Ord + Copy, T> Reader<K, T> {
     /// published (its dummy blocks) or at the end.
     pub fn pending_key(&self) -> Option<K> {
         // SAFETY: `cur` is at or right of the anchor, so alive, and so is its successor.
-        let next = unsafe { (*self.cur).next[0].load(Ordering::Acquire) };
+        let next = unsafe { (*self.cur).next(0) };
         if next.is_null() {
             return None;
         }
@@ -520,13 +475,8 @@ impl<K: Ord + Copy, T> Reader<K, T> {
 
     /// Moves the counted anchor up to `cur`, freeing what only this reader still held.
     fn settle(&mut self) {
-        if self.cur != self.anchor {
-            // SAFETY: `cur` is right of the anchor, hence alive; count it before dropping the old anchor.
-            unsafe {
-                (*self.cur).refs.fetch_add(1, Ordering::Relaxed);
-                release(std::mem::replace(&mut self.anchor, self.cur));
-            }
-        }
+        // SAFETY: the anchor is this handle's count and `cur` is at or right of it.
+        unsafe { move_anchor(&mut self.anchor, self.cur) };
         self.since_anchor = 0;
     }
 }

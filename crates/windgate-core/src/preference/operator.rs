@@ -391,11 +391,7 @@ fn conform(schema: &SchemaRef, batch: &RecordBatch) -> Result<RecordBatch> {
         )));
     }
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-    Ok(RecordBatch::try_new_with_options(
-        schema.clone(),
-        columns,
-        &options,
-    )?)
+    RecordBatch::try_new_with_options(schema.clone(), columns, &options).map_err(Error::output)
 }
 
 /// The schema with every field nullable: a later batch may hold nulls where the first had none.
@@ -471,11 +467,8 @@ fn assemble(
     }
     stats.rows_out += win.len() as u64;
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(win.len()));
-    Ok(RecordBatch::try_new_with_options(
-        b.output_schema.clone(),
-        columns,
-        &options,
-    )?)
+    RecordBatch::try_new_with_options(b.output_schema.clone(), columns, &options)
+        .map_err(Error::output)
 }
 
 /// The batch function: every batch through one operator, then the end of the stream. Without `lateness` the

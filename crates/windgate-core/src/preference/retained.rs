@@ -7,7 +7,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use arrow_select::interleave::interleave_record_batch;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 struct Chunk {
     /// Arrival position of row 0.
@@ -57,7 +57,7 @@ impl Retained {
             })
             .collect();
         let batches: Vec<&RecordBatch> = self.chunks.iter().map(|c| &c.batch).collect();
-        Ok(interleave_record_batch(&batches, &indices)?)
+        interleave_record_batch(&batches, &indices).map_err(Error::output)
     }
 
     pub(super) fn rows(&self) -> usize {

@@ -190,17 +190,20 @@ pub fn clickstream(opts: &GenOptions) -> Result<Vec<RecordBatch>> {
         let ids: ArrayRef = Arc::new(Int64Array::from_iter_values(
             start as i64..(start + n) as i64,
         ));
-        out.push(RecordBatch::try_new(
-            schema.clone(),
-            vec![
-                ids,
-                Arc::new(ts.finish()),
-                Arc::new(user.finish()),
-                Arc::new(item.finish()),
-                Arc::new(event.finish()),
-                Arc::new(cat.finish()),
-            ],
-        )?);
+        out.push(
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    ids,
+                    Arc::new(ts.finish()),
+                    Arc::new(user.finish()),
+                    Arc::new(item.finish()),
+                    Arc::new(event.finish()),
+                    Arc::new(cat.finish()),
+                ],
+            )
+            .map_err(Error::output)?,
+        );
         start += n;
     }
     Ok(out)
@@ -273,7 +276,7 @@ fn sales_batch(schema: &SchemaRef, cols: [Vec<i64>; 5]) -> Result<RecordBatch> {
         item.iter().map(|i| category(*i)),
     ));
     let prices: ArrayRef = Arc::new(Int64Array::from_iter_values(item.iter().map(|i| price(*i))));
-    Ok(RecordBatch::try_new(
+    RecordBatch::try_new(
         schema.clone(),
         vec![
             Arc::new(Int64Array::from(ts)),
@@ -284,5 +287,6 @@ fn sales_batch(schema: &SchemaRef, cols: [Vec<i64>; 5]) -> Result<RecordBatch> {
             i32s(quantity),
             prices,
         ],
-    )?)
+    )
+    .map_err(Error::output)
 }

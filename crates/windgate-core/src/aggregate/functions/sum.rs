@@ -161,7 +161,8 @@ impl Accumulator for SumInt {
 
     fn export(&self, _: &AggMeta, slots: &[u32]) -> Result<Vec<ArrayRef>> {
         let dec = Decimal128Array::from_iter_values(slots.iter().map(|&s| self.sum[s as usize]))
-            .with_precision_and_scale(38, 0)?;
+            .with_precision_and_scale(38, 0)
+            .map_err(Error::output)?;
         Ok(vec![int64_column(&self.n, slots), Arc::new(dec)])
     }
 
