@@ -11,8 +11,8 @@ they check for every public call: it either returns the brute force's answer or 
 ``windgate.errors.WindgateError`` subclass, never another exception, a panic or an "internal error"; and a
 push that raises leaves the operator exactly as if the batch had never been pushed.
 
-Problems that match a fault already reported (``KNOWN``, keyed by issue 16's item number) are tagged with it,
-so the generative tests stay green on them while the deterministic regression tests in ``test_faults.py``
+Problems that match a fault already reported (``KNOWN``, keyed by the fault's number) are tagged with it, so
+the generative tests stay green on them while the deterministic regression tests in ``test_faults.py``
 (marked ``xfail`` until the fixes land) document what must hold. Any other problem fails the test.
 """
 
@@ -39,9 +39,10 @@ TIME_LIMIT_S = 20.0
 MEMORY_LIMIT = 8 << 30
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
-#: Faults reported in issue 16 (and those this suite found on top of it), by item. A problem tagged with one
-#: of these is tolerated by the generative tests (and reported as a warning); the regression tests assert
-#: the fixed behaviour. Remove an entry once its fix lands, so that the generative tests guard it too.
+#: Faults reported against the contract (and those this suite found on top of them), by number. A problem
+#: tagged with one of these is tolerated by the generative tests (and reported as a warning); the regression
+#: tests assert the fixed behaviour. Remove an entry once its fix lands, so that the generative tests guard
+#: it too.
 KNOWN: dict[str, str] = {}
 
 
@@ -53,7 +54,7 @@ class Problem:
     known: str | None = None
 
     def __str__(self) -> str:
-        tag = f"[known: issue 16 item {self.known}] " if self.known else ""
+        tag = f"[known fault {self.known}] " if self.known else ""
         return tag + self.text
 
 
@@ -193,7 +194,7 @@ def _known_panic(case: dict, stderr: str) -> str | None:
 
 
 def _huge_params(params: dict) -> bool:
-    """Window shapes whose pane count or window count per row is astronomically large (issue 16 item 2)."""
+    """Window shapes whose pane count or window count per row is astronomically large (known fault 2)."""
     vals = {k: params.get(k) for k in ("size", "slide", "sources")}
     if not all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in vals.values()):
         return False
@@ -1014,7 +1015,7 @@ def dumps(case: dict) -> bytes:
 
 
 # --------------------------------------------------------------------------------------------------------
-# Regression scenarios for issue 16 (run in the child through ``check_call``; each returns its problems)
+# Regression scenarios for the known faults (run in the child through ``check_call``; each returns problems)
 
 
 def _expect_windgate_error(fn: Any, what: str, names: tuple[str, ...] = ()) -> list[Problem]:

@@ -1,4 +1,5 @@
-"""Every bad input of DESIGN §7 gets a windgate exception naming the parameter or column."""
+"""Every bad input of the error contract (docs/architecture.md#errors) gets a windgate exception naming the
+parameter or column."""
 
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ from test_window_aggregate import AGGS, batches_of, table, window_case
 import windgate
 
 SCHEDULERS = ["as_pid", "as", "pb_rr", "tb_rr"]
-#: Seed 003's approaches: RRCPA, the line baselines (HSA, RRA) and the ring baselines (HOA, RRCA).
+#: The approaches of Beicht's thesis on disjoint parallel aggregation: RRCPA, the line baselines (HSA, RRA)
+#: and the ring baselines (HOA, RRCA).
 BASELINES = ("rrcpa", "hsa", "rra", "hoa", "rrca")
 
 
@@ -74,7 +75,7 @@ def test_streaming_push_returns_what_the_pane_engine_returns():
 
 @pytest.mark.parametrize("strategy", ["hoa", "rrca"])
 def test_ring_baselines_stream_and_report_per_pu_busy_time(strategy):
-    # Seed 003's ring approaches: push by push like the pane engine, one busy time per PU in stats.
+    # The thesis' ring approaches: push by push like the pane engine, one busy time per PU in stats.
     t = pa.table(
         {"ts": list(range(0, 3000)), "k": [i % 7 for i in range(3000)], "v": [i * 0.5 for i in range(3000)]}
     )

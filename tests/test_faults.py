@@ -4,7 +4,7 @@
 Each case runs in an isolated child process (``fault_harness.Worker``) under a time limit and an address-space
 limit; the child is reused across cases and replaced after a death or a time-out. A problem matching a fault
 listed in ``fault_harness.KNOWN`` (reported, not yet fixed) only warns; every other problem fails. The
-deterministic regression tests at the end hold one per fault of issue 16.
+deterministic regression tests at the end hold one per fault found so far.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def run_case(worker: fh.Worker, name: str, case: dict, timeout: float = fh.TIME_
     for p in problems:
         if p.known in fh.KNOWN:
             warnings.warn(
-                f"known fault (issue 16 item {p.known}: {fh.KNOWN[p.known]}): {p.text[:300]}", stacklevel=2
+                f"known fault ({p.known}: {fh.KNOWN[p.known]}): {p.text[:300]}", stacklevel=2
             )
     if unknown:
         pytest.fail("\n".join(str(p) for p in unknown) + "\ncase:\n" + describe(case), pytrace=False)
@@ -609,7 +609,7 @@ def test_window_aggregate_batches_over_65536_rows_match_brute_force(worker, case
 
 
 # --------------------------------------------------------------------------------------------------------
-# Deterministic regression tests for the faults of issue 16, one per fault
+# Deterministic regression tests, one per fault found so far
 
 
 def assert_clean(worker: fh.Worker, scenario: str, timeout: float = fh.TIME_LIMIT_S) -> None:

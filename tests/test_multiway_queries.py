@@ -1,4 +1,5 @@
-"""Seed 000's data and queries: the soundcloud generator, both generators' sources, the twelve queries of
+"""The multiway-aggregation paper's data and queries (Cederman, Gulisano et al.): the soundcloud generator,
+both generators' sources, the twelve queries of
 Table 2 (windgate.queries) on every strategy, the CLI's generate --sources and multiway, Spark local[2]."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""skyline, top_dominant and topk (seed 004's preference queries) and their streaming classes against a brute
-force over all pairs, across strategies, threads, farm schedulers and pane splitting, batch splits and
-disorder; a DuckDB anti-join; errors; windgate.spark on local[2]."""
+"""skyline, top_dominant and topk (the preference queries of Mencagli et al. 2017) and their streaming classes
+against a brute force over all pairs, across strategies, threads, farm schedulers and pane splitting, batch
+splits and disorder; a DuckDB anti-join; errors; windgate.spark on local[2]."""
 
 from __future__ import annotations
 
@@ -366,7 +366,8 @@ def test_late_rows_are_dropped_counted_or_raised(query):
 
 
 def test_adaptive_lateness_drops_what_the_kslack_trace_drops():
-    # Brief 004 §2.2: arrivals 10, 12, 11, 15, 9, 14, 20 -> 11 and 9 are dropped, K grows to 11.
+    # The adaptive K-slack's worked trace (docs/architecture.md#late-rows): arrivals 10, 12, 11, 15, 9, 14,
+    # 20 -> 11 and 9 are dropped, K grows to 11.
     t = pa.table({"ts": [10, 12, 11, 15, 9, 14, 20], "x": [7.0, 6.0, 0.0, 5.0, 0.0, 4.0, 3.0]})
     q = windgate.SkylineQuery(time="ts", size=100, dims="x", lateness="adaptive")
     q.push(t)
@@ -376,8 +377,9 @@ def test_adaptive_lateness_drops_what_the_kslack_trace_drops():
 
 
 def _kslack_late(rows: list[dict]) -> list[bool]:
-    """Brief 004 §2.2's adaptive K-slack: which rows it drops (K = the largest lateness seen, measured against
-    each new maximum, dropped rows included; a row below the last punctuation is dropped)."""
+    """The adaptive K-slack (docs/architecture.md#late-rows): which rows it drops (K = the largest lateness
+    seen, measured against each new maximum, dropped rows included; a row below the last punctuation is
+    dropped)."""
     k, t_max, last_p, buf, late = 0, None, None, [], []
     for r in rows:
         ts = r["ts"]
@@ -747,7 +749,7 @@ def test_a_bad_input_type_and_a_changed_schema():
     q.push(T_ERR)
     with pytest.raises(windgate.SchemaMismatchError, match="stars"):
         q.push(T_ERR.set_column(2, "stars", pa.array([3, 4, 5], pa.int64())))
-    with pytest.raises(windgate.SchemaMismatchError, match="name"):  # a column is missing (DESIGN §7)
+    with pytest.raises(windgate.SchemaMismatchError, match="name"):  # a column is missing
         q.push(T_ERR.drop_columns(["name"]))
     with pytest.raises(windgate.WindgateError, match="extra"):
         q.push(T_ERR.append_column("extra", pa.array([1, 2, 3])))

@@ -204,7 +204,8 @@ def test_late_rows_dropped_counted_or_raised():
 
 
 def test_adaptive_kslack_worked_trace():
-    # Brief 004 §2.2: arrivals 10, 12, 11, 15, 9, 14, 20 -> 11 and 9 dropped, K grows to 11.
+    # The adaptive K-slack's worked trace (docs/architecture.md#late-rows): arrivals 10, 12, 11, 15, 9, 14,
+    # 20 -> 11 and 9 dropped, K grows to 11.
     agg = windgate.WindowAggregator(time="ts", size=100, aggs={"*": "count"}, lateness="adaptive")
     agg.push(pa.table({"ts": [10, 12, 11, 15, 9, 14, 20]}))
     assert agg.stats["late_rows"] == 2
