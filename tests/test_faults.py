@@ -112,9 +112,7 @@ def run_case(worker: fh.Worker, name: str, case: dict, timeout: float = fh.TIME_
     unknown = [p for p in problems if p.known not in fh.KNOWN]
     for p in problems:
         if p.known in fh.KNOWN:
-            warnings.warn(
-                f"known fault ({p.known}: {fh.KNOWN[p.known]}): {p.text[:300]}", stacklevel=2
-            )
+            warnings.warn(f"known fault ({p.known}: {fh.KNOWN[p.known]}): {p.text[:300]}", stacklevel=2)
     if unknown:
         pytest.fail("\n".join(str(p) for p in unknown) + "\ncase:\n" + describe(case), pytrace=False)
 

@@ -51,7 +51,6 @@ from ._ui import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
 __all__ = ["main", "CliError"]
 
 
-
 def _strategies(*, multiway: bool) -> tuple[list[str], str]:
     """``--strategy`` names and help from window aggregation's registry (``windgate._native.strategies``).
 
