@@ -57,28 +57,10 @@ impl Lift for Count {
 }
 
 impl Accumulator for Count {
-    fn len(&self) -> usize {
-        self.n.len()
-    }
-
-    fn reserve(&mut self, n: usize) {
-        self.n.reserve(n);
-    }
-
-    fn extend_empty(&mut self, n: usize) {
-        self.n.resize(self.n.len() + n, 0);
-    }
-
-    fn push_empty(&mut self) {
-        self.n.push(0);
-    }
+    slot_vectors!(n: 0);
 
     fn reset(&mut self, i: usize) {
         self.n[i] = 0;
-    }
-
-    fn clear(&mut self) {
-        self.n.clear();
     }
 
     fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {

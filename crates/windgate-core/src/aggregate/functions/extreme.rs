@@ -82,34 +82,11 @@ impl<T: Scalar, const MAX: bool> Lift for Extreme<T, MAX> {
 }
 
 impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
-    fn len(&self) -> usize {
-        self.n.len()
-    }
-
-    fn reserve(&mut self, n: usize) {
-        self.v.reserve(n);
-        self.n.reserve(n);
-    }
-
-    fn extend_empty(&mut self, n: usize) {
-        let len = self.n.len() + n;
-        self.v.resize(len, T::default());
-        self.n.resize(len, 0);
-    }
-
-    fn push_empty(&mut self) {
-        self.v.push(T::default());
-        self.n.push(0);
-    }
+    slot_vectors!(v: T::default(), n: 0);
 
     /// Only the count: a value beside a zero count is never read.
     fn reset(&mut self, i: usize) {
         self.n[i] = 0;
-    }
-
-    fn clear(&mut self) {
-        self.v.clear();
-        self.n.clear();
     }
 
     fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {

@@ -20,6 +20,34 @@
 //! a statically dispatched, inlined update on the typed state, so a fused pass can call the lifts of every
 //! aggregate of a query in one loop over the rows (the test `lifts_fuse_into_one_pass` does so).
 
+/// The slot bookkeeping of an accumulator whose state is one vector per part, all as long as the count `n`:
+/// `len`, `reserve`, `extend_empty`, `push_empty` and `clear`, from each part and its empty value. Written
+/// once here, inside each `impl Accumulator`; `reset` stays with each accumulator (most reset the count only).
+macro_rules! slot_vectors {
+    ($($part:ident: $empty:expr),+ $(,)?) => {
+        fn len(&self) -> usize {
+            self.n.len()
+        }
+
+        fn reserve(&mut self, n: usize) {
+            $(self.$part.reserve(n);)+
+        }
+
+        fn extend_empty(&mut self, n: usize) {
+            let len = self.n.len() + n;
+            $(self.$part.resize(len, $empty);)+
+        }
+
+        fn push_empty(&mut self) {
+            $(self.$part.push($empty);)+
+        }
+
+        fn clear(&mut self) {
+            $(self.$part.clear();)+
+        }
+    };
+}
+
 mod columns;
 mod count;
 mod extreme;

@@ -85,42 +85,11 @@ impl Lift for Moments {
 }
 
 impl Accumulator for Moments {
-    fn len(&self) -> usize {
-        self.n.len()
-    }
-
-    fn reserve(&mut self, n: usize) {
-        self.s.reserve(n);
-        self.q.reserve(n);
-        self.n.reserve(n);
-        self.big.reserve(n);
-    }
-
-    fn extend_empty(&mut self, n: usize) {
-        let len = self.n.len() + n;
-        self.s.resize(len, ExactSum::new());
-        self.q.resize(len, ExactSum::new());
-        self.n.resize(len, 0);
-        self.big.resize(len, None);
-    }
-
-    fn push_empty(&mut self) {
-        self.s.push(ExactSum::new());
-        self.q.push(ExactSum::new());
-        self.n.push(0);
-        self.big.push(None);
-    }
+    slot_vectors!(s: ExactSum::new(), q: ExactSum::new(), n: 0, big: None);
 
     fn reset(&mut self, i: usize) {
         (self.s[i], self.q[i], self.n[i], self.big[i]) =
             (ExactSum::new(), ExactSum::new(), 0, None);
-    }
-
-    fn clear(&mut self) {
-        self.s.clear();
-        self.q.clear();
-        self.n.clear();
-        self.big.clear();
     }
 
     fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {

@@ -78,38 +78,11 @@ impl<T: Scalar, const LAST: bool> Lift for Picked<T, LAST> {
 }
 
 impl<T: Scalar, const LAST: bool> Accumulator for Picked<T, LAST> {
-    fn len(&self) -> usize {
-        self.n.len()
-    }
-
-    fn reserve(&mut self, n: usize) {
-        self.v.reserve(n);
-        self.at.reserve(n);
-        self.n.reserve(n);
-    }
-
-    fn extend_empty(&mut self, n: usize) {
-        let len = self.n.len() + n;
-        self.v.resize(len, T::default());
-        self.at.resize(len, OrderKey::default());
-        self.n.resize(len, 0);
-    }
-
-    fn push_empty(&mut self) {
-        self.v.push(T::default());
-        self.at.push(OrderKey::default());
-        self.n.push(0);
-    }
+    slot_vectors!(v: T::default(), at: OrderKey::default(), n: 0);
 
     /// Only the count: a value and place beside a zero count are never read.
     fn reset(&mut self, i: usize) {
         self.n[i] = 0;
-    }
-
-    fn clear(&mut self) {
-        self.v.clear();
-        self.at.clear();
-        self.n.clear();
     }
 
     fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {

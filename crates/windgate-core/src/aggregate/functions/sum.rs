@@ -87,33 +87,10 @@ impl Lift for SumInt {
 }
 
 impl Accumulator for SumInt {
-    fn len(&self) -> usize {
-        self.n.len()
-    }
-
-    fn reserve(&mut self, n: usize) {
-        self.sum.reserve(n);
-        self.n.reserve(n);
-    }
-
-    fn extend_empty(&mut self, n: usize) {
-        let len = self.n.len() + n;
-        self.sum.resize(len, 0);
-        self.n.resize(len, 0);
-    }
-
-    fn push_empty(&mut self) {
-        self.sum.push(0);
-        self.n.push(0);
-    }
+    slot_vectors!(sum: 0, n: 0);
 
     fn reset(&mut self, i: usize) {
         (self.sum[i], self.n[i]) = (0, 0);
-    }
-
-    fn clear(&mut self) {
-        self.sum.clear();
-        self.n.clear();
     }
 
     fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {
@@ -196,33 +173,10 @@ impl Lift for SumFloat {
 }
 
 impl Accumulator for SumFloat {
-    fn len(&self) -> usize {
-        self.n.len()
-    }
-
-    fn reserve(&mut self, n: usize) {
-        self.sum.reserve(n);
-        self.n.reserve(n);
-    }
-
-    fn extend_empty(&mut self, n: usize) {
-        let len = self.n.len() + n;
-        self.sum.resize(len, ExactSum::new());
-        self.n.resize(len, 0);
-    }
-
-    fn push_empty(&mut self) {
-        self.sum.push(ExactSum::new());
-        self.n.push(0);
-    }
+    slot_vectors!(sum: ExactSum::new(), n: 0);
 
     fn reset(&mut self, i: usize) {
         (self.sum[i], self.n[i]) = (ExactSum::new(), 0);
-    }
-
-    fn clear(&mut self) {
-        self.sum.clear();
-        self.n.clear();
     }
 
     fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {
