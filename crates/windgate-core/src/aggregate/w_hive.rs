@@ -3,7 +3,7 @@
 //! lock-free list of *winsets* (the state of one window id), which several updater threads fill and one output
 //! thread takes, in window order, once no updater can touch a winset any more.
 //!
-//! Two of the paper's designs use it ([`crate::aggregate::multiway`]):
+//! Two of the paper's designs use it (`aggregate::baselines::multiway`):
 //! * **TuMLMC**: `U` updaters each read every tuple of a T-Gate in the total order; updater `u` updates only
 //!   the keys hashed to it ([`Updater::update`]) and advances its progress on *every* tuple it reads
 //!   ([`Updater::advance`]: an updater whose keys are rare must not hold the output back), so a (window, key)

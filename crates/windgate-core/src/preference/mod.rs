@@ -11,9 +11,9 @@
 //! the output rows and breaks ties. NaN never reaches the kernels: the operator rejects it, naming the column.
 //!
 //! Each kernel module also has a brute-force reference (`*_reference`) applying the definition over all pairs;
-//! the property tests check the kernels against it. Above the kernels: [`query`] (the kernels as a
-//! [`FarmQuery`](crate::runtime::farm::FarmQuery)), [`engine`] (pane, farm, per-window recomputation and
-//! reference engines) and [`operator`] (the streaming operator and the batch function).
+//! the property tests check the kernels against it. Above the kernels: `query` (the kernels as a
+//! `FarmQuery`), `engine` (pane, farm, per-window recomputation and
+//! reference engines) and `operator` (the streaming operator and the batch function).
 
 pub(crate) mod dominance;
 pub(crate) mod engine;

@@ -57,14 +57,11 @@ impl Lift for Count {
 }
 
 impl Accumulator for Count {
-    fn len(&self) -> usize {
-        self.n.len()
-    }
-
     fn reserve(&mut self, n: usize) {
         self.n.reserve(n);
     }
 
+    #[cfg(test)]
     fn extend_empty(&mut self, n: usize) {
         self.n.resize(self.n.len() + n, 0);
     }

@@ -82,15 +82,12 @@ impl<T: Scalar, const MAX: bool> Lift for Extreme<T, MAX> {
 }
 
 impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
-    fn len(&self) -> usize {
-        self.n.len()
-    }
-
     fn reserve(&mut self, n: usize) {
         self.v.reserve(n);
         self.n.reserve(n);
     }
 
+    #[cfg(test)]
     fn extend_empty(&mut self, n: usize) {
         let len = self.n.len() + n;
         self.v.resize(len, T::default());

@@ -71,11 +71,10 @@ pub(crate) trait AggregateFunction: Sync {
 /// The partial states of one aggregate for every slot, one vector per part of the state, indexed by slot (as
 /// DataFusion's `GroupsAccumulator`, with slots for groups).
 pub(crate) trait Accumulator: Debug + Send + Sync + Any {
-    /// Number of slots.
-    fn len(&self) -> usize;
     /// Makes room for `n` more slots.
     fn reserve(&mut self, n: usize);
     /// Appends `n` empty slots.
+    #[cfg(test)]
     fn extend_empty(&mut self, n: usize);
     /// Appends one empty slot.
     fn push_empty(&mut self);

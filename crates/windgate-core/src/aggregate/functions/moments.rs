@@ -85,10 +85,6 @@ impl Lift for Moments {
 }
 
 impl Accumulator for Moments {
-    fn len(&self) -> usize {
-        self.n.len()
-    }
-
     fn reserve(&mut self, n: usize) {
         self.s.reserve(n);
         self.q.reserve(n);
@@ -96,6 +92,7 @@ impl Accumulator for Moments {
         self.big.reserve(n);
     }
 
+    #[cfg(test)]
     fn extend_empty(&mut self, n: usize) {
         let len = self.n.len() + n;
         self.s.resize(len, ExactSum::new());

@@ -78,16 +78,13 @@ impl<T: Scalar, const LAST: bool> Lift for Picked<T, LAST> {
 }
 
 impl<T: Scalar, const LAST: bool> Accumulator for Picked<T, LAST> {
-    fn len(&self) -> usize {
-        self.n.len()
-    }
-
     fn reserve(&mut self, n: usize) {
         self.v.reserve(n);
         self.at.reserve(n);
         self.n.reserve(n);
     }
 
+    #[cfg(test)]
     fn extend_empty(&mut self, n: usize) {
         let len = self.n.len() + n;
         self.v.resize(len, T::default());

@@ -87,15 +87,12 @@ impl Lift for SumInt {
 }
 
 impl Accumulator for SumInt {
-    fn len(&self) -> usize {
-        self.n.len()
-    }
-
     fn reserve(&mut self, n: usize) {
         self.sum.reserve(n);
         self.n.reserve(n);
     }
 
+    #[cfg(test)]
     fn extend_empty(&mut self, n: usize) {
         let len = self.n.len() + n;
         self.sum.resize(len, 0);
@@ -196,15 +193,12 @@ impl Lift for SumFloat {
 }
 
 impl Accumulator for SumFloat {
-    fn len(&self) -> usize {
-        self.n.len()
-    }
-
     fn reserve(&mut self, n: usize) {
         self.sum.reserve(n);
         self.n.reserve(n);
     }
 
+    #[cfg(test)]
     fn extend_empty(&mut self, n: usize) {
         let len = self.n.len() + n;
         self.sum.resize(len, ExactSum::new());
