@@ -42,7 +42,7 @@ pub fn scope<T>(hook: Hook, f: impl FnOnce() -> T) -> T {
 
 /// `Err(Interrupted)` if the caller asked to stop; cheap enough to call every few microseconds of work.
 #[inline]
-pub fn check() -> Result<()> {
+pub(crate) fn check() -> Result<()> {
     let Some(hook) = HOOK.with(Cell::get) else {
         return Ok(());
     };

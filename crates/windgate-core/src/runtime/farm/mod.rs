@@ -24,7 +24,7 @@
 //! merge), so which worker computed which piece never shows in the output (`docs/architecture.md`,
 //! "Contracts": determinism).
 
-pub mod inline;
+pub(crate) mod inline;
 mod plq;
 mod wlq;
 

@@ -20,7 +20,7 @@
 //! ```
 
 mod executor;
-pub mod operator;
+pub(crate) mod operator;
 mod options;
 mod scheduler;
 mod sequential;
