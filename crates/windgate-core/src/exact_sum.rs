@@ -9,7 +9,7 @@
 //! [`ExactSum`] keeps that integer in two tiers. The fast lane is one i128 in fixed point at the finest
 //! resolution seen so far (`anchor`): values of a column usually span a few dozen binary orders of magnitude,
 //! so nearly every add is a shift and one 128-bit add. Values the lane cannot hold without losing bits go to
-//! [`DigitSum`], a sparse superaccumulator of 32-bit digits in i64 cells (after Neal, "Fast exact summation
+//! `DigitSum`, a sparse superaccumulator of 32-bit digits in i64 cells (after Neal, "Fast exact summation
 //! using small and large superaccumulators", 2015) that covers the whole f64 range.
 
 use smallvec::SmallVec;
