@@ -16,7 +16,7 @@ use std::thread;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use windgate_core::order::scale_gate::{Next, ScaleGate};
+use windgate_core::order::scale_gate::{NextItem, ScaleGate};
 
 const PER_SOURCE: u64 = 1_000_000;
 
@@ -43,12 +43,12 @@ fn scale_gate_n(sources: usize, readers: usize, per_source: u64) -> u64 {
                     let mut n = 0u64;
                     loop {
                         match r.next_ready() {
-                            Next::Item(_, v) => {
+                            NextItem::Item(_, v) => {
                                 black_box(v);
                                 n += 1;
                             }
-                            Next::Pending => std::hint::spin_loop(),
-                            Next::End => return n,
+                            NextItem::Pending => std::hint::spin_loop(),
+                            NextItem::End => return n,
                         }
                     }
                 })

@@ -257,12 +257,3 @@ pub fn check_same_type(
     }
     Ok(())
 }
-
-/// A zero-row array of `dt`.
-pub fn empty_array(dt: &DataType) -> ArrayRef {
-    arrow_array::new_empty_array(dt)
-}
-
-pub fn arc<A: Array + 'static>(a: A) -> ArrayRef {
-    Arc::new(a)
-}

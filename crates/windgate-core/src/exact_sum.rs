@@ -9,7 +9,7 @@
 //! [`ExactSum`] keeps that integer in two tiers. The fast lane is one i128 in fixed point at the finest
 //! resolution seen so far (`anchor`): values of a column usually span a few dozen binary orders of magnitude,
 //! so nearly every add is a shift and one 128-bit add. Values the lane cannot hold without losing bits go to
-//! [`DigitSum`], a sparse superaccumulator of 32-bit digits in i64 cells (after Neal, "Fast exact summation
+//! `DigitSum`, a sparse superaccumulator of 32-bit digits in i64 cells (after Neal, "Fast exact summation
 //! using small and large superaccumulators", 2015) that covers the whole f64 range.
 
 use smallvec::SmallVec;
@@ -24,7 +24,7 @@ const NORMALISE_EVERY: u32 = 1 << 30;
 
 /// A sparse superaccumulator: exact for any f64 values, slower than the fast lane of [`ExactSum`].
 #[derive(Debug, Clone, Default)]
-pub struct DigitSum {
+pub(crate) struct DigitSum {
     /// Index of `digits[0]`: digit `i` weighs 2^(32*(lo+i) - 1074).
     lo: u16,
     /// Little-endian base-2^32 digits with carries pending; the true value is sum(digits[i] * 2^(32*i)).
@@ -74,10 +74,12 @@ fn special_result(specials: u8) -> f64 {
 }
 
 impl DigitSum {
+    #[cfg(test)]
     pub fn new() -> Self {
         Self::default()
     }
 
+    #[cfg(test)]
     /// Adds one value exactly.
     #[inline]
     pub fn add(&mut self, v: f64) {
@@ -123,6 +125,7 @@ impl DigitSum {
     }
 
     #[cold]
+    #[cfg(test)]
     fn add_special(&mut self, v: f64) {
         self.not_only_neg_zero = true;
         self.specials |= special_bit(v);
@@ -227,6 +230,7 @@ impl DigitSum {
         self.pending = 1;
     }
 
+    #[cfg(test)]
     /// The exact sum, rounded once to nearest-even, with IEEE results for NaN and infinities.
     pub fn value(&self) -> f64 {
         if self.specials != 0 {
@@ -487,7 +491,7 @@ fn pow2(e: i64) -> f64 {
 
 /// `a * b` as an exact unevaluated sum `hi + lo` (FMA-based two-product).
 #[inline]
-pub fn two_product(a: f64, b: f64) -> (f64, f64) {
+pub(crate) fn two_product(a: f64, b: f64) -> (f64, f64) {
     let hi = a * b;
     (hi, a.mul_add(b, -hi))
 }

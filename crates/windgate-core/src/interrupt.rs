@@ -1,7 +1,7 @@
-//! Cooperative interruption: long kernels ask [`check`] every little while whether the caller wants them to stop.
+//! Cooperative interruption: long kernels ask `check` every little while whether the caller wants them to stop.
 //!
 //! The core knows nothing of Python. A binding that wants Ctrl-C honoured runs its work inside [`scope`] with a
-//! hook (for PyO3: take the GIL for a moment and run the signal handlers). Kernels call [`check`] as often as
+//! hook (for PyO3: take the GIL for a moment and run the signal handlers). Kernels call `check` as often as
 //! they like — between slices of a batch, every few thousand windows of an emission, in every wait loop of the
 //! caller's thread — and it consults the hook at most once per [`PERIOD`], so a call costs a clock read.
 //!
@@ -19,7 +19,7 @@ use crate::error::{Error, ErrorKind, Result};
 /// the GIL costs nothing measurable.
 pub const PERIOD: Duration = Duration::from_millis(20);
 
-/// What a binding installs: `Err` (of any kind; [`check`] reports it as [`ErrorKind::Interrupted`]) to stop.
+/// What a binding installs: `Err` (of any kind; `check` reports it as [`ErrorKind::Interrupted`]) to stop.
 pub type Hook = fn() -> Result<()>;
 
 thread_local! {
@@ -27,7 +27,7 @@ thread_local! {
     static NEXT: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
-/// Runs `f` with `hook` consulted by every [`check`] on this thread (nested scopes restore the outer hook).
+/// Runs `f` with `hook` consulted by every `check` on this thread (nested scopes restore the outer hook).
 pub fn scope<T>(hook: Hook, f: impl FnOnce() -> T) -> T {
     struct Restore(Option<Hook>);
     impl Drop for Restore {
@@ -42,7 +42,7 @@ pub fn scope<T>(hook: Hook, f: impl FnOnce() -> T) -> T {
 
 /// `Err(Interrupted)` if the caller asked to stop; cheap enough to call every few microseconds of work.
 #[inline]
-pub fn check() -> Result<()> {
+pub(crate) fn check() -> Result<()> {
     let Some(hook) = HOOK.with(Cell::get) else {
         return Ok(());
     };

@@ -9,7 +9,7 @@
 //! The modules by layer, lowest first; each imports only from its own layer or lower ones, and no operator
 //! imports another:
 //! * foundation: [`error`], `sync` (the loom switch), [`interrupt`], [`registry`] (the strategy tables), [`time`],
-//!   [`arrow_io`];
+//!   `arrow_io`;
 //! * shared mechanisms: `keys` (group keys in Arrow's row format), [`threads`];
 //! * ordering: [`order`]; runtime: [`runtime`];
 //! * operator options: [`window_options`];
@@ -17,7 +17,7 @@
 //! * applications: [`tpcxbb`].
 
 // Foundation.
-pub mod arrow_io;
+pub(crate) mod arrow_io;
 pub mod error;
 pub mod exact_sum;
 pub mod interrupt;

@@ -1,6 +1,6 @@
 //! Strategy registries: each operator's one table from strategy name to engine, documentation and capabilities.
 //!
-//! Every operator declares its strategies once with [`strategies!`]: the macro writes the strategy enum and the
+//! Every operator declares its strategies once with `strategies!`: the macro writes the strategy enum and the
 //! table from the same rows, so parsing a name, the error listing valid names, `name()`, the capability checks,
 //! the bindings' `strategies()` listing, the CLI's `--strategy` choices and the README's lists all come from one
 //! place. Adding a strategy is one row plus its engine module.

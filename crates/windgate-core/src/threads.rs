@@ -12,7 +12,7 @@ use crate::error::{Error, ErrorKind, Result};
 pub const MAX_THREADS: usize = 254;
 
 /// The threads a call runs on: `threads`, or every core.
-pub fn resolve_threads(threads: Option<usize>) -> usize {
+pub(crate) fn resolve_threads(threads: Option<usize>) -> usize {
     threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 

@@ -8,7 +8,7 @@
 #![cfg(loom)]
 
 use loom::thread;
-use windgate_core::order::scale_gate::{Next, Reader, ScaleGate};
+use windgate_core::order::scale_gate::{NextItem, Reader, ScaleGate};
 
 const PREEMPTIONS: usize = 2;
 /// Polls a reader makes while the sources run.
@@ -26,7 +26,7 @@ fn check(f: impl Fn() + Sync + Send + 'static) {
 fn poll(r: &mut Reader<Key, u32>) -> Vec<Key> {
     let mut got = vec![];
     for _ in 0..POLLS {
-        if let Next::Item(k, v) = r.next_ready() {
+        if let NextItem::Item(k, v) = r.next_ready() {
             assert_eq!(k.0, *v);
             got.push(k);
         }
@@ -38,12 +38,12 @@ fn poll(r: &mut Reader<Key, u32>) -> Vec<Key> {
 fn drain(r: &mut Reader<Key, u32>, got: &mut Vec<Key>) {
     loop {
         match r.next_ready() {
-            Next::Item(k, v) => {
+            NextItem::Item(k, v) => {
                 assert_eq!(k.0, *v);
                 got.push(k);
             }
-            Next::Pending => panic!("pending after every source closed"),
-            Next::End => return,
+            NextItem::Pending => panic!("pending after every source closed"),
+            NextItem::End => return,
         }
     }
 }
@@ -110,11 +110,11 @@ fn marker_releases() {
         b.add(2, 2);
         b.advance(5);
         let mut got = vec![];
-        while let Next::Item(k, _) = rdrs[0].next_ready() {
+        while let NextItem::Item(k, _) = rdrs[0].next_ready() {
             got.push(k);
         }
         let _a = t.join().unwrap();
-        while let Next::Item(k, _) = rdrs[0].next_ready() {
+        while let NextItem::Item(k, _) = rdrs[0].next_ready() {
             got.push(k);
         }
         assert_eq!(got, vec![1, 2]);

@@ -12,7 +12,7 @@
 #![cfg(loom)]
 
 use loom::thread;
-use windgate_core::aggregate::w_hive::{Handles, Next, Output, WHive};
+use windgate_core::aggregate::w_hive::{Handles, NextWinset, Output, WHive};
 use windgate_core::time::WindowSpec;
 
 const PREEMPTIONS: usize = 2;
@@ -36,7 +36,7 @@ fn check(f: impl Fn() + Sync + Send + 'static) {
 
 fn poll(out: &mut Output<u32>, got: &mut Got) {
     for _ in 0..POLLS {
-        if let Next::Winset(w, p) = out.next_ready() {
+        if let NextWinset::Winset(w, p) = out.next_ready() {
             got.push((w, p));
         }
     }
@@ -46,9 +46,9 @@ fn poll(out: &mut Output<u32>, got: &mut Got) {
 fn drain(out: &mut Output<u32>, got: &mut Got) {
     loop {
         match out.next_ready() {
-            Next::Winset(w, p) => got.push((w, p)),
-            Next::Pending => panic!("pending after every updater closed"),
-            Next::End => return,
+            NextWinset::Winset(w, p) => got.push((w, p)),
+            NextWinset::Pending => panic!("pending after every updater closed"),
+            NextWinset::End => return,
         }
     }
 }

@@ -8,7 +8,7 @@ use std::thread;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use windgate_core::order::scale_gate::{Next, ScaleGate};
+use windgate_core::order::scale_gate::{NextItem, ScaleGate};
 
 /// One random case: `sources` sorted key lists (with ties inside and across sources), `readers` readers,
 /// jitter from yields. Keys are `(k, source, seq)`, a total order, so the merge is unique.
@@ -49,7 +49,7 @@ fn run_case(lists: Vec<Vec<i64>>, readers: usize, levels: usize, jitter: u64) {
                     let mut got = vec![];
                     loop {
                         match r.next_ready() {
-                            Next::Item(k, v) => {
+                            NextItem::Item(k, v) => {
                                 assert_eq!(*v, (k.0 as u64) ^ 0xabc);
                                 for m in marks.iter() {
                                     assert!(
@@ -59,8 +59,8 @@ fn run_case(lists: Vec<Vec<i64>>, readers: usize, levels: usize, jitter: u64) {
                                 }
                                 got.push(k);
                             }
-                            Next::Pending => thread::yield_now(),
-                            Next::End => return got,
+                            NextItem::Pending => thread::yield_now(),
+                            NextItem::End => return got,
                         }
                     }
                 })

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use windgate_core::aggregate::w_hive::{Next, Output, Updater, WHive};
+use windgate_core::aggregate::w_hive::{NextWinset, Output, Updater, WHive};
 use windgate_core::time::WindowSpec;
 
 /// A tuple; the total order is `(ts, source, seq)`.
@@ -190,7 +190,7 @@ fn collect(
     let mut got: Vec<(i64, Part)> = vec![];
     loop {
         match out.next_ready() {
-            Next::Winset(w, parts) => {
+            NextWinset::Winset(w, parts) => {
                 let end = spec.window_end(w);
                 for (u, m) in marks.iter().enumerate() {
                     let m = m.load(Ordering::SeqCst);
@@ -213,8 +213,8 @@ fn collect(
                 assert!(!merged.is_empty(), "an empty winset {w}");
                 got.push((w, merged));
             }
-            Next::Pending => thread::yield_now(),
-            Next::End => break,
+            NextWinset::Pending => thread::yield_now(),
+            NextWinset::End => break,
         }
     }
     assert!(!out.poisoned());

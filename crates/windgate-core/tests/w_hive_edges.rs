@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicIsize, Ordering};
 
-use windgate_core::aggregate::w_hive::{MAX_LEVELS, Next, Output, Updater, WHive};
+use windgate_core::aggregate::w_hive::{MAX_LEVELS, NextWinset, Output, Updater, WHive};
 use windgate_core::time::WindowSpec;
 
 fn spec(size: i64, slide: i64) -> WindowSpec {
@@ -18,9 +18,9 @@ fn drain<P: Default + Send>(out: &mut Output<P>) -> (Vec<(i64, Vec<P>)>, bool) {
     let mut got = vec![];
     loop {
         match out.next_ready() {
-            Next::Winset(w, p) => got.push((w, p)),
-            Next::Pending => return (got, false),
-            Next::End => return (got, true),
+            NextWinset::Winset(w, p) => got.push((w, p)),
+            NextWinset::Pending => return (got, false),
+            NextWinset::End => return (got, true),
         }
     }
 }
@@ -158,7 +158,7 @@ fn negative_timestamps_and_gaps() {
 fn no_updaters_is_the_end() {
     let (ups, mut out) = WHive::new::<u32>(spec(10, 10), 0);
     assert!(ups.is_empty());
-    assert_eq!(out.next_ready(), Next::End);
+    assert_eq!(out.next_ready(), NextWinset::End);
 }
 
 #[test]
@@ -219,14 +219,14 @@ fn every_node_is_freed() {
             } else {
                 b.advance(ts);
             }
-            while let Next::Winset(..) = out.next_ready() {}
+            while let NextWinset::Winset(..) = out.next_ready() {}
             max_nodes = max_nodes.max(out.live_nodes());
         }
         // 4 live windows per ts, plus the anchors' slack (at most the nodes between two tall ones).
         eprintln!("levels {levels}: at most {max_nodes} nodes");
         assert!(max_nodes < 100, "levels {levels}: {max_nodes} nodes");
         drop(a);
-        assert!(matches!(out.next_ready(), Next::Pending));
+        assert!(matches!(out.next_ready(), NextWinset::Pending));
         drop(b);
         let (got, end) = drain(&mut out);
         assert!(end && got.len() == 4);

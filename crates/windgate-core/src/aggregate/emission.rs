@@ -18,14 +18,6 @@ pub struct Emission {
 }
 
 impl Emission {
-    pub fn len(&self) -> usize {
-        self.slots.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
-    }
-
     /// Appends one window's rows, sorted by key rank. `rows` holds `(key, slot)` pairs.
     pub fn push_window(&mut self, window: i64, rows: &mut [(u32, u32)], ranks: &[u32]) {
         rows.sort_unstable_by_key(|&(key, _)| ranks[key as usize]);

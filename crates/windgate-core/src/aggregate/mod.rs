@@ -1,24 +1,24 @@
 //! Window aggregation: aggregate functions as lift/combine/lower, partial states, the engines and the
-//! streaming operator. Which engine runs a query is one row of the strategy registry ([`strategy`]); the
+//! streaming operator. Which engine runs a query is one row of the strategy registry (`aggregate::strategy`); the
 //! parallel engines share the types of `parallel`, and the research baselines live apart in `baselines`.
 
 pub(crate) mod baselines;
 pub mod batch;
-pub mod emission;
+pub(crate) mod emission;
 mod engine;
 mod forget;
-pub mod function;
+pub(crate) mod function;
 mod functions;
 mod input;
-pub mod operator;
-pub mod options;
-pub mod pane_engine;
+pub(crate) mod operator;
+pub(crate) mod options;
+pub(crate) mod pane_engine;
 pub(crate) mod parallel;
-pub mod partial;
-pub mod reference;
-pub mod slots;
-pub mod state;
-pub mod strategy;
+pub(crate) mod partial;
+pub(crate) mod reference;
+pub(crate) mod slots;
+pub(crate) mod state;
+pub(crate) mod strategy;
 pub mod w_hive;
 
 pub use batch::{window_aggregate, window_aggregate_in_memory};

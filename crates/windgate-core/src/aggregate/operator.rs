@@ -829,7 +829,7 @@ struct Read {
     ts: ScalarBuffer<i64>,
     order_by: Option<ScalarBuffer<i64>>,
     inputs: Vec<InputValues>,
-    admitted: crate::order::admission::Admitted,
+    admitted: crate::order::admission::BatchAdmission,
     /// The source's K-slack after the batch.
     kslack: KSlack,
 }

@@ -43,9 +43,9 @@ pub struct WindowAggregateOptions {
     /// source and arrival do): with it, splitting the same rows over any number of sources gives the same
     /// result.
     pub order_by: Option<String>,
-    /// Raw rows, or the partial states of another operator with the same query (see [`super::partial`]).
+    /// Raw rows, or the partial states of another operator with the same query (see `aggregate::partial`).
     pub input: InputKind,
-    /// Windows, or the partial states of final panes (see [`super::partial`]).
+    /// Windows, or the partial states of final panes (see `aggregate::partial`).
     pub output: OutputKind,
     /// Arrival number of the first row of every source: rows pushed elsewhere first (a Spark task's
     /// partition within the whole input) keep their place in the order that breaks `first`/`last` ties.

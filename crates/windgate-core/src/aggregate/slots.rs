@@ -42,15 +42,6 @@ impl SlotStore {
         self.len - 1
     }
 
-    /// `n` fresh consecutive slots (the first is returned), without reusing released ones: for scratch stores
-    /// filled a window at a time.
-    pub fn alloc_block(&mut self, n: usize) -> u32 {
-        self.states.iter_mut().for_each(|s| s.extend_empty(n));
-        let first = self.len;
-        self.len += n as u32;
-        first
-    }
-
     pub fn release(&mut self, slot: u32) {
         self.free.push(slot);
     }

@@ -114,27 +114,9 @@ impl AggState {
         Self { meta, acc }
     }
 
-    pub fn meta(&self) -> &Arc<AggMeta> {
-        &self.meta
-    }
-
-    /// Number of slots.
-    pub fn len(&self) -> usize {
-        self.acc.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Makes room for `n` more slots (stores whose size is known up front skip the regrowth).
     pub fn reserve(&mut self, n: usize) {
         self.acc.reserve(n)
-    }
-
-    /// Appends `n` empty slots at once.
-    pub fn extend_empty(&mut self, n: usize) {
-        self.acc.extend_empty(n)
     }
 
     /// Appends an empty slot.
@@ -163,11 +145,6 @@ impl AggState {
             return self.combine_pairs(rows, &pairs);
         }
         self.acc.update(slots, input, order)
-    }
-
-    /// Combines slot `src` of `other` (a state of the same aggregate) into slot `dst` of `self`.
-    pub fn combine(&mut self, dst: usize, other: &AggState, src: usize) {
-        self.combine_pairs(other, &[(dst as u32, src as u32)]);
     }
 
     /// Combines, for every `(dst, src)` pair, slot `src` of `other` into slot `dst` of `self`. One dispatch

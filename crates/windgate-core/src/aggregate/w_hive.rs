@@ -3,7 +3,7 @@
 //! lock-free list of *winsets* (the state of one window id), which several updater threads fill and one output
 //! thread takes, in window order, once no updater can touch a winset any more.
 //!
-//! Two of the paper's designs use it ([`crate::aggregate::multiway`]):
+//! Two of the paper's designs use it (`aggregate::baselines::multiway`):
 //! * **TuMLMC**: `U` updaters each read every tuple of a T-Gate in the total order; updater `u` updates only
 //!   the keys hashed to it ([`Updater::update`]) and advances its progress on *every* tuple it reads
 //!   ([`Updater::advance`]: an updater whose keys are rare must not hold the output back), so a (window, key)
@@ -20,7 +20,7 @@
 //! * Each node holds **one partial per updater** (`P: Default + Send`, the caller's type, e.g. a per-key
 //!   aggregate store; unlike the paper, no key domain is assumed and no lock-free hash map is needed): updater
 //!   `u` only ever touches slot `u`, so window state is plain memory, not atomics. The output takes all `U`
-//!   partials of a released winset ([`Next::Winset`]) and merges them itself (the caller's states combine
+//!   partials of a released winset ([`NextWinset::Winset`]) and merges them itself (the caller's states combine
 //!   exactly, so the merge order does not matter). A node's `U` partials are made with `P::default()` when the
 //!   node is created, so that should not allocate (an empty map does not).
 //! * `progress[u]: AtomicI64`, `i64::MIN` at the start (blocks the output), `i64::MAX` once updater `u` closed.
@@ -47,7 +47,7 @@
 //!    every node that will ever exist with an id below `j` is already in the list, before `j`, and was taken
 //!    earlier. Nobody creates a node for a released id afterwards (point 2).
 //! 4. *End.* `W == i64::MAX` means every updater closed after its last write, so the list the output then
-//!    loads is final: a null successor is [`Next::End`].
+//!    loads is final: a null successor is [`NextWinset::End`].
 //!
 //! The output may keep `W` from an earlier scan while it finds released winsets: every list load it makes
 //! comes after that scan, which is all points 1-3 need. It rescans only when the successor is not released.
@@ -90,25 +90,25 @@
 //! # Progress (lock-freedom)
 //!
 //! Every operation is lock-free: an updater retries only when another thread's CAS on the same link
-//! succeeded, and [`Output::next_ready`] never waits ([`Next::Pending`] instead). Waiting for readiness is
+//! succeeded, and [`Output::next_ready`] never waits ([`NextWinset::Pending`] instead). Waiting for readiness is
 //! the caller's business (its back-off).
 //!
 //! ```
-//! use windgate_core::aggregate::w_hive::{Next, WHive};
+//! use windgate_core::aggregate::w_hive::{NextWinset, WHive};
 //! use windgate_core::time::WindowSpec;
 //! let spec = WindowSpec::new(10, Some(5), 0).unwrap(); // windows [5j, 5j + 10)
 //! let (mut ups, mut out) = WHive::new::<u64>(spec, 2);
 //! let (mut b, mut a) = (ups.pop().unwrap(), ups.pop().unwrap());
 //! a.update(7, |_, p| *p += 1); // windows 0 [0, 10) and 1 [5, 15)
-//! assert!(matches!(out.next_ready(), Next::Pending)); // b has not started: it could still write window 0
+//! assert!(matches!(out.next_ready(), NextWinset::Pending)); // b has not started: it could still write window 0
 //! b.advance(12);
 //! a.advance(10); // both past end(0) = 10
-//! assert!(matches!(out.next_ready(), Next::Winset(0, ref p) if p == &[1, 0]));
-//! assert!(matches!(out.next_ready(), Next::Pending)); // end(1) = 15 > min(10, 12)
+//! assert!(matches!(out.next_ready(), NextWinset::Winset(0, ref p) if p == &[1, 0]));
+//! assert!(matches!(out.next_ready(), NextWinset::Pending)); // end(1) = 15 > min(10, 12)
 //! a.close();
 //! b.close();
-//! assert!(matches!(out.next_ready(), Next::Winset(1, ref p) if p == &[1, 0]));
-//! assert!(matches!(out.next_ready(), Next::End));
+//! assert!(matches!(out.next_ready(), NextWinset::Winset(1, ref p) if p == &[1, 0]));
+//! assert!(matches!(out.next_ready(), NextWinset::End));
 //! ```
 
 use std::ptr;
@@ -336,7 +336,7 @@ unsafe impl<P: Default + Send> Send for Updater<P> {}
 unsafe impl<P: Default + Send> Sync for Updater<P> {}
 
 impl<P: Default + Send> Updater<P> {
-    /// This updater's id: the index of its partial in every [`Next::Winset`].
+    /// This updater's id: the index of its partial in every [`NextWinset::Winset`].
     pub fn id(&self) -> usize {
         self.id
     }
@@ -492,7 +492,7 @@ fn live_winsets(inner: &Inner) -> usize {
 
 /// What [`Output::next_ready`] found.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Next<P> {
+pub enum NextWinset<P> {
     /// The next released winset in window order: its window id and the updaters' partials, indexed by
     /// updater id (a default `P` for an updater that never touched it).
     Winset(i64, Vec<P>),
@@ -519,8 +519,8 @@ unsafe impl<P: Default + Send> Send for Output<P> {}
 unsafe impl<P: Default + Send> Sync for Output<P> {}
 
 impl<P: Default + Send> Output<P> {
-    /// The next released winset, [`Next::Pending`] or [`Next::End`]. Never waits.
-    pub fn next_ready(&mut self) -> Next<P> {
+    /// The next released winset, [`NextWinset::Pending`] or [`NextWinset::End`]. Never waits.
+    pub fn next_ready(&mut self) -> NextWinset<P> {
         // SAFETY: `cur` is counted, so alive, and so is its successor.
         let mut next = unsafe { (*self.cur).next(0) };
         if !self.released(next) {
@@ -531,13 +531,13 @@ impl<P: Default + Send> Output<P> {
             next = unsafe { (*self.cur).next(0) };
             if next.is_null() {
                 return if self.watermark == i64::MAX {
-                    Next::End
+                    NextWinset::End
                 } else {
-                    Next::Pending
+                    NextWinset::Pending
                 };
             }
             if !self.released(next) {
-                return Next::Pending;
+                return NextWinset::Pending;
             }
         }
         // SAFETY: `next` is alive (the successor of our counted cursor) and released: every updater's writes
@@ -556,10 +556,10 @@ impl<P: Default + Send> Output<P> {
         // SAFETY: the cursor is our count and `next` is right of it.
         unsafe { move_anchor(&mut self.cur, next, &self.inner.live_nodes) };
         self.inner.taken.fetch_add(1, Ordering::Relaxed);
-        Next::Winset(window, parts)
+        NextWinset::Winset(window, parts)
     }
 
-    /// `W = min_u progress[u]` as of the last scan. After [`Next::Pending`] every winset ending by `W` has been
+    /// `W = min_u progress[u]` as of the last scan. After [`NextWinset::Pending`] every winset ending by `W` has been
     /// returned, and none can appear later: a window is created only by an updater whose progress is below its
     /// end, and every progress is at least `W` and never decreases. The caller's frontier.
     pub fn watermark(&self) -> i64 {
@@ -579,7 +579,7 @@ impl<P: Default + Send> Output<P> {
     }
 
     /// Whether some updater was dropped while its thread panicked: its windows may miss tuples, though it
-    /// counts as closed. Read it after [`Next::End`] (or whenever) to turn that into an operator error.
+    /// counts as closed. Read it after [`NextWinset::End`] (or whenever) to turn that into an operator error.
     pub fn poisoned(&self) -> bool {
         self.inner.poisoned.load(Ordering::Relaxed)
     }

@@ -13,7 +13,7 @@ use arrow_array::RecordBatch;
 use arrow_buffer::BooleanBuffer;
 use arrow_row::Rows;
 
-use super::merge::Run;
+use super::partition_merge::Run;
 
 /// One batch of rows flowing through a columnar pipeline.
 #[derive(Debug, Clone)]

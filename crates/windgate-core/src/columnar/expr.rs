@@ -82,7 +82,7 @@ pub enum CmpOp {
 
 /// A row predicate.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Predicate {
+pub enum RowPredicate {
     Cmp {
         column: String,
         op: CmpOp,
@@ -94,9 +94,9 @@ pub enum Predicate {
         column: String,
         values: Vec<Literal>,
     },
-    And(Vec<Predicate>),
-    Or(Vec<Predicate>),
-    Not(Box<Predicate>),
+    And(Vec<RowPredicate>),
+    Or(Vec<RowPredicate>),
+    Not(Box<RowPredicate>),
 }
 
 const PREDICATE_FORMS: &str = "(\"==\"|\"!=\"|\"<\"|\"<=\"|\">\"|\">=\", column, literal), (\"is_null\"|\"is_not_null\", \
@@ -113,7 +113,7 @@ pub(crate) fn too_deep(param: &str, what: &str) -> Error {
     )
 }
 
-impl Predicate {
+impl RowPredicate {
     /// Parses the spec form; `param` names the parameter in errors.
     ///
     /// Chains of one `"and"` (or `"or"`), however deep, become one n-ary node and `("not", ("not", p))`
@@ -151,12 +151,12 @@ impl Predicate {
                             continue;
                         }
                     }
-                    parts.push(Predicate::parse_at(a, param, depth + 1)?);
+                    parts.push(RowPredicate::parse_at(a, param, depth + 1)?);
                 }
                 if op == "and" {
-                    Predicate::And(parts)
+                    RowPredicate::And(parts)
                 } else {
-                    Predicate::Or(parts)
+                    RowPredicate::Or(parts)
                 }
             }
             "not" => {
@@ -172,9 +172,9 @@ impl Predicate {
                         _ => break,
                     }
                 }
-                let p = Predicate::parse_at(inner, param, depth + 1)?;
+                let p = RowPredicate::parse_at(inner, param, depth + 1)?;
                 if negated {
-                    Predicate::Not(Box::new(p))
+                    RowPredicate::Not(Box::new(p))
                 } else {
                     p
                 }
@@ -183,7 +183,7 @@ impl Predicate {
         })
     }
 
-    /// Everything but `and`, `or` and `not` (which [`Predicate::parse_at`] handles, recursing): kept apart so
+    /// Everything but `and`, `or` and `not` (which [`RowPredicate::parse_at`] handles, recursing): kept apart so
     /// that the recursive function's stack frame stays small.
     #[inline(never)]
     fn parse_leaf(v: &Value, param: &str) -> Result<Self> {
@@ -224,7 +224,7 @@ impl Predicate {
         };
         if let Some(cmp) = cmp {
             arity(2)?;
-            return Ok(Predicate::Cmp {
+            return Ok(RowPredicate::Cmp {
                 column: column(0)?,
                 op: cmp,
                 value: Literal::parse(&args[1], param)?,
@@ -241,11 +241,11 @@ impl Predicate {
             }
             "is_null" => {
                 arity(1)?;
-                Predicate::IsNull(column(0)?)
+                RowPredicate::IsNull(column(0)?)
             }
             "is_not_null" => {
                 arity(1)?;
-                Predicate::IsNotNull(column(0)?)
+                RowPredicate::IsNotNull(column(0)?)
             }
             "isin" => {
                 arity(2)?;
@@ -255,7 +255,7 @@ impl Predicate {
                         args[1].describe()
                     )));
                 };
-                Predicate::IsIn {
+                RowPredicate::IsIn {
                     column: column(0)?,
                     values: values
                         .iter()
@@ -280,17 +280,17 @@ impl Predicate {
             return Err(too_deep(param, "predicate"));
         }
         match self {
-            Predicate::And(ps) | Predicate::Or(ps) => {
+            RowPredicate::And(ps) | RowPredicate::Or(ps) => {
                 for p in ps {
                     p.emit(schema, param, depth + 1, out)?;
                 }
-                out.push(if matches!(self, Predicate::And(_)) {
+                out.push(if matches!(self, RowPredicate::And(_)) {
                     Step::And(ps.len())
                 } else {
                     Step::Or(ps.len())
                 });
             }
-            Predicate::Not(p) => {
+            RowPredicate::Not(p) => {
                 p.emit(schema, param, depth + 1, out)?;
                 out.push(Step::Not);
             }
@@ -299,13 +299,13 @@ impl Predicate {
         Ok(())
     }
 
-    /// A comparison or null test (kept apart from the recursive [`Predicate::emit`] so that its frame
+    /// A comparison or null test (kept apart from the recursive [`RowPredicate::emit`] so that its frame
     /// stays small).
     #[inline(never)]
     fn emit_leaf(&self, schema: &Schema, param: &str, out: &mut Vec<Step>) -> Result<()> {
         let col = |name: &str| column_index(schema, name, param);
         match self {
-            Predicate::Cmp { column, op, value } => {
+            RowPredicate::Cmp { column, op, value } => {
                 let index = col(column)?;
                 let (lit, as_float) = bind_literal(schema, index, value, param)?;
                 out.push(Step::Cmp {
@@ -315,9 +315,9 @@ impl Predicate {
                     as_float,
                 });
             }
-            Predicate::IsNull(c) => out.push(Step::IsNull(col(c)?, true)),
-            Predicate::IsNotNull(c) => out.push(Step::IsNull(col(c)?, false)),
-            Predicate::IsIn { column, values } => {
+            RowPredicate::IsNull(c) => out.push(Step::IsNull(col(c)?, true)),
+            RowPredicate::IsNotNull(c) => out.push(Step::IsNull(col(c)?, false)),
+            RowPredicate::IsIn { column, values } => {
                 let index = col(column)?;
                 for v in values {
                     let (lit, as_float) = bind_literal(schema, index, v, param)?;
@@ -330,7 +330,7 @@ impl Predicate {
                 }
                 out.push(Step::Or(values.len()));
             }
-            Predicate::And(_) | Predicate::Or(_) | Predicate::Not(_) => {
+            RowPredicate::And(_) | RowPredicate::Or(_) | RowPredicate::Not(_) => {
                 unreachable!("emit handles and, or and not")
             }
         }
@@ -530,7 +530,7 @@ mod tests {
 
     fn eval(v: Value) -> Vec<Option<bool>> {
         let b = batch();
-        let p = Predicate::parse(&v, "p")
+        let p = RowPredicate::parse(&v, "p")
             .unwrap()
             .bind(b.schema_ref(), "p")
             .unwrap();
@@ -582,7 +582,7 @@ mod tests {
     #[test]
     fn errors_name_the_parameter_and_column() {
         let b = batch();
-        let bad = Predicate::parse(
+        let bad = RowPredicate::parse(
             &l(vec!["==".into(), "a".into(), "x".into()]),
             "filter: predicate",
         )
@@ -591,13 +591,13 @@ mod tests {
         .unwrap_err();
         assert!(bad.message().contains("column 'a'"), "{bad}");
         let missing =
-            Predicate::parse(&l(vec!["is_null".into(), "zz".into()]), "filter: predicate")
+            RowPredicate::parse(&l(vec!["is_null".into(), "zz".into()]), "filter: predicate")
                 .unwrap()
                 .bind(b.schema_ref(), "filter: predicate")
                 .unwrap_err();
         assert_eq!(missing.kind(), ErrorKind::ColumnNotFound);
         let op =
-            Predicate::parse(&l(vec!["~".into(), "a".into()]), "filter: predicate").unwrap_err();
+            RowPredicate::parse(&l(vec!["~".into(), "a".into()]), "filter: predicate").unwrap_err();
         assert!(op.message().starts_with("filter: predicate"), "{op}");
     }
 }

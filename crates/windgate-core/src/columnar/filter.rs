@@ -3,7 +3,7 @@
 use arrow_array::BooleanArray;
 use arrow_schema::SchemaRef;
 
-use super::expr::{BoundPredicate, Predicate};
+use super::expr::{BoundPredicate, RowPredicate};
 use super::value::{Params, Value};
 use super::{Bound, Chunk, ColumnarOp, check_schema};
 use crate::error::{Error, Result};
@@ -12,18 +12,18 @@ use crate::runtime::pipeline::Stateless;
 /// Keeps the rows where `predicate` is true (null counts as false).
 #[derive(Debug, Clone)]
 pub struct Filter {
-    predicate: Predicate,
+    predicate: RowPredicate,
 }
 
 impl Filter {
-    pub fn new(predicate: Predicate) -> Self {
+    pub fn new(predicate: RowPredicate) -> Self {
         Self { predicate }
     }
 
     pub(crate) fn from_spec(spec: &Value) -> Result<Self> {
         let mut p = Params::new("filter", spec, &["predicate"])?;
         let predicate = match p.get("predicate") {
-            Some(v) => Predicate::parse(v, &p.label("predicate"))?,
+            Some(v) => RowPredicate::parse(v, &p.label("predicate"))?,
             None => return Err(p.error("predicate", "is required")),
         };
         Ok(Self::new(predicate))

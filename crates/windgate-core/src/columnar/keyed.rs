@@ -20,8 +20,8 @@ use arrow_schema::{DataType, SchemaRef};
 
 use super::chunk::{Chunk, FINISH, Routed, Tag};
 use super::expr::BoundPredicate;
-use super::merge::{Run, merge};
 use super::order::SortKey;
+use super::partition_merge::{Run, merge};
 use crate::arrow_io::as_i64;
 use crate::error::{Error, ErrorKind, Result};
 use crate::keys::{RowCodec, hash_key};

@@ -18,7 +18,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{Field, Schema, SchemaRef};
 use hashbrown::HashMap;
 
-use super::expr::Predicate;
+use super::expr::RowPredicate;
 use super::keyed::{Keyed, KeyedOp, PartCtx, Routing};
 use super::value::{Params, Value};
 use super::{Bound, ColumnarOp, DEFAULT_PARTITIONS, TimeColumn, check_unique};
@@ -32,8 +32,8 @@ pub struct LastNBefore {
     key: Vec<String>,
     time: String,
     value: String,
-    trigger: Predicate,
-    candidate: Option<Predicate>,
+    trigger: RowPredicate,
+    candidate: Option<RowPredicate>,
     n: usize,
     within: Option<Span>,
     output: String,
@@ -41,7 +41,7 @@ pub struct LastNBefore {
 }
 
 impl LastNBefore {
-    pub fn new(key: &[&str], time: &str, value: &str, trigger: Predicate, n: usize) -> Self {
+    pub fn new(key: &[&str], time: &str, value: &str, trigger: RowPredicate, n: usize) -> Self {
         Self {
             key: key.iter().map(|k| k.to_string()).collect(),
             time: time.to_string(),
@@ -55,7 +55,7 @@ impl LastNBefore {
         }
     }
 
-    pub fn candidate(mut self, p: Predicate) -> Self {
+    pub fn candidate(mut self, p: RowPredicate) -> Self {
         self.candidate = Some(p);
         self
     }
@@ -90,7 +90,7 @@ impl LastNBefore {
         let time = p.string("time")?;
         let value = p.string("value")?;
         let trigger = match p.get("trigger") {
-            Some(v) => Predicate::parse(v, &p.label("trigger"))?,
+            Some(v) => RowPredicate::parse(v, &p.label("trigger"))?,
             None => {
                 return Err(p.error(
                     "trigger",
@@ -99,7 +99,7 @@ impl LastNBefore {
             }
         };
         let candidate = match p.get("candidate") {
-            Some(v) => Some(Predicate::parse(v, &p.label("candidate"))?),
+            Some(v) => Some(RowPredicate::parse(v, &p.label("candidate"))?),
             None => None,
         };
         let n = p.int_in("n", 5, 1, 1 << 20)? as usize;
@@ -144,7 +144,7 @@ impl ColumnarOp for LastNBefore {
         let trigger = self.trigger.bind(input, "last_n_before: trigger")?;
         let candidate = match &self.candidate {
             Some(c) => c.bind(input, "last_n_before: candidate")?,
-            None => Predicate::Not(Box::new(self.trigger.clone()))
+            None => RowPredicate::Not(Box::new(self.trigger.clone()))
                 .bind(input, "last_n_before: trigger")?,
         };
         let mut fields: Vec<Field> = codec.fields().to_vec();

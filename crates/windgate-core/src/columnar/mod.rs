@@ -9,7 +9,7 @@
 //!   order, ties in a canonical order of the output columns (see `keyed`). Windows and sessions close by
 //!   the operator's *stream time* (running maximum of its time column, minus `lateness`), which every
 //!   partition tracks exactly, so closing never depends on which keys share a partition.
-//! * Stateful ([`TopK`], [`RunningMean`]): one state over the row sequence.
+//! * Stateful ([`WindowTopK`], [`RunningMean`]): one state over the row sequence.
 //!
 //! Operators are built in two steps: parameters first ([`ColumnarOp`], e.g. from the spec form
 //! [`Value`] that Python passes), then bound to the input schema, which checks every column and type up
@@ -46,9 +46,9 @@ mod expr;
 mod filter;
 mod keyed;
 mod last_n;
-mod merge;
 mod order;
 mod pairs;
+mod partition_merge;
 mod pipeline;
 mod project;
 mod rank;
@@ -61,7 +61,7 @@ mod window_count;
 
 pub use arith::{ArithOp, Expr};
 pub use chunk::Chunk;
-pub use expr::{CmpOp, Literal, Predicate};
+pub use expr::{CmpOp, Literal, RowPredicate};
 pub use filter::Filter;
 pub use last_n::LastNBefore;
 pub use pairs::Pairs;
@@ -70,7 +70,7 @@ pub use project::Project;
 pub use regression::Regression;
 pub use running_mean::RunningMean;
 pub use sessionize::Sessionize;
-pub use topk::TopK;
+pub use topk::WindowTopK;
 pub use value::{MAX_EXPR_DEPTH, MAX_SPEC_NESTING, Value};
 pub use window_count::WindowCount;
 

@@ -10,7 +10,7 @@ use arrow_schema::SchemaRef;
 use super::value::Value;
 use super::{
     Chunk, ColumnarOp, Filter, LastNBefore, Pairs, Project, Regression, RunningMean, Sessionize,
-    TopK, WindowCount, check_schema,
+    WindowCount, WindowTopK, check_schema,
 };
 use crate::error::{Error, Result};
 use crate::runtime::pipeline::{Pipeline, PipelineOptions, PipelineStats};
@@ -78,7 +78,7 @@ impl ColumnarPipeline {
             "window_count" => self.then(WindowCount::from_spec(params)?),
             "last_n_before" => self.then(LastNBefore::from_spec(params)?),
             "regression" => self.then(Regression::from_spec(params)?),
-            "topk" => self.then(TopK::from_spec(params)?),
+            "topk" => self.then(WindowTopK::from_spec(params)?),
             "running_mean" => self.then(RunningMean::from_spec(params)?),
             _ => {
                 return Err(Error::param(

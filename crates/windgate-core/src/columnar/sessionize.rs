@@ -27,7 +27,7 @@ use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use hashbrown::HashMap;
 
-use super::expr::Predicate;
+use super::expr::RowPredicate;
 use super::keyed::{Keyed, KeyedOp, PartCtx, Routing};
 use super::order::{ASC, SortKey};
 use super::value::{Params, Value};
@@ -43,7 +43,7 @@ pub struct Sessionize {
     time: String,
     gap: Span,
     values: Option<String>,
-    counts: Vec<(String, Predicate)>,
+    counts: Vec<(String, RowPredicate)>,
     lateness: Span,
     allow_unordered: bool,
     partitions: usize,
@@ -70,7 +70,7 @@ impl Sessionize {
     }
 
     /// Adds an int64 column `name`: the session's rows where `predicate` holds.
-    pub fn count(mut self, name: &str, predicate: Predicate) -> Self {
+    pub fn count(mut self, name: &str, predicate: RowPredicate) -> Self {
         self.counts.push((name.to_string(), predicate));
         self
     }
@@ -112,7 +112,7 @@ impl Sessionize {
                 .map(|(name, v)| {
                     Ok((
                         name.clone(),
-                        Predicate::parse(v, &format!("{label}[{name:?}]"))?,
+                        RowPredicate::parse(v, &format!("{label}[{name:?}]"))?,
                     ))
                 })
                 .collect::<Result<_>>()?,

@@ -21,7 +21,7 @@ use crate::runtime::pipeline::Stateful;
 
 /// The best `k` rows per window.
 #[derive(Debug, Clone)]
-pub struct TopK {
+pub struct WindowTopK {
     k: usize,
     score: String,
     keys: Vec<String>,
@@ -29,7 +29,7 @@ pub struct TopK {
     descending: bool,
 }
 
-impl TopK {
+impl WindowTopK {
     pub fn new(k: usize, score: &str, keys: &[&str]) -> Self {
         Self {
             k,
@@ -70,7 +70,7 @@ impl TopK {
     }
 }
 
-impl ColumnarOp for TopK {
+impl ColumnarOp for WindowTopK {
     fn name(&self) -> &'static str {
         "topk"
     }

@@ -3,13 +3,13 @@
 //! total order that is the same for any thread count.
 
 mod engine;
-pub(crate) mod merge;
 pub(crate) mod operator;
 pub(crate) mod options;
 mod outer;
 mod output;
 pub(crate) mod prepare;
 pub(crate) mod processor;
+pub(crate) mod readiness;
 pub(crate) mod reference;
 pub(crate) mod scale_join;
 pub(crate) mod strategy;

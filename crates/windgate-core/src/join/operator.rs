@@ -19,11 +19,11 @@ use crate::order::admission::OnLate;
 use crate::order::kslack::{Admission, KSlack};
 
 use super::engine::{Engine, EngineArgs};
-use super::merge::ReadyMerge;
 use super::options::{BandJoinOptions, Bounds, JoinHow, JoinStrategy, Predicate};
 use super::outer::Outer;
 use super::prepare::{self, JoinKey, JoinTuple, Side, SideSchema};
 use super::processor::OutPair;
+use super::readiness::ReadyMerge;
 
 /// Tuples fed or processed on the caller's thread between two Ctrl-C checks.
 const CHECK_EVERY: usize = 4096;

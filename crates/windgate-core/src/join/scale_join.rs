@@ -20,7 +20,7 @@ use crossbeam_utils::{Backoff, CachePadded};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::interrupt;
-use crate::order::scale_gate::{Next, Reader, ScaleGate, Source};
+use crate::order::scale_gate::{NextItem, Reader, ScaleGate, Source};
 use crate::threads::panic_message;
 
 use super::prepare::{JoinKey, JoinTuple, Side};
@@ -127,7 +127,7 @@ impl ScaleJoin {
     }
 
     /// Adds one tuple of its side (in the side's key order); `ready` is the length of the merged stream's
-    /// ready prefix after it (the caller's [`ReadyMerge`](super::merge::ReadyMerge) counts it). Drains ready
+    /// ready prefix after it (the caller's [`ReadyMerge`](super::readiness::ReadyMerge) counts it). Drains ready
     /// outputs into `out` now and then, and waits when the threads lag too far behind the ready prefix.
     ///
     /// Only ready tuples count towards the lag: the threads cannot process a tuple the other side has not
@@ -184,9 +184,9 @@ impl ScaleJoin {
         self.wake_threads();
         loop {
             match self.output.next_ready() {
-                Next::Item(k, p) => out.push((k.trigger, *p)),
-                Next::End => break,
-                Next::Pending => {
+                NextItem::Item(k, p) => out.push((k.trigger, *p)),
+                NextItem::End => break,
+                NextItem::Pending => {
                     self.check_failed()?;
                     interrupt::check()?;
                     self.park();
@@ -221,7 +221,7 @@ impl ScaleJoin {
     }
 
     fn drain(&mut self, out: &mut Vec<(u64, OutPair)>) {
-        while let Next::Item(k, p) = self.output.next_ready() {
+        while let NextItem::Item(k, p) = self.output.next_ready() {
             out.push((k.trigger, *p));
         }
     }
@@ -317,7 +317,7 @@ fn run_thread(
         let mut armed = false;
         while !shared.stop.load(Ordering::Relaxed) {
             match input.next_ready() {
-                Next::Item(_, t) => {
+                NextItem::Item(_, t) => {
                     if armed {
                         me.sleeping.store(false, Ordering::SeqCst);
                         armed = false;
@@ -327,8 +327,8 @@ fn run_thread(
                     me.processed.store(proc.processed(), Ordering::Release);
                     backoff.reset();
                 }
-                Next::End => break,
-                Next::Pending => {
+                NextItem::End => break,
+                NextItem::Pending => {
                     me.comparisons.store(proc.comparisons, Ordering::Relaxed);
                     me.pairs.store(proc.pairs, Ordering::Relaxed);
                     me.stored.store(proc.stored() as u64, Ordering::Relaxed);

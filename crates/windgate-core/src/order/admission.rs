@@ -67,7 +67,7 @@ pub struct Rules<'a> {
 
 /// The outcome for one batch.
 #[derive(Debug, Default)]
-pub struct Admitted {
+pub struct BatchAdmission {
     /// `None`: every row admitted.
     pub keep: Option<Vec<bool>>,
     pub late: u64,
@@ -82,9 +82,9 @@ pub fn admit(
     ts: &[i64],
     nulls: Option<&NullBuffer>,
     r: &Rules,
-) -> Result<Admitted> {
+) -> Result<BatchAdmission> {
     let n = ts.len();
-    let mut a = Admitted::default();
+    let mut a = BatchAdmission::default();
     if nulls.is_none_or(|nl| nl.null_count() == 0)
         && let Some(range) = admit_all(ks, ts)
     {

@@ -160,7 +160,8 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Brief 004 §2.2's worked trace: arrivals 10, 12, 11, 15, 9, 14, 20.
+    /// The worked trace of Mencagli et al.'s K-slack (adaptive lateness bound, see
+    /// `docs/architecture.md#late-rows`): arrivals 10, 12, 11, 15, 9, 14, 20.
     #[test]
     fn adaptive_worked_trace() {
         let mut ks = KSlack::new(Lateness::Adaptive);

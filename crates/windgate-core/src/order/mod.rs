@@ -1,5 +1,5 @@
 //! Ordering machinery: watermarks and late rows ([`kslack`], [`admission`]), ordered emission of work finished
-//! out of order ([`reorder`]), per-partition exclusive work queues ([`hybrid_queue`]) and the lock-free merge
+//! out of order ([`reorder`]), per-partition exclusive work queues (`hybrid_queue`) and the lock-free merge
 //! of sorted sources into a deterministic ready stream ([`scale_gate`]).
 
 pub mod admission;

@@ -207,21 +207,21 @@ impl ScaleGate {
     /// loom models use 1-2).
     ///
     /// ```
-    /// use windgate_core::order::scale_gate::{Next, ScaleGate};
+    /// use windgate_core::order::scale_gate::{NextItem, ScaleGate};
     /// let (mut sources, mut readers) = ScaleGate::new::<i64, &str>(2, 1, 4);
     /// let (mut b, mut a) = (sources.pop().unwrap(), sources.pop().unwrap());
     /// a.add(1, "a1");
     /// b.add(2, "b2");
     /// a.add(3, "a3");
     /// let r = &mut readers[0];
-    /// assert!(matches!(r.next_ready(), Next::Item(1, &"a1"))); // ready: both sources are past it
-    /// assert!(matches!(r.next_ready(), Next::Pending)); // b2 is b's latest: b might still send another 2
+    /// assert!(matches!(r.next_ready(), NextItem::Item(1, &"a1"))); // ready: both sources are past it
+    /// assert!(matches!(r.next_ready(), NextItem::Pending)); // b2 is b's latest: b might still send another 2
     /// b.close();
-    /// assert!(matches!(r.next_ready(), Next::Item(2, &"b2")));
-    /// assert!(matches!(r.next_ready(), Next::Pending)); // a3 is a's latest
+    /// assert!(matches!(r.next_ready(), NextItem::Item(2, &"b2")));
+    /// assert!(matches!(r.next_ready(), NextItem::Pending)); // a3 is a's latest
     /// a.close();
-    /// assert!(matches!(r.next_ready(), Next::Item(3, &"a3")));
-    /// assert!(matches!(r.next_ready(), Next::End));
+    /// assert!(matches!(r.next_ready(), NextItem::Item(3, &"a3")));
+    /// assert!(matches!(r.next_ready(), NextItem::End));
     /// ```
     #[allow(clippy::new_ret_no_self)]
     pub fn new<K: Ord + Copy, T>(sources: usize, readers: usize, levels: usize) -> Handles<K, T> {
@@ -324,7 +324,7 @@ impl<K: Ord + Copy, T> Source<K, T> {
         self.insert(Bound::Item(key), None, Kind::Marker);
     }
 
-    /// End of stream: the latest item becomes ready; readers see [`Next::End`] once every source closed.
+    /// End of stream: the latest item becomes ready; readers see [`NextItem::End`] once every source closed.
     pub fn close(&mut self) {
         if self.closed {
             return;
@@ -397,7 +397,7 @@ impl<K: Ord + Copy, T> Drop for Source<K, T> {
 
 /// What [`Reader::next_ready`] found.
 #[derive(Debug)]
-pub enum Next<'a, K, T> {
+pub enum NextItem<'a, K, T> {
     /// The next ready item, in key order.
     Item(K, &'a T),
     /// Nothing ready yet: some source has not published past the next item. Retry later.
@@ -423,13 +423,13 @@ unsafe impl<K: Ord + Copy + Send + Sync, T: Send + Sync> Sync for Reader<K, T> {
 
 impl<K: Ord + Copy, T> Reader<K, T> {
     /// The next ready item (Algorithm 2 of the paper, lines 38-44), skipping dummies and markers.
-    pub fn next_ready(&mut self) -> Next<'_, K, T> {
+    pub fn next_ready(&mut self) -> NextItem<'_, K, T> {
         loop {
             // SAFETY: `cur` is at or right of the anchor, so alive, and so is its successor.
             let next = unsafe { (*self.cur).next(0) };
             if next.is_null() {
                 self.settle();
-                return Next::Pending;
+                return NextItem::Pending;
             }
             // SAFETY: `next` is alive (above). Its fields were written before the CAS that linked it, which
             // the Acquire load above synchronises with.
@@ -437,11 +437,11 @@ impl<K: Ord + Copy, T> Reader<K, T> {
             // Line 41: a source's latest node is not ready.
             let written = self.inner.written[node.data.source as usize].load(Ordering::Acquire);
             if node.data.kind == Kind::Eos {
-                return Next::End;
+                return NextItem::End;
             }
             if written == next {
                 self.settle();
-                return Next::Pending;
+                return NextItem::Pending;
             }
             self.cur = next;
             self.since_anchor += 1;
@@ -451,13 +451,13 @@ impl<K: Ord + Copy, T> Reader<K, T> {
             if let (Kind::Item, Bound::Item(k), Some(v)) =
                 (node.data.kind, node.key, &node.data.value)
             {
-                return Next::Item(k, v);
+                return NextItem::Item(k, v);
             }
         }
     }
 
     /// A lower bound of every item key this reader has not returned yet: the key of the node it waits at
-    /// (after [`Next::Pending`]). Every open source's latest node lies at or after that node, and a source's
+    /// (after [`NextItem::Pending`]). Every open source's latest node lies at or after that node, and a source's
     /// later keys are at least its latest, so nothing smaller can still come. `None` while some source has not
     /// published (its dummy blocks) or at the end.
     pub fn pending_key(&self) -> Option<K> {
@@ -496,9 +496,9 @@ mod tests {
         let mut out = vec![];
         loop {
             match r.next_ready() {
-                Next::Item(k, v) => out.push((k, v.clone())),
-                Next::Pending => return (out, false),
-                Next::End => return (out, true),
+                NextItem::Item(k, v) => out.push((k, v.clone())),
+                NextItem::Pending => return (out, false),
+                NextItem::End => return (out, true),
             }
         }
     }
@@ -566,14 +566,14 @@ mod tests {
             s[0].close();
             let (fast, slow) = r.split_at_mut(1);
             let mut n = 0;
-            while let Next::Item(..) = fast[0].next_ready() {
+            while let NextItem::Item(..) = fast[0].next_ready() {
                 n += 1;
             }
             assert_eq!(n, 100_000);
             // The slow reader still pins everything.
             assert_eq!(LIVE.load(Ordering::Relaxed), 100_000);
             for _ in 0..50_000 {
-                assert!(matches!(slow[0].next_ready(), Next::Item(..)));
+                assert!(matches!(slow[0].next_ready(), NextItem::Item(..)));
             }
             let live = LIVE.load(Ordering::Relaxed);
             assert!((50_000..=50_000 + ANCHOR_STRIDE).contains(&live), "{live}");

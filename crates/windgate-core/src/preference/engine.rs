@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use hashbrown::HashMap;
 
-use super::OrderKey;
+use super::PackedOrderKey;
 use super::query::{Groups, KernelSpec, Pick, PrefChunk, PrefQuery};
 use crate::error::Result;
 use crate::runtime::farm::inline::InlineFarm;
@@ -133,7 +133,7 @@ fn answers(groups: Groups, kernel: &KernelSpec) -> Vec<(u32, Vec<Pick>)> {
 #[derive(Default)]
 struct PaneRows {
     keys: Vec<u32>,
-    orders: Vec<OrderKey>,
+    orders: Vec<PackedOrderKey>,
     cols: Vec<Vec<f64>>,
 }
 
@@ -206,7 +206,7 @@ impl RowEngine {
     /// Window `j`'s picks per group.
     fn window(&self, j: i64, kernel: &KernelSpec) -> Vec<(u32, Vec<Pick>)> {
         let first = self.spec.first_pane(j);
-        let mut groups: HashMap<u32, (Vec<Vec<f64>>, Vec<OrderKey>)> = HashMap::new();
+        let mut groups: HashMap<u32, (Vec<Vec<f64>>, Vec<PackedOrderKey>)> = HashMap::new();
         for (_, p) in self
             .panes
             .range(first..first + self.spec.panes_per_window())

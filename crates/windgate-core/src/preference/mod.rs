@@ -7,13 +7,13 @@
 //! only on the *set* of points inserted, never on the order they came in, so the parallel farm cannot change a
 //! result (`docs/architecture.md#determinism`).
 //!
-//! Points are identified by their [`OrderKey`], their position in the total order `(ts, arrival)`, which picks
+//! Points are identified by their [`PackedOrderKey`], their position in the total order `(ts, arrival)`, which picks
 //! the output rows and breaks ties. NaN never reaches the kernels: the operator rejects it, naming the column.
 //!
 //! Each kernel module also has a brute-force reference (`*_reference`) applying the definition over all pairs;
-//! the property tests check the kernels against it. Above the kernels: [`query`] (the kernels as a
-//! [`FarmQuery`](crate::runtime::farm::FarmQuery)), [`engine`] (pane, farm, per-window recomputation and
-//! reference engines) and [`operator`] (the streaming operator and the batch function).
+//! the property tests check the kernels against it. Above the kernels: `query` (the kernels as a
+//! `FarmQuery`), `engine` (pane, farm, per-window recomputation and
+//! reference engines) and `operator` (the streaming operator and the batch function).
 
 pub(crate) mod dominance;
 pub(crate) mod engine;
@@ -37,16 +37,16 @@ pub use topk::{TopK, topk_reference};
 
 /// A row's position in the total order: the time (sign bit flipped, so it sorts as unsigned) in the high 64
 /// bits, the arrival position in the low 64. Ordering keys orders rows by `(ts, arrival)`.
-pub type OrderKey = u128;
+pub type PackedOrderKey = u128;
 
 /// The order key of a row with time `ts` that arrived `seq`-th.
 #[inline]
-pub fn order_key(ts: i64, seq: u64) -> OrderKey {
+pub fn order_key(ts: i64, seq: u64) -> PackedOrderKey {
     (((ts as u64) ^ (1 << 63)) as u128) << 64 | seq as u128
 }
 
 /// The arrival position of an order key.
 #[inline]
-pub fn arrival_of(key: OrderKey) -> u64 {
+pub fn arrival_of(key: PackedOrderKey) -> u64 {
     key as u64
 }

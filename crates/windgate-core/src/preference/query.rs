@@ -12,7 +12,7 @@ use hashbrown::HashMap;
 
 use super::options::QueryKind;
 use super::{
-    OrderKey, Prefer, Skyline, TopDominant, TopK, order_key, skyline_reference,
+    PackedOrderKey, Prefer, Skyline, TopDominant, TopK, order_key, skyline_reference,
     top_dominant_reference, topk_reference,
 };
 use crate::runtime::farm::{FarmQuery, Routed};
@@ -26,12 +26,12 @@ pub enum Kernel {
 }
 
 /// One selected row: its order key and, for top-δ dominant, its κ.
-pub type Pick = (OrderKey, Option<u32>);
+pub type Pick = (PackedOrderKey, Option<u32>);
 
 impl Kernel {
     /// G: adds row `row` of `cols` (the value columns) with order key `key`.
     #[inline]
-    pub fn insert(&mut self, cols: &[Vec<f64>], row: usize, key: OrderKey) {
+    pub fn insert(&mut self, cols: &[Vec<f64>], row: usize, key: PackedOrderKey) {
         match self {
             Kernel::Skyline(s) => s.insert_row(cols, row, key),
             Kernel::TopDominant(t) => t.insert_row(cols, row, key),
@@ -116,7 +116,7 @@ impl KernelSpec {
     pub fn build(
         &self,
         cols: &[Vec<f64>],
-        rows: impl IntoIterator<Item = (usize, OrderKey)>,
+        rows: impl IntoIterator<Item = (usize, PackedOrderKey)>,
     ) -> Kernel {
         let mut k = self.empty();
         for (row, key) in rows {
@@ -127,7 +127,7 @@ impl KernelSpec {
 
     /// The answer by the definition over every pair of `cols`' rows (row i has order key `keys[i]`), in
     /// output order: the reference engine.
-    pub fn reference(&self, cols: &[Vec<f64>], keys: &[OrderKey]) -> Vec<Pick> {
+    pub fn reference(&self, cols: &[Vec<f64>], keys: &[PackedOrderKey]) -> Vec<Pick> {
         match self.kind {
             Kind::Skyline => skyline_reference(&self.prefer, cols, keys)
                 .into_iter()
@@ -158,7 +158,7 @@ pub struct PrefChunk {
 
 impl PrefChunk {
     #[inline]
-    pub fn order_key(&self, row: usize) -> OrderKey {
+    pub fn order_key(&self, row: usize) -> PackedOrderKey {
         order_key(self.ts[row], self.seq0 + row as u64)
     }
 }

@@ -6,7 +6,7 @@
 //! which is what makes [`Skyline::merge`] (the window-level H step) exact: a point of `A ∪ B` dominated by
 //! anything is dominated by a skyline point of `A ∪ B`, and that point is in `S(A)` or `S(B)`.
 
-use super::OrderKey;
+use super::PackedOrderKey;
 use super::dominance::Prefer;
 use smallvec::SmallVec;
 
@@ -26,7 +26,11 @@ impl Skyline {
     }
 
     /// The skyline of all rows of `cols` (one slice per dimension), row `i` having total order `order[i]`.
-    pub fn build<C: AsRef<[f64]>>(prefer: Vec<Prefer>, cols: &[C], order: &[OrderKey]) -> Self {
+    pub fn build<C: AsRef<[f64]>>(
+        prefer: Vec<Prefer>,
+        cols: &[C],
+        order: &[PackedOrderKey],
+    ) -> Self {
         let mut s = Self::new(prefer);
         for (row, &o) in order.iter().enumerate() {
             s.insert_row(cols, row, o);
@@ -51,21 +55,21 @@ impl Skyline {
     }
 
     /// Inserts row `row` of `cols` (one slice per dimension) with total order `order`.
-    pub fn insert_row<C: AsRef<[f64]>>(&mut self, cols: &[C], row: usize, order: OrderKey) {
+    pub fn insert_row<C: AsRef<[f64]>>(&mut self, cols: &[C], row: usize, order: PackedOrderKey) {
         debug_assert_eq!(cols.len(), self.dims());
         let p = self.store.normalise(cols, row);
         self.insert_point(&p, order);
     }
 
     /// Inserts one point given as a row.
-    pub fn insert(&mut self, point: &[f64], order: OrderKey) {
+    pub fn insert(&mut self, point: &[f64], order: PackedOrderKey) {
         debug_assert_eq!(point.len(), self.dims());
         let cols: Vec<[f64; 1]> = point.iter().map(|&v| [v]).collect();
         self.insert_row(&cols, 0, order);
     }
 
     /// Inserts a normalised point.
-    fn insert_point(&mut self, p: &[f64], order: OrderKey) {
+    fn insert_point(&mut self, p: &[f64], order: PackedOrderKey) {
         if self.scan(p) {
             self.store.push(p, order);
         }
@@ -115,14 +119,14 @@ impl Skyline {
     }
 
     /// The members' positions in the total order, ascending (the output order).
-    pub fn members(&self) -> Vec<OrderKey> {
+    pub fn members(&self) -> Vec<PackedOrderKey> {
         let mut m = self.store.order.clone();
         m.sort_unstable();
         m
     }
 
     /// The members as `(order, row)` pairs, ascending by order.
-    pub fn rows(&self) -> Vec<(OrderKey, Vec<f64>)> {
+    pub fn rows(&self) -> Vec<(PackedOrderKey, Vec<f64>)> {
         let mut idx: Vec<usize> = (0..self.store.len()).collect();
         idx.sort_unstable_by_key(|&i| self.store.order[i]);
         idx.into_iter()
@@ -135,9 +139,9 @@ impl Skyline {
 pub fn skyline_reference<C: AsRef<[f64]>>(
     prefer: &[Prefer],
     cols: &[C],
-    order: &[OrderKey],
-) -> Vec<OrderKey> {
-    let mut out: Vec<OrderKey> = (0..order.len())
+    order: &[PackedOrderKey],
+) -> Vec<PackedOrderKey> {
+    let mut out: Vec<PackedOrderKey> = (0..order.len())
         .filter(|&t| {
             !(0..order.len()).any(|s| {
                 super::dominance::compare(prefer, |k| cols[k].as_ref()[s], |k| cols[k].as_ref()[t])

@@ -9,7 +9,7 @@
 
 use smallvec::SmallVec;
 
-use super::OrderKey;
+use super::PackedOrderKey;
 use super::dominance::Prefer;
 
 /// Stored points compared against one point per pass.
@@ -24,7 +24,7 @@ pub(crate) struct PointStore {
     /// One column per dimension, all of length `order.len()`, normalised (smaller is better).
     pub(crate) cols: Vec<Vec<f64>>,
     /// Each stored point's position in the total order.
-    pub(crate) order: Vec<OrderKey>,
+    pub(crate) order: Vec<PackedOrderKey>,
 }
 
 /// How stored points `i0 + j` stand against a point `p`, lane by lane.
@@ -143,7 +143,7 @@ impl PointStore {
         })
     }
 
-    pub(crate) fn push(&mut self, p: &[f64], order: OrderKey) {
+    pub(crate) fn push(&mut self, p: &[f64], order: PackedOrderKey) {
         for (col, &v) in self.cols.iter_mut().zip(p) {
             col.push(v);
         }

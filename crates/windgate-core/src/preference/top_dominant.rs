@@ -10,7 +10,7 @@
 //! κ is computed from the definition with strictness accumulated over all dimensions; the authors' update kept
 //! only the last dimension's flag, a bug deliberately not ported.
 
-use super::OrderKey;
+use super::PackedOrderKey;
 use super::dominance::Prefer;
 use smallvec::SmallVec;
 
@@ -32,7 +32,11 @@ impl TopDominant {
     }
 
     /// The kernel over all rows of `cols`, row `i` having total order `order[i]`.
-    pub fn build<C: AsRef<[f64]>>(prefer: Vec<Prefer>, cols: &[C], order: &[OrderKey]) -> Self {
+    pub fn build<C: AsRef<[f64]>>(
+        prefer: Vec<Prefer>,
+        cols: &[C],
+        order: &[PackedOrderKey],
+    ) -> Self {
         let mut s = Self::new(prefer);
         for (row, &o) in order.iter().enumerate() {
             s.insert_row(cols, row, o);
@@ -57,7 +61,7 @@ impl TopDominant {
         self.store.len() == 0
     }
 
-    pub fn insert_row<C: AsRef<[f64]>>(&mut self, cols: &[C], row: usize, order: OrderKey) {
+    pub fn insert_row<C: AsRef<[f64]>>(&mut self, cols: &[C], row: usize, order: PackedOrderKey) {
         debug_assert_eq!(cols.len(), self.dims());
         let p = self.store.normalise(cols, row);
         if let Some(kappa) = self.scan(&p, 0) {
@@ -66,7 +70,7 @@ impl TopDominant {
         }
     }
 
-    pub fn insert(&mut self, point: &[f64], order: OrderKey) {
+    pub fn insert(&mut self, point: &[f64], order: PackedOrderKey) {
         debug_assert_eq!(point.len(), self.dims());
         let cols: Vec<[f64; 1]> = point.iter().map(|&v| [v]).collect();
         self.insert_row(&cols, 0, order);
@@ -118,8 +122,8 @@ impl TopDominant {
     }
 
     /// Every skyline point as `(order, κ)`, ascending by order.
-    pub fn skyline(&self) -> Vec<(OrderKey, u32)> {
-        let mut all: Vec<(OrderKey, u32)> = self
+    pub fn skyline(&self) -> Vec<(PackedOrderKey, u32)> {
+        let mut all: Vec<(PackedOrderKey, u32)> = self
             .store
             .order
             .iter()
@@ -132,13 +136,13 @@ impl TopDominant {
 
     /// The answer: the `delta` skyline points of lowest κ, ties by the total order, returned as `(order, κ)`
     /// ascending by order (the output order).
-    pub fn select(&self, delta: usize) -> Vec<(OrderKey, u32)> {
+    pub fn select(&self, delta: usize) -> Vec<(PackedOrderKey, u32)> {
         select_lowest(self.skyline(), delta)
     }
 }
 
 /// Keeps the `delta` entries of lowest `(κ, order)` and returns them ascending by order.
-fn select_lowest(mut all: Vec<(OrderKey, u32)>, delta: usize) -> Vec<(OrderKey, u32)> {
+fn select_lowest(mut all: Vec<(PackedOrderKey, u32)>, delta: usize) -> Vec<(PackedOrderKey, u32)> {
     all.sort_unstable_by_key(|&(o, k)| (k, o));
     all.truncate(delta);
     all.sort_unstable();
@@ -150,9 +154,9 @@ fn select_lowest(mut all: Vec<(OrderKey, u32)>, delta: usize) -> Vec<(OrderKey, 
 pub fn top_dominant_reference<C: AsRef<[f64]>>(
     prefer: &[Prefer],
     cols: &[C],
-    order: &[OrderKey],
+    order: &[PackedOrderKey],
     delta: usize,
-) -> Vec<(OrderKey, u32)> {
+) -> Vec<(PackedOrderKey, u32)> {
     let d = prefer.len();
     let kappa = |t: usize| {
         (0..order.len())
@@ -164,7 +168,7 @@ pub fn top_dominant_reference<C: AsRef<[f64]>>(
             .max()
             .unwrap_or(0)
     };
-    let sky: Vec<(OrderKey, u32)> = (0..order.len())
+    let sky: Vec<(PackedOrderKey, u32)> = (0..order.len())
         .map(|t| (t, kappa(t)))
         .filter(|&(_, k)| k < d)
         .map(|(t, k)| (order[t], k as u32))

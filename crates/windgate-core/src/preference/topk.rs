@@ -9,14 +9,14 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use super::OrderKey;
+use super::PackedOrderKey;
 
 /// One kept row. Ordered worst-last: `a < b` iff `a` ranks before (is better than) `b`.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     /// The score turned so that smaller is better (negated for descending; negation is exact).
     key: f64,
-    order: OrderKey,
+    order: PackedOrderKey,
 }
 
 impl Ord for Entry {
@@ -69,7 +69,7 @@ impl TopK {
     }
 
     /// The top-k of `score[i]` with total order `order[i]`.
-    pub fn build(k: usize, descending: bool, score: &[f64], order: &[OrderKey]) -> Self {
+    pub fn build(k: usize, descending: bool, score: &[f64], order: &[PackedOrderKey]) -> Self {
         let mut t = Self::new(k, descending);
         for (&s, &o) in score.iter().zip(order) {
             t.insert(s, o);
@@ -98,7 +98,7 @@ impl TopK {
     }
 
     /// G: offers one row.
-    pub fn insert(&mut self, score: f64, order: OrderKey) {
+    pub fn insert(&mut self, score: f64, order: PackedOrderKey) {
         let e = Entry {
             key: self.key(score),
             order,
@@ -125,7 +125,7 @@ impl TopK {
     }
 
     /// The answer as `(order, score)`, best score first, ties by the total order.
-    pub fn ranked(&self) -> Vec<(OrderKey, f64)> {
+    pub fn ranked(&self) -> Vec<(PackedOrderKey, f64)> {
         let mut v: Vec<Entry> = self.heap.iter().copied().collect();
         v.sort_unstable();
         v.into_iter().map(|e| (e.order, self.key(e.key))).collect()
@@ -137,9 +137,10 @@ pub fn topk_reference(
     k: usize,
     descending: bool,
     score: &[f64],
-    order: &[OrderKey],
-) -> Vec<(OrderKey, f64)> {
-    let mut rows: Vec<(OrderKey, f64)> = order.iter().copied().zip(score.iter().copied()).collect();
+    order: &[PackedOrderKey],
+) -> Vec<(PackedOrderKey, f64)> {
+    let mut rows: Vec<(PackedOrderKey, f64)> =
+        order.iter().copied().zip(score.iter().copied()).collect();
     rows.sort_by(|a, b| {
         let by_score = if descending {
             cmp_f64(b.1, a.1)

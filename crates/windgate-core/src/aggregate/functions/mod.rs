@@ -21,18 +21,15 @@
 //! aggregate of a query in one loop over the rows (the test `lifts_fuse_into_one_pass` does so).
 
 /// The slot bookkeeping of an accumulator whose state is one vector per part, all as long as the count `n`:
-/// `len`, `reserve`, `extend_empty`, `push_empty` and `clear`, from each part and its empty value. Written
-/// once here, inside each `impl Accumulator`; `reset` stays with each accumulator (most reset the count only).
+/// `reserve`, `extend_empty`, `push_empty` and `clear`, from each part and its empty value. Written once here,
+/// inside each `impl Accumulator`; `reset` stays with each accumulator (most reset the count only).
 macro_rules! slot_vectors {
     ($($part:ident: $empty:expr),+ $(,)?) => {
-        fn len(&self) -> usize {
-            self.n.len()
-        }
-
         fn reserve(&mut self, n: usize) {
             $(self.$part.reserve(n);)+
         }
 
+        #[cfg(test)]
         fn extend_empty(&mut self, n: usize) {
             let len = self.n.len() + n;
             $(self.$part.resize(len, $empty);)+
@@ -99,11 +96,10 @@ pub(crate) trait AggregateFunction: Sync {
 /// The partial states of one aggregate for every slot, one vector per part of the state, indexed by slot (as
 /// DataFusion's `GroupsAccumulator`, with slots for groups).
 pub(crate) trait Accumulator: Debug + Send + Sync + Any {
-    /// Number of slots.
-    fn len(&self) -> usize;
     /// Makes room for `n` more slots.
     fn reserve(&mut self, n: usize);
     /// Appends `n` empty slots.
+    #[cfg(test)]
     fn extend_empty(&mut self, n: usize);
     /// Appends one empty slot.
     fn push_empty(&mut self);

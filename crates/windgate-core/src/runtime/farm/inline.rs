@@ -86,8 +86,4 @@ impl<Q: FarmQuery> InlineFarm<Q> {
         }
         out
     }
-
-    pub fn query(&self) -> &Q {
-        &self.query
-    }
 }

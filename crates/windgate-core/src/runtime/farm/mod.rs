@@ -11,7 +11,7 @@
 //!
 //! The farm is generic over the query ([`FarmQuery`]: G at the pane level, H at the window level), so window
 //! aggregation and the preference queries share it. The caller's thread is the PLQ emitter (it routes rows with
-//! a [`PaneScheduler`] and broadcasts punctuations in-band) and the collector (windows come back on one channel
+//! a `PaneScheduler` and broadcasts punctuations in-band) and the collector (windows come back on one channel
 //! and are released in window order once a progress report covers them).
 //!
 //! Memory is bounded: the PLQ channels and the WLQ emitter's input are bounded, so a slow stage backs pressure
@@ -24,7 +24,7 @@
 //! merge), so which worker computed which piece never shows in the output (`docs/architecture.md`,
 //! "Contracts": determinism).
 
-pub mod inline;
+pub(crate) mod inline;
 mod plq;
 mod wlq;
 

@@ -2,7 +2,7 @@
 //! Multicores*: a linear chain of operators run on all cores whose output equals a sequential run over the inputs
 //! in arrival order (`docs/architecture.md#ordered-pipelines-an-item-through-the-reorder-buffer`).
 //!
-//! * [`operator`]: the three kinds (stateless, partitioned stateful, stateful) as traits, plus closure
+//! * `operator`: the three kinds (stateless, partitioned stateful, stateful) as traits, plus closure
 //!   adaptors ([`Map`], [`Keyed`]).
 //! * `sequential`: the sequential executor ([`Pipeline::run_sequential`]), the definition of the result.
 //! * `executor`: one worker per core and a central scheduler handing out time slices by heuristic
@@ -20,7 +20,7 @@
 //! ```
 
 mod executor;
-pub mod operator;
+pub(crate) mod operator;
 mod options;
 mod scheduler;
 mod sequential;

@@ -23,7 +23,7 @@ use crate::aggregate::parallel::{Admitted, AggWindow};
 use crate::aggregate::slots::{KeySlots, SlotStore};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::aggregate::w_hive::{self, Updater};
-use crate::order::scale_gate::{Next, Reader};
+use crate::order::scale_gate::{NextItem, Reader};
 use crate::runtime::collector::{OutMsg, report_panic};
 use crate::runtime::monitor::WorkerCounters;
 use crate::threads::idle_step;
@@ -115,7 +115,7 @@ impl HiveUpdater {
             let mut run: Option<(Arc<Admitted>, usize, usize)> = None;
             let end = loop {
                 match self.reader.next_ready() {
-                    Next::Item(_, r) => {
+                    NextItem::Item(_, r) => {
                         let (chunk, i) = (r.chunk.clone(), r.row as usize);
                         rows += (mine(chunk.keys[i], self.of) == self.me) as u64;
                         match &mut run {
@@ -126,8 +126,8 @@ impl HiveUpdater {
                             }
                         }
                     }
-                    Next::Pending => break false,
-                    Next::End => break true,
+                    NextItem::Pending => break false,
+                    NextItem::End => break true,
                 }
             };
             self.flush(run, &mut slots);
@@ -190,7 +190,7 @@ impl HiveOutput {
             let mut windows = 0u64;
             let end = loop {
                 match self.output.next_ready() {
-                    w_hive::Next::Winset(j, parts) => {
+                    w_hive::NextWinset::Winset(j, parts) => {
                         let mut win = AggWindow::new(&self.metas);
                         for Part(p) in &parts {
                             if let Some((keys, store)) = p {
@@ -202,8 +202,8 @@ impl HiveOutput {
                         }
                         windows += 1;
                     }
-                    w_hive::Next::Pending => break false,
-                    w_hive::Next::End => break true,
+                    w_hive::NextWinset::Pending => break false,
+                    w_hive::NextWinset::End => break true,
                 }
             };
             if self.output.poisoned() {

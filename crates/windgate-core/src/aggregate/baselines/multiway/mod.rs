@@ -32,7 +32,7 @@
 //! flight for one; nothing reads the count yet).
 
 mod hive;
-mod merge;
+mod output_thread;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -54,7 +54,7 @@ use crate::runtime::monitor::WorkerCounters;
 use crate::threads::spawn;
 use crate::time::WindowSpec;
 use hive::{HiveOutput, HiveUpdater, Part, update_rows};
-use merge::{Merge, Output, Queue, SourceQueue};
+use output_thread::{Merge, Output, Queue, SourceQueue};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Design {

@@ -14,7 +14,7 @@ use super::{IDLE_PARK, RowRef};
 use crate::aggregate::parallel::{Admitted, AggWindow};
 use crate::aggregate::slots::{KeySlots, SlotStore};
 use crate::aggregate::state::{AggMeta, OrderKey, RowOrder, SKIP};
-use crate::order::scale_gate::{Next, Reader};
+use crate::order::scale_gate::{NextItem, Reader};
 use crate::runtime::collector::{OutMsg, report_panic};
 use crate::runtime::monitor::WorkerCounters;
 use crate::threads::idle_step;
@@ -84,12 +84,12 @@ impl Merge {
     fn next(&mut self) -> Step {
         match self {
             Merge::Gate(reader) => match reader.next_ready() {
-                Next::Item(_, r) => Step::Row(RowRef {
+                NextItem::Item(_, r) => Step::Row(RowRef {
                     chunk: r.chunk.clone(),
                     row: r.row,
                 }),
-                Next::Pending => Step::Wait(reader.pending_key()),
-                Next::End => Step::End,
+                NextItem::Pending => Step::Wait(reader.pending_key()),
+                NextItem::End => Step::End,
             },
             Merge::Queues {
                 queues,
