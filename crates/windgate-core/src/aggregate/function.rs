@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use arrow_schema::DataType;
 
+use super::functions::function;
 use crate::error::{Error, Result};
 
 /// An aggregate function.
@@ -34,26 +35,45 @@ pub enum AggFunc {
     Last,
 }
 
+/// Every function users can name, written once: its variant, the name it is known by (also in output column
+/// names) and the other names it accepts. [`AggFunc::parse`], [`AggFunc::name`] and [`AggFunc::NAMES`] read
+/// this table; `count` over `"*"` is the row count ([`AggFunc::CountStar`]). What a function computes is in
+/// its file of [`super::functions`].
+const FUNCTIONS: [(AggFunc, &str, &[&str]); 9] = [
+    (AggFunc::Count, "count", &[]),
+    (AggFunc::Sum, "sum", &[]),
+    (AggFunc::Min, "min", &[]),
+    (AggFunc::Max, "max", &[]),
+    (AggFunc::Mean, "mean", &["avg"]),
+    (AggFunc::Var, "var", &["variance", "var_samp"]),
+    (AggFunc::Std, "std", &["stddev", "stddev_samp"]),
+    (AggFunc::First, "first", &[]),
+    (AggFunc::Last, "last", &[]),
+];
+
 impl AggFunc {
-    pub const NAMES: [&str; 9] = [
-        "count", "sum", "min", "max", "mean", "var", "std", "first", "last",
-    ];
+    /// The names users may write (aliases aside), in the table's order.
+    pub const NAMES: [&str; FUNCTIONS.len()] = {
+        let mut names = [""; FUNCTIONS.len()];
+        let mut i = 0;
+        while i < FUNCTIONS.len() {
+            names[i] = FUNCTIONS[i].1;
+            i += 1;
+        }
+        names
+    };
 
     /// Parses a function name given for `column` (`"*"` allows only `count`).
     pub fn parse(name: &str, column: &str) -> Result<Self> {
         let star = column == "*";
-        let func = match name.trim().to_ascii_lowercase().as_str() {
-            "count" if star => AggFunc::CountStar,
-            "count" => AggFunc::Count,
-            "sum" => AggFunc::Sum,
-            "min" => AggFunc::Min,
-            "max" => AggFunc::Max,
-            "mean" | "avg" => AggFunc::Mean,
-            "var" | "variance" | "var_samp" => AggFunc::Var,
-            "std" | "stddev" | "stddev_samp" => AggFunc::Std,
-            "first" => AggFunc::First,
-            "last" => AggFunc::Last,
-            _ => {
+        let wanted = name.trim().to_ascii_lowercase();
+        let found = FUNCTIONS
+            .iter()
+            .find(|(_, n, aliases)| *n == wanted || aliases.contains(&wanted.as_str()));
+        let func = match found {
+            Some((AggFunc::Count, ..)) if star => AggFunc::CountStar,
+            Some((func, ..)) => *func,
+            None => {
                 return Err(Error::param(
                     "aggs",
                     format!(
@@ -72,18 +92,17 @@ impl AggFunc {
         Ok(func)
     }
 
+    /// The name the function is known by (`count` for the row count too).
     pub fn name(self) -> &'static str {
-        match self {
-            AggFunc::CountStar | AggFunc::Count => "count",
-            AggFunc::Sum => "sum",
-            AggFunc::Min => "min",
-            AggFunc::Max => "max",
-            AggFunc::Mean => "mean",
-            AggFunc::Var => "var",
-            AggFunc::Std => "std",
-            AggFunc::First => "first",
-            AggFunc::Last => "last",
-        }
+        let func = if self == AggFunc::CountStar {
+            AggFunc::Count
+        } else {
+            self
+        };
+        FUNCTIONS
+            .iter()
+            .find(|(f, ..)| *f == func)
+            .map_or("count", |(_, name, _)| name)
     }
 }
 
@@ -95,9 +114,11 @@ pub enum ValueClass {
     Float,
 }
 
-/// Classifies a column type for a function, or says why the function cannot take it.
-pub fn value_class(dt: &DataType, func: AggFunc, column: &str) -> Result<ValueClass> {
+/// Classifies a column type for a function, or says why the function cannot take it. Which functions read
+/// only validity or refuse temporal columns is the function's own say ([`super::functions`]).
+pub(crate) fn value_class(dt: &DataType, func: AggFunc, column: &str) -> Result<ValueClass> {
     use DataType::*;
+    let imp = function(func);
     let temporal = matches!(
         dt,
         Timestamp(..) | Date32 | Date64 | Time32(_) | Time64(_) | Duration(_)
@@ -106,7 +127,7 @@ pub fn value_class(dt: &DataType, func: AggFunc, column: &str) -> Result<ValueCl
         Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 => ValueClass::Int,
         Float32 | Float64 => ValueClass::Float,
         _ if temporal => ValueClass::Int,
-        _ if func == AggFunc::Count => ValueClass::Int, // count reads only validity
+        _ if !imp.reads_values() => ValueClass::Int,
         _ => {
             return Err(Error::column_type(
                 column,
@@ -117,12 +138,7 @@ pub fn value_class(dt: &DataType, func: AggFunc, column: &str) -> Result<ValueCl
             ));
         }
     };
-    if temporal
-        && matches!(
-            func,
-            AggFunc::Sum | AggFunc::Mean | AggFunc::Var | AggFunc::Std
-        )
-    {
+    if temporal && !imp.takes_temporal() {
         return Err(Error::column_type(
             column,
             format!(

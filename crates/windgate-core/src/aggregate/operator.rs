@@ -20,7 +20,8 @@ use arrow_select::interleave::interleave;
 
 use super::emission::Emission;
 use super::engine::Engine;
-use super::function::{AggFunc, AggSpec, value_class};
+use super::function::{AggSpec, value_class};
+use super::functions::function;
 use super::input::input_values;
 use super::options::WindowAggregateOptions;
 use super::pane_engine::PaneEngine;
@@ -305,7 +306,7 @@ impl WindowAggregator {
             match o.output {
                 OutputKind::Partials => out_fields.extend(partial::fields(&meta)),
                 OutputKind::Windows => {
-                    let nullable = !matches!(spec.func, AggFunc::CountStar | AggFunc::Count);
+                    let nullable = function(spec.func).output_nullable();
                     out_fields.push(Field::new(&spec.output_name, meta.output_type(), nullable));
                 }
             }
@@ -795,7 +796,7 @@ impl WindowAggregator {
                 Some(c) => input_values(
                     column(batch, c, "aggs")?,
                     m.class,
-                    m.spec.func == AggFunc::Count,
+                    !function(m.spec.func).reads_values(),
                     c,
                 ),
             })

@@ -39,6 +39,15 @@ impl AggregateFunction for CountFn {
     fn accumulator(&self, _: &AggMeta) -> Box<dyn Accumulator> {
         Box::new(Count::default())
     }
+
+    /// `count` over a column counts its non-null values: any type will do.
+    fn reads_values(&self) -> bool {
+        false
+    }
+
+    fn output_nullable(&self) -> bool {
+        false
+    }
 }
 
 /// Counts per slot.

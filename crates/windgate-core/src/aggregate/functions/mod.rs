@@ -3,10 +3,11 @@
 //!
 //! # Adding an aggregate function
 //!
-//! 1. Add a variant to [`AggFunc`] (with its name in `AggFunc::parse`).
+//! 1. Add a variant to [`AggFunc`] and its row (name and aliases) to the names table of `function.rs`.
 //! 2. Write one file here: a unit struct implementing [`AggregateFunction`] (output type, partial-state
-//!    columns, the accumulator it makes) and an accumulator implementing [`Lift`] (the per-row update) and
-//!    [`Accumulator`] (slot bookkeeping, the batch update through [`lift_rows`], combine, finish, and the
+//!    columns, the accumulator it makes, and whether it reads values, takes temporal columns or can be null)
+//!    and an accumulator implementing [`Lift`] (the per-row update) and [`Accumulator`] (slot bookkeeping
+//!    through `slot_vectors!`, the batch update through [`lift_rows`], combine, finish, and the
 //!    partial-state columns of [`super::partial`]).
 //! 3. Add one line to [`function`].
 //!
@@ -91,6 +92,22 @@ pub(crate) trait AggregateFunction: Sync {
 
     /// An empty accumulator for `meta`'s aggregate.
     fn accumulator(&self, meta: &AggMeta) -> Box<dyn Accumulator>;
+
+    /// Whether the function reads its input's values (not only their validity, as `count` does).
+    fn reads_values(&self) -> bool {
+        true
+    }
+
+    /// Whether the function is defined on temporal columns (min, max, first, last and count are; a sum of
+    /// timestamps is not).
+    fn takes_temporal(&self) -> bool {
+        true
+    }
+
+    /// Whether the output can be null (no value in the window); a count never is.
+    fn output_nullable(&self) -> bool {
+        true
+    }
 }
 
 /// The partial states of one aggregate for every slot, one vector per part of the state, indexed by slot (as

@@ -53,6 +53,10 @@ impl AggregateFunction for MomentsFn {
             ..Default::default()
         })
     }
+
+    fn takes_temporal(&self) -> bool {
+        false
+    }
 }
 
 /// Exact sums of values and of their squares, and counts.

@@ -66,6 +66,10 @@ impl AggregateFunction for SumFn {
             }),
         }
     }
+
+    fn takes_temporal(&self) -> bool {
+        false
+    }
 }
 
 /// Integer sums, exact in `i128`, and counts.
