@@ -17,7 +17,7 @@ help:
 	@echo "make demo   - set up, then run the PySpark demo job on generated smart-grid data"
 	@echo "make test   - set up, then cargo test (workspace) and pytest (including Spark on local[2])"
 	@echo "make bench  - criterion benches and the peer comparison (JSON, Markdown, PNG in bench-results/)"
-	@echo "make lint   - cargo fmt --check, clippy -D warnings, ruff check, ruff format --check"
+	@echo "make lint   - cargo fmt --check, clippy -D warnings, the layer check, ruff check, ruff format --check"
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,7 @@ lint: $(VENV)/.created
 	$(PIP) install --quiet "ruff>=0.6"
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	python3 tools/check_layers.py
 	$(VENV)/bin/ruff check python tests benches
 	$(VENV)/bin/ruff format --check python tests benches
 
