@@ -36,7 +36,7 @@ pub enum AggFunc {
 /// names) and the other names it accepts. [`AggFunc::parse`], [`AggFunc::name`] and [`AggFunc::NAMES`] read
 /// this table; `count` over `"*"` is the row count ([`AggFunc::CountStar`]). What a function computes is in
 /// its file of [`super::functions`].
-const FUNCTIONS: [(AggFunc, &str, &[&str]); 9] = [
+const FUNCTIONS: &[(AggFunc, &str, &[&str])] = &[
     (AggFunc::Count, "count", &[]),
     (AggFunc::Sum, "sum", &[]),
     (AggFunc::Min, "min", &[]),
