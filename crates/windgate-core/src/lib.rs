@@ -8,8 +8,8 @@
 //!
 //! The modules by layer, lowest first; each imports only from its own layer or lower ones, and no operator
 //! imports another:
-//! * foundation: [`error`], `sync` (the loom switch), [`interrupt`], [`registry`] (the strategy tables), [`time`],
-//!   `arrow_io`;
+//! * foundation: [`error`], `sync` (the loom switch and the reference-counted lock-free skip list),
+//!   [`interrupt`], [`registry`] (the strategy tables), [`time`], `arrow_io`, [`exact_sum`];
 //! * shared mechanisms: `keys` (group keys in Arrow's row format), [`threads`];
 //! * ordering: [`order`]; runtime: [`runtime`];
 //! * operator options: [`window_options`];

@@ -143,7 +143,7 @@ pub(crate) fn parse<S: Copy, E>(
 /// ```
 ///
 /// Each row's doc comment is both the variant's rustdoc and the one-line documentation users see. The enum
-/// gets `name()`, `parse()` (its error worded by the `unknown` function), `about()` and `all()`.
+/// gets `name()`, `parse()` (its error worded by the `unknown` function), `about()`, `all()` and `those()`.
 macro_rules! strategies {
     (
         $(#[$enum_meta:meta])*
@@ -190,6 +190,12 @@ macro_rules! strategies {
             /// Every strategy, in the registry's order.
             pub fn all() -> impl Iterator<Item = &'static $crate::registry::StrategyDoc> {
                 $TABLE.iter().map(|e| &e.about)
+            }
+
+            /// Every strategy whose capabilities pass `keep`, in the registry's order: what a test iterates
+            /// over, so that a strategy added to the table is tested without another edit.
+            pub fn those(keep: impl Fn(&$crate::registry::Capabilities) -> bool) -> Vec<Self> {
+                $TABLE.iter().filter(|e| keep(&e.about.caps)).map(|e| e.strategy).collect()
             }
 
             #[allow(dead_code)] // an operator whose engines take no constructor reads only `about`

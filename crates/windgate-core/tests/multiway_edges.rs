@@ -11,15 +11,12 @@ use windgate_core::aggregate::{
     Span, Strategy, WindowAggregateOptions, WindowAggregator, window_aggregate,
 };
 
-const ENGINES: [Strategy; 7] = [
-    Strategy::Reference,
-    Strategy::Pane,
-    Strategy::Mq,
-    Strategy::MqLf,
-    Strategy::TuMlSc,
-    Strategy::TuMlMc,
-    Strategy::WiMl,
-];
+/// The single-threaded engines (the oracles) and every design of the registry that merges time-sorted sources.
+fn engines() -> Vec<Strategy> {
+    let mut engines = vec![Strategy::Reference, Strategy::Pane];
+    engines.extend(Strategy::those(|caps| caps.sorted_sources));
+    engines
+}
 
 fn names(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
@@ -86,7 +83,7 @@ fn whole(engine: Strategy, size: i64, slide: i64, sources: &[RecordBatch]) -> Re
 /// Runs `f` for every engine and checks they all return the reference's batch.
 fn agree(f: impl Fn(Strategy) -> RecordBatch) -> RecordBatch {
     let want = f(Strategy::Reference);
-    for e in ENGINES {
+    for e in engines() {
         assert_eq!(f(e), want, "{e:?}");
     }
     want
@@ -94,7 +91,7 @@ fn agree(f: impl Fn(Strategy) -> RecordBatch) -> RecordBatch {
 
 #[test]
 fn e01_one_source_last_row_comes_out_after_close() {
-    for e in ENGINES {
+    for e in engines() {
         let mut agg = WindowAggregator::new(opts(e, 1, 10, 10)).unwrap();
         // The designs treat the source as sorted and emit [0,10) at once; the others hold it (exact mode).
         let pushed = agg.push(&at(&[1, 2, 15]), 0).unwrap();
@@ -107,7 +104,7 @@ fn e01_one_source_last_row_comes_out_after_close() {
 
 #[test]
 fn e02_a_silent_source_blocks_output_until_closed() {
-    for e in ENGINES {
+    for e in engines() {
         let mut agg = WindowAggregator::new(opts(e, 2, 10, 10)).unwrap();
         assert_eq!(agg.push(&at(&[1, 50]), 0).unwrap().num_rows(), 0, "{e:?}");
         let out = agg.close_source(1).unwrap();
@@ -159,7 +156,7 @@ fn e05_a_reading_on_two_sources_counts_twice() {
 
 #[test]
 fn e06_a_stall_halts_output_at_the_frontier_and_resumes() {
-    for e in ENGINES {
+    for e in engines() {
         let mut agg = WindowAggregator::new(opts(e, 2, 10, 10)).unwrap();
         agg.push(&at(&[1, 12]), 1).unwrap();
         let mut emitted = 0;
@@ -178,7 +175,7 @@ fn e06_a_stall_halts_output_at_the_frontier_and_resumes() {
 
 #[test]
 fn e07_flush_emits_every_open_window_in_order() {
-    for e in ENGINES {
+    for e in engines() {
         let mut agg = WindowAggregator::new(opts(e, 2, 10, 5)).unwrap();
         agg.push(&at(&[1, 7, 13]), 0).unwrap();
         agg.push(&at(&[2, 21]), 1).unwrap();
@@ -200,7 +197,7 @@ fn e08_empty_input_and_empty_batches() {
     let out = agree(|e| whole(e, 10, 10, &[at(&[]), at(&[])]));
     assert_eq!(out.num_rows(), 0);
     assert_eq!(out.schema().field(0).name(), "k");
-    for e in ENGINES {
+    for e in engines() {
         let mut agg = WindowAggregator::new(opts(e, 2, 10, 10)).unwrap();
         agg.push(&at(&[]), 0).unwrap();
         agg.push(&at(&[4]), 1).unwrap();
@@ -225,7 +222,7 @@ fn e10_negative_timestamps() {
 
 #[test]
 fn e11_window_end_overflow_is_a_named_error() {
-    for e in ENGINES {
+    for e in engines() {
         let mut agg = WindowAggregator::new(opts(e, 1, 10, 10)).unwrap();
         let err = agg.push(&at(&[i64::MAX - 3]), 0).unwrap_err();
         assert!(err.message().contains("'ts'"), "{e:?}: {err}");
@@ -248,7 +245,7 @@ fn e13_size_not_a_multiple_of_slide() {
 
 #[test]
 fn e14_slide_above_size_is_rejected() {
-    for e in ENGINES {
+    for e in engines() {
         assert!(WindowAggregator::new(opts(e, 2, 5, 10)).is_err(), "{e:?}");
     }
 }
@@ -325,7 +322,7 @@ fn e18_time_gaps_make_no_empty_windows() {
 #[test]
 fn e19_a_source_far_ahead_is_refused_until_the_slow_one_catches_up() {
     use windgate_core::ErrorKind;
-    for e in ENGINES {
+    for e in engines() {
         let mut o = opts(e, 2, 10, 10);
         o.credits = Some(100);
         let mut agg = WindowAggregator::new(o).unwrap();
@@ -474,7 +471,7 @@ fn split_stream(engine: Strategy, n: usize, order_by: bool) -> RecordBatch {
 
 #[test]
 fn e23_order_by_makes_the_split_into_sources_irrelevant() {
-    for e in ENGINES {
+    for e in engines() {
         let one = split_stream(e, 1, true);
         for n in [2, 20] {
             assert_eq!(split_stream(e, n, true), one, "{e:?}, {n} sources");
@@ -523,7 +520,7 @@ fn order_by_must_be_an_integer_column_without_nulls() {
 
 #[test]
 fn e24_unknown_source_and_schema_mismatch_are_named_errors() {
-    for e in ENGINES {
+    for e in engines() {
         let mut agg = WindowAggregator::new(opts(e, 2, 10, 10)).unwrap();
         let err = agg.push(&at(&[1]), 2).unwrap_err();
         assert!(
@@ -565,7 +562,7 @@ fn e25_drop_while_workers_wait() {
 /// missing from the operator's dispatch once made tumlmc and wiml run the pane engine unnoticed.
 #[test]
 fn every_design_runs_its_own_engine() {
-    for e in ENGINES {
+    for e in engines() {
         let mut agg = WindowAggregator::new(opts(e, 2, 10, 10)).unwrap();
         agg.push(&at(&[1, 2]), 0).unwrap();
         let threaded = !matches!(e, Strategy::Reference | Strategy::Pane);

@@ -9,9 +9,6 @@
 
 use std::sync::Arc;
 
-use arrow_schema::DataType;
-
-use super::functions::function;
 use crate::error::{Error, Result};
 
 /// An aggregate function.
@@ -39,7 +36,7 @@ pub enum AggFunc {
 /// names) and the other names it accepts. [`AggFunc::parse`], [`AggFunc::name`] and [`AggFunc::NAMES`] read
 /// this table; `count` over `"*"` is the row count ([`AggFunc::CountStar`]). What a function computes is in
 /// its file of [`super::functions`].
-const FUNCTIONS: [(AggFunc, &str, &[&str]); 9] = [
+const FUNCTIONS: &[(AggFunc, &str, &[&str])] = &[
     (AggFunc::Count, "count", &[]),
     (AggFunc::Sum, "sum", &[]),
     (AggFunc::Min, "min", &[]),
@@ -112,42 +109,6 @@ pub enum ValueClass {
     /// Integers, and temporal types read as their integer value.
     Int,
     Float,
-}
-
-/// Classifies a column type for a function, or says why the function cannot take it. Which functions read
-/// only validity or refuse temporal columns is the function's own say ([`super::functions`]).
-pub(crate) fn value_class(dt: &DataType, func: AggFunc, column: &str) -> Result<ValueClass> {
-    use DataType::*;
-    let imp = function(func);
-    let temporal = matches!(
-        dt,
-        Timestamp(..) | Date32 | Date64 | Time32(_) | Time64(_) | Duration(_)
-    );
-    let class = match dt {
-        Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 => ValueClass::Int,
-        Float32 | Float64 => ValueClass::Float,
-        _ if temporal => ValueClass::Int,
-        _ if !imp.reads_values() => ValueClass::Int,
-        _ => {
-            return Err(Error::column_type(
-                column,
-                format!(
-                    "{} needs an integer, float or temporal column, got {dt}",
-                    func.name()
-                ),
-            ));
-        }
-    };
-    if temporal && !imp.takes_temporal() {
-        return Err(Error::column_type(
-            column,
-            format!(
-                "{} is not defined for {dt} (use min, max, first, last or count)",
-                func.name()
-            ),
-        ));
-    }
-    Ok(class)
 }
 
 /// One output column: a function over an input column.

@@ -20,8 +20,8 @@ use arrow_select::interleave::interleave;
 
 use super::emission::Emission;
 use super::engine::Engine;
-use super::function::{AggSpec, value_class};
-use super::functions::function;
+use super::function::AggSpec;
+use super::functions::{function, value_class};
 use super::input::input_values;
 use super::options::WindowAggregateOptions;
 use super::pane_engine::PaneEngine;

@@ -16,6 +16,7 @@ use super::engine::{Engine, EngineKind, WindowPicks};
 use super::options::PreferenceOptions;
 use super::query::{KernelSpec, PrefChunk};
 use super::retained::Retained;
+use super::strategy::PreferenceStrategy;
 use crate::arrow_io::{as_i64, check_same_type, column, exact_f64, int_column_as};
 use crate::error::{Error, ErrorKind, Lifecycle, Result};
 use crate::keys::KeyDict;
@@ -108,12 +109,9 @@ impl PreferenceOperator {
             None if threads > 1 => EngineKind::Farm,
             None => EngineKind::Pane,
         };
-        let (strategy, threads) = match engine {
-            EngineKind::Farm => ("farm", threads),
-            EngineKind::Pane => ("pane", 1),
-            EngineKind::Recompute => ("recompute", 1),
-            EngineKind::Reference => ("reference", 1),
-        };
+        let strategy = PreferenceStrategy::of_engine(engine);
+        let threads = if strategy.is_parallel() { threads } else { 1 };
+        let strategy = strategy.name();
         Ok(Self {
             kernel: KernelSpec::new(&opts.query),
             engine,

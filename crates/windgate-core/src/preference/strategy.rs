@@ -23,3 +23,18 @@ strategies! {
         Farm = "farm", Some(EngineKind::Farm), Capabilities::PARALLEL.farm_options();
     }
 }
+
+impl PreferenceStrategy {
+    /// The strategy whose row builds `engine` (what `auto` resolved to, for `stats`).
+    pub(crate) fn of_engine(engine: EngineKind) -> Self {
+        PREFERENCE_STRATEGIES
+            .iter()
+            .find(|e| e.engine == Some(engine))
+            .map_or(PreferenceStrategy::Auto, |e| e.strategy)
+    }
+
+    /// Runs on worker threads.
+    pub(crate) fn is_parallel(self) -> bool {
+        self.about().caps.parallel
+    }
+}

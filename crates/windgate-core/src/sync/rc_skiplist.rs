@@ -1,5 +1,5 @@
 //! The reference-counted lock-free skip list under ScaleGate ([`crate::order::scale_gate`]) and W-Hive
-//! ([`crate::aggregate::w_hive`]): nodes, their counts, the release cascade, anchors, searches and links.
+//! (`aggregate::w_hive`, above this module's layer): nodes, their counts, the release cascade, anchors, searches and links.
 //!
 //! ScaleGate comes from Gulisano, Nikolakopoulos, Papatriantafilou, Tsigas, *ScaleJoin: a Deterministic,
 //! Disjoint-Parallel and Skew-Resilient Stream Join* (Algorithm 2); W-Hive from Cederman, Gulisano,

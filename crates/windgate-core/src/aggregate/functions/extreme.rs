@@ -7,8 +7,10 @@ use arrow_array::ArrayRef;
 use arrow_schema::DataType;
 
 use super::columns::{StateColumns, int64_column};
-use super::{Accumulator, AggregateFunction, Lift, Scalar, for_pairs, lift_rows, same, valid};
-use crate::aggregate::function::{AggSpec, ValueClass, value_class};
+use super::{
+    Accumulator, AggregateFunction, Lift, Scalar, for_pairs, lift_rows, same, valid, value_class,
+};
+use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
 use crate::error::Result;
 

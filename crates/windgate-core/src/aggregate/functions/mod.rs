@@ -64,7 +64,7 @@ pub(crate) use columns::StateColumns;
 
 use super::function::{AggFunc, AggSpec, ValueClass};
 use super::state::{AggMeta, InputValues, RowOrder, SKIP};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// What an aggregate function is, independent of any state: its output type, its partial-state columns, and
 /// the accumulator that holds its states (as DataFusion's `AggregateUDFImpl`). To add a function, implement
@@ -160,6 +160,42 @@ pub(crate) fn function(func: AggFunc) -> &'static dyn AggregateFunction {
         AggFunc::First => &pick::FIRST,
         AggFunc::Last => &pick::LAST,
     }
+}
+
+/// Classifies a column type for a function, or says why the function cannot take it. Which functions read
+/// only validity or refuse temporal columns is the function's own say (the [`AggregateFunction`] methods).
+pub(crate) fn value_class(dt: &DataType, func: AggFunc, column: &str) -> Result<ValueClass> {
+    use DataType::*;
+    let imp = function(func);
+    let temporal = matches!(
+        dt,
+        Timestamp(..) | Date32 | Date64 | Time32(_) | Time64(_) | Duration(_)
+    );
+    let class = match dt {
+        Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 => ValueClass::Int,
+        Float32 | Float64 => ValueClass::Float,
+        _ if temporal => ValueClass::Int,
+        _ if !imp.reads_values() => ValueClass::Int,
+        _ => {
+            return Err(Error::column_type(
+                column,
+                format!(
+                    "{} needs an integer, float or temporal column, got {dt}",
+                    func.name()
+                ),
+            ));
+        }
+    };
+    if temporal && !imp.takes_temporal() {
+        return Err(Error::column_type(
+            column,
+            format!(
+                "{} is not defined for {dt} (use min, max, first, last or count)",
+                func.name()
+            ),
+        ));
+    }
+    Ok(class)
 }
 
 /// Lifts every row with a slot and a non-null value; `value(i)` reads row `i`. The null check is decided once

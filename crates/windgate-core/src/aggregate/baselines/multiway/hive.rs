@@ -143,7 +143,8 @@ impl HiveUpdater {
         }
     }
 
-    /// Updates this updater's keys among rows `lo..hi` of `chunk`; progress moves over the others too (A7).
+    /// Updates this updater's keys among rows `lo..hi` of `chunk`; progress moves over the others too, so an
+    /// updater whose keys are absent from a chunk never holds the W-Hive back.
     fn flush(&mut self, run: Option<(Arc<Admitted>, usize, usize)>, slots: &mut Vec<u32>) {
         let Some((chunk, lo, hi)) = run else {
             return;
