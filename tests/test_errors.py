@@ -148,3 +148,18 @@ def test_duplicate_input_column_names_are_named():
     for call in calls:
         with pytest.raises(errors.InvalidParameterError, match=r"column 'v' appears 2 times"):
             call()
+
+
+def test_uint64_beyond_int64_is_refused_naming_the_column():
+    # Integers are read within int64 (README, "Limits and guarantees"); count reads only validity.
+    t = pa.table(
+        {
+            "ts": pa.array([0, 1], pa.int64()),
+            "v": pa.array([None, 2**64 - 1], pa.uint64()),
+        }
+    )
+    for func in ("min", "max", "first", "last", "sum"):
+        with pytest.raises(windgate.ColumnTypeError, match="'v'.*exceeds int64"):
+            windgate.window_aggregate(t, time="ts", size=10, aggs={"v": func})
+    out = windgate.window_aggregate(t, time="ts", size=10, aggs={"v": "count"})
+    assert out.column("count_v").to_pylist() == [1]
