@@ -88,7 +88,6 @@ from .preference_common import (
     dims_of,
     pairs_of,
     skipped,
-    timed,
 )
 from .preference_peers import (
     duckdb_skyline_brute,
@@ -111,7 +110,7 @@ from .preference_schedulers import (
     facts_table,
     scheduler_section,
 )
-from .report import failure, log
+from .report import best_of, failure, log
 
 NAME = "preference"
 
@@ -205,7 +204,7 @@ def section1(args, wg: Windgate | None, tmp: Path) -> list[dict]:
             variants += [("windgate farm", "farm", n, farm) for n in threads]
             for label, strategy, n, fknobs in variants:
                 try:
-                    best, runs, out = timed(
+                    best, runs, out = best_of(
                         lambda kw=kw, s=strategy, n=n, f=fknobs, q=query, t=table: wg.query(
                             q, t, **kw, threads=n, strategy=s, farm=f
                         ),
@@ -259,7 +258,7 @@ def section1(args, wg: Windgate | None, tmp: Path) -> list[dict]:
                     for n in threads:
                         try:
                             con.execute(f"SET threads={n}")
-                            best, runs, out = timed(
+                            best, runs, out = best_of(
                                 lambda sql=sql, con=con: con.sql(sql).to_arrow_table(),
                                 args.repeat,
                                 args.budget,
@@ -397,7 +396,7 @@ def section2(args, wg: Windgate) -> list[dict]:
         ref = None
         for strategy in ("pane", "recompute"):
             try:
-                best, runs, out = timed(
+                best, runs, out = best_of(
                     lambda s=strategy, kw=kw: wg.query("skyline", table, **kw, strategy=s),
                     args.repeat,
                     args.budget,

@@ -4,9 +4,7 @@
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Callable
 
 import pyarrow as pa
 
@@ -17,22 +15,6 @@ TOPK_K, TOPK_SCORE = 10, "d0"
 STREAM_BATCH = 10_000
 
 # --------------------------------------------------------------------------------------------- helpers
-
-
-def timed(fn: Callable[[], object], repeat: int, budget: float) -> tuple[float, list[float], object]:
-    """Best of up to ``repeat`` runs of ``fn``; stops early when another run would take the total past
-    ``budget`` seconds. Returns (best seconds, every run, the last output)."""
-    runs: list[float] = []
-    out = None
-    for _ in range(max(1, repeat)):
-        out = None
-        gc.collect()
-        t0 = time.perf_counter()
-        out = fn()
-        runs.append(time.perf_counter() - t0)
-        if sum(runs) + runs[-1] > budget:
-            break
-    return min(runs), runs, out
 
 
 def ms_int(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:

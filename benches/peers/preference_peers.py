@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from . import runner
-from .preference_common import TOPK_K, TOPK_SCORE, pairs_of, timed
-from .report import log
+from .preference_common import TOPK_K, TOPK_SCORE, pairs_of
+from .report import best_of, log
 
 #: The suite whose ``--worker polars`` runs :func:`polars_worker`.
 SUITE = "preference"
@@ -138,7 +138,7 @@ def polars_worker(task_file: str) -> None:
             frames[path] = pl.read_ipc(path).rechunk()
         df = frames[path]
         try:
-            best, runs, res = timed(
+            best, runs, res = best_of(
                 lambda df=df, task=task: polars_query(
                     task["kind"], df, task["dims"], task["size"], task["slide"]
                 ),

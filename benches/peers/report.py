@@ -121,8 +121,11 @@ def cpu_busy(seconds: float = 1.0) -> float | None:
     return others_busy(start, "before the benchmark starts")
 
 
-def best_of(fn: Callable[[], object], repeat: int) -> tuple[float, list[float], object]:
-    """Run ``fn`` ``repeat`` times; return (best seconds, all runs, last output)."""
+def best_of(
+    fn: Callable[[], object], repeat: int, budget: float = float("inf")
+) -> tuple[float, list[float], object]:
+    """Run ``fn`` ``repeat`` times, stopping early when another run would take the total past ``budget``
+    seconds; return (best seconds, all runs, last output)."""
     runs: list[float] = []
     out = None
     for _ in range(max(1, repeat)):
@@ -131,6 +134,8 @@ def best_of(fn: Callable[[], object], repeat: int) -> tuple[float, list[float], 
         t0 = time.perf_counter()
         out = fn()
         runs.append(time.perf_counter() - t0)
+        if sum(runs) + runs[-1] > budget:
+            break
     return min(runs), runs, out
 
 
