@@ -143,7 +143,8 @@ pub(crate) fn parse<S: Copy, E>(
 /// ```
 ///
 /// Each row's doc comment is both the variant's rustdoc and the one-line documentation users see. The enum
-/// gets `name()`, `parse()` (its error worded by the `unknown` function), `about()`, `all()` and `those()`.
+/// gets `name()`, `parse()` (its error worded by the `unknown` function), `about()`, `is_parallel()`, `all()`
+/// and `those()`.
 macro_rules! strategies {
     (
         $(#[$enum_meta:meta])*
@@ -185,6 +186,11 @@ macro_rules! strategies {
             /// The strategy's name, documentation and capabilities.
             pub fn about(self) -> &'static $crate::registry::StrategyDoc {
                 &self.entry().about
+            }
+
+            /// Runs on worker threads.
+            pub fn is_parallel(self) -> bool {
+                self.about().caps.parallel
             }
 
             /// Every strategy, in the registry's order.

@@ -63,11 +63,6 @@ strategies! {
 }
 
 impl Strategy {
-    /// Runs on worker threads.
-    pub fn is_parallel(self) -> bool {
-        self.about().caps.parallel
-    }
-
     /// Merges time-sorted sources itself, an input thread per source (the multiway designs).
     pub fn is_multiway(self) -> bool {
         self.about().caps.sorted_sources

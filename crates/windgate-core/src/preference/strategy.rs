@@ -32,9 +32,4 @@ impl PreferenceStrategy {
             .find(|e| e.engine == Some(engine))
             .map_or(PreferenceStrategy::Auto, |e| e.strategy)
     }
-
-    /// Runs on worker threads.
-    pub(crate) fn is_parallel(self) -> bool {
-        self.about().caps.parallel
-    }
 }
