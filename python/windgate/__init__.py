@@ -30,6 +30,8 @@ from .errors import (
     NullTimeError,
     OperatorPoisonedError,
     SchemaMismatchError,
+    SnapshotError,
+    SnapshotMismatchError,
     SparkEnvironmentError,
     WindgateError,
     WindgateOverflowError,
@@ -70,6 +72,8 @@ __all__ = [
     "OperatorPoisonedError",
     "InputError",
     "SparkEnvironmentError",
+    "SnapshotError",
+    "SnapshotMismatchError",
     "__version__",
 ]
 

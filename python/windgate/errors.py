@@ -21,6 +21,8 @@ __all__ = [
     "InputError",
     "BackpressureError",
     "SparkEnvironmentError",
+    "SnapshotError",
+    "SnapshotMismatchError",
 ]
 
 
@@ -75,6 +77,17 @@ class BackpressureError(WindgateError, RuntimeError):
     them), then push the batch again. This is how a multi-source operator keeps memory bounded when one
     source stalls.
     """
+
+
+class SnapshotError(WindgateError, ValueError):
+    """Bytes given to ``restore`` are not a whole windgate snapshot (truncated, changed, or another format),
+    or were written by a newer windgate than this one."""
+
+
+class SnapshotMismatchError(SnapshotError):
+    """A whole snapshot that does not fit: it belongs to another operator, or was taken with other query
+    parameters (the message names the first one). Only runtime settings such as ``threads`` and
+    ``strategy`` may differ on restore."""
 
 
 class SparkEnvironmentError(WindgateError, RuntimeError):

@@ -44,6 +44,12 @@ pub enum ErrorKind {
     /// The caller asked the work to stop (Ctrl-C, through [`crate::interrupt`]). Python: the original
     /// `KeyboardInterrupt` (or whatever exception the signal handler raised), never a windgate class.
     Interrupted,
+    /// Bytes given to restore are not a whole windgate snapshot (truncated, changed, another format), or
+    /// were written by a newer windgate. Python: `SnapshotError`.
+    Snapshot,
+    /// A whole snapshot that does not fit the restoring operator: another operator, or other query
+    /// parameters. Python: `SnapshotMismatchError` (a `SnapshotError`).
+    SnapshotMismatch,
 }
 
 /// The cause of an [`Error`], shared so that errors stay cheap to clone (a failed run hands one error to

@@ -9,7 +9,7 @@
 //! The modules by layer, lowest first; each imports only from its own layer or lower ones, and no operator
 //! imports another:
 //! * foundation: [`error`], `sync` (the loom switch and the reference-counted lock-free skip list),
-//!   [`interrupt`], [`registry`] (the strategy tables), [`time`], `arrow_io`, [`exact_sum`];
+//!   [`interrupt`], [`registry`] (the strategy tables), [`snapshot`] (the checkpoint container), [`time`], `arrow_io`, [`exact_sum`];
 //! * shared mechanisms: `keys` (group keys in Arrow's row format), [`threads`];
 //! * ordering: [`order`]; runtime: [`runtime`];
 //! * operator options: [`window_options`];
@@ -22,6 +22,7 @@ pub mod error;
 pub mod exact_sum;
 pub mod interrupt;
 pub mod registry;
+pub mod snapshot;
 mod sync;
 pub mod time;
 // Shared mechanisms.

@@ -173,6 +173,20 @@ macro_rules! strategies {
             },)+
         ];
 
+        /// Written by name (a checkpoint's parameters), read back through [`Self::parse`].
+        impl serde::Serialize for $Enum {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> ::std::result::Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $Enum {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> ::std::result::Result<Self, D::Error> {
+                let name = <String as serde::Deserialize>::deserialize(d)?;
+                Self::parse(&name).map_err(serde::de::Error::custom)
+            }
+        }
+
         impl $Enum {
             /// Parses a strategy name; the error lists the valid names.
             pub fn parse(name: &str) -> $crate::error::Result<Self> {

@@ -415,7 +415,7 @@ fn scale_decimal(num: &str, factor: i128) -> Option<i128> {
 
 /// A length of time: an integer in the time column's unit, or a duration string resolved once the unit is
 /// known (at the first batch).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Span {
     Units(i64),
     Text(String),

@@ -18,7 +18,7 @@ use crate::time::{Span, TimeUnit, WindowSpec};
 /// The pane farm's knobs (the pane scheduler and window scheduler of Mencagli, Torquati, Danelutto, De Matteis,
 /// *Parallel Continuous Preference Queries over Out-of-Order and Bursty Data Streams*); they change who
 /// computes what, never the result.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FarmOptions {
     pub scheduler: PaneSchedulerKind,
     pub window_scheduler: WindowSchedulerKind,

@@ -25,6 +25,8 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Internal => "OperatorPoisonedError",
         ErrorKind::Backpressure => "BackpressureError",
         ErrorKind::Interrupted => "WindgateError",
+        ErrorKind::Snapshot => "SnapshotError",
+        ErrorKind::SnapshotMismatch => "SnapshotMismatchError",
     }
 }
 

@@ -15,7 +15,7 @@ pub use super::strategy::Strategy;
 
 /// Everything `window_aggregate` takes besides the data: the window parameters every windowed operator takes
 /// ([`WindowOptions`], flattened here), the aggregates and the engine, and the multi-source parameters.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct WindowAggregateOptions {
     pub time: String,
     pub size: Span,

@@ -39,7 +39,7 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const METADATA_KEY: &str = "windgate.partials";
 
 /// What an operator reads: raw rows, or partial states of another operator with the same query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum InputKind {
     #[default]
     Rows,
@@ -47,7 +47,7 @@ pub enum InputKind {
 }
 
 /// What an operator emits: windows, or the partial states of its final panes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum OutputKind {
     #[default]
     Windows,

@@ -8,7 +8,7 @@ use super::kslack::{Admission, KSlack, Lateness};
 use crate::error::{Error, ErrorKind, Result};
 
 /// `on_late=`: what happens to a row below its source's watermark.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum OnLate {
     Drop,
     Error,
@@ -28,7 +28,7 @@ impl OnLate {
 }
 
 /// `null_time=`: what happens to a row whose time is null.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum NullTime {
     Error,
     Drop,

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::time::{Span, TimeUnit, Timestamp};
 
 /// `lateness=` as the user gives it: `None`, a bound, or `"adaptive"`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum LatenessOpt {
     Exact,
     Bound(Span),
@@ -28,7 +28,7 @@ impl LatenessOpt {
 }
 
 /// How much disorder a source may have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Lateness {
     /// `lateness=None`: exact over every row whatever its order; no window closes before the end.
     Exact,
@@ -65,7 +65,7 @@ pub enum Admission {
 }
 
 /// One source's watermark state.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct KSlack {
     policy: Lateness,
     /// Largest ts seen so far (`None` before the first row).

@@ -28,7 +28,7 @@ pub const TB_BLOCK: u32 = 1024;
 /// has closed a few panes, so `theta_b` means something).
 const WARMUP_PANES: u64 = 5;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PaneSchedulerKind {
     PbRr,
     TbRr,

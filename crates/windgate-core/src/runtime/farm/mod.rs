@@ -95,7 +95,7 @@ pub struct Routed<C> {
     pub owner: Vec<u8>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum WindowSchedulerKind {
     WinFb,
     WinRr,
