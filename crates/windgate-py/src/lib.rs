@@ -2,6 +2,7 @@
 //! No logic lives here.
 
 mod band_join;
+mod checkpoint;
 mod convert;
 mod errors;
 mod pipeline;
@@ -32,5 +33,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tpcxbb::tpcxbb_generate, m)?)?;
     m.add_function(wrap_pyfunction!(tpcxbb::tpcxbb_query, m)?)?;
     m.add_function(wrap_pyfunction!(registry::strategies, m)?)?;
+    m.add_function(wrap_pyfunction!(checkpoint::snapshot_info, m)?)?;
     Ok(())
 }

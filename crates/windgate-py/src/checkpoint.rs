@@ -1,0 +1,52 @@
+//! Checkpoint plumbing shared by the streaming classes: what a snapshot says about itself, and the runtime
+//! overrides a restore may take.
+
+use std::collections::BTreeMap;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use windgate_core::snapshot;
+
+use crate::errors::{detached, to_py};
+
+/// The annotation key of the Python classes' normalised keyword arguments (`windgate._checkpoint`).
+pub const KWARGS_KEY: &str = "python.kwargs";
+
+/// `{"operator", "version", "params", "annotations"}` of a snapshot, after checking it is whole. `params`
+/// is the core's JSON text.
+#[pyfunction]
+pub fn snapshot_info<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyDict>> {
+    let (operator, version, params, annotations) = snapshot::describe(data).map_err(to_py)?;
+    let d = PyDict::new(py);
+    d.set_item("operator", operator)?;
+    d.set_item("version", version)?;
+    d.set_item("params", params.to_string())?;
+    d.set_item("annotations", annotations)?;
+    Ok(d)
+}
+
+/// The annotations a snapshot carries: the Python class's keyword arguments, if given.
+pub fn annotations(note: Option<String>) -> BTreeMap<String, String> {
+    note.map(|n| BTreeMap::from([(KWARGS_KEY.to_string(), n)]))
+        .unwrap_or_default()
+}
+
+/// Runs `write` without the GIL and returns its bytes.
+pub fn snapshot_bytes<'py>(
+    py: Python<'py>,
+    write: impl FnOnce() -> windgate_core::Result<Vec<u8>> + Send,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let bytes = detached(py, "snapshot", write).map_err(to_py)?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+/// The value of a runtime override, if the caller gave it (`None` as a value is kept: `threads=None`).
+pub fn given<'py>(
+    overrides: Option<&Bound<'py, PyDict>>,
+    name: &str,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match overrides {
+        Some(d) => d.get_item(name),
+        None => Ok(None),
+    }
+}
