@@ -54,6 +54,28 @@ impl Emission {
             .collect()
     }
 
+    /// Drops every row of the windows up to and including `last` (windows come in ascending order): an
+    /// operator restored from a checkpoint emitted those before it was taken.
+    pub fn drop_through(&mut self, last: i64) {
+        let cut = self.windows.partition_point(|&w| w <= last);
+        if cut == 0 {
+            return;
+        }
+        let mut dropped = 0;
+        for i in 0..cut {
+            if i == 0 || self.windows[i] != self.windows[i - 1] {
+                dropped += 1;
+            }
+        }
+        self.windows.drain(..cut);
+        self.keys.drain(..cut);
+        self.slots.drain(..cut);
+        if !self.finished.is_empty() {
+            self.finished.drain(..dropped);
+        }
+        self.window_count -= dropped as u64;
+    }
+
     /// Appends one window's rows, already in key order.
     pub fn push_sorted_window(&mut self, window: i64, rows: &[(u32, u32)]) {
         if rows.is_empty() {

@@ -43,6 +43,8 @@ use crate::runtime::farm::FarmStats;
 use crate::threads::resolve_threads;
 use crate::time::WindowSpec;
 
+mod checkpoint;
+
 /// Rows ingested at a time: large batches are sliced so that per-row scratch stays in cache.
 const INGEST_ROWS: usize = 1 << 15;
 
@@ -152,6 +154,14 @@ pub struct WindowAggregator {
     /// Output of a push that failed (or was interrupted) after earlier batches of the same stream had closed
     /// windows: those windows are final and must not be lost, so the next call returns them first.
     carry: Vec<RecordBatch>,
+    /// The last window emitted (`output="partials"`: the last pane): a checkpoint keeps the panes after it.
+    emitted: Option<i64>,
+    /// Restored from a checkpoint that had emitted the windows up to this one: the engine, rebuilt from the
+    /// open panes alone, may emit them again (partially), so they are dropped.
+    floor: Option<i64>,
+    /// A parallel engine's admitted rows of the open panes, `(their last pane, rows)`: the engines keep
+    /// state in their own layouts, so a checkpoint lifts these into panes instead (see `checkpoint`).
+    log: VecDeque<(i64, Admitted)>,
 }
 
 /// Most panes per window for which `auto` picks the farm over the pane engine. The farm's window-level query
@@ -203,6 +213,9 @@ impl WindowAggregator {
             strategy,
             farm_if_few_panes: false,
             carry: Vec::new(),
+            emitted: None,
+            floor: None,
+            log: VecDeque::new(),
         })
     }
 
@@ -689,12 +702,18 @@ impl WindowAggregator {
         let mut emission = Emission::default();
         b.engine
             .emit_until(last, b.keys.order(), &mut emission, wait)?;
+        if let Some(floor) = self.floor {
+            emission.drop_through(floor);
+        }
         let out = assemble(b, &emission);
         b.engine.scratch().clear();
         let out = out?;
         b.engine.forget_idle_keys(&mut b.keys);
         self.stats.rows_out += out.num_rows() as u64;
         self.stats.windows_out += emission.window_count;
+        self.emitted = Some(self.emitted.map_or(last, |e| e.max(last)));
+        let needed = b.spec.first_pane(last.saturating_add(1));
+        self.log.retain(|(pane, _)| *pane >= needed);
         Ok(out)
     }
 
@@ -715,6 +734,7 @@ impl WindowAggregator {
         let out = out?;
         b.engine.forget_idle_keys(&mut b.keys);
         self.stats.rows_out += out.num_rows() as u64;
+        self.emitted = Some(self.emitted.map_or(last, |e| e.max(last)));
         Ok(out)
     }
 
@@ -748,6 +768,12 @@ impl WindowAggregator {
         self.stats.rows_in += n as u64;
         self.stats.late_rows += read.admitted.late;
         self.stats.null_time_rows += read.admitted.null_time;
+        if !self.deferred && matches!(b.engine, Engine::Parallel(_)) {
+            // The checkpoint's copy of a parallel engine's rows (shares the columns).
+            if let Some(pane) = rows.last_pane(b.spec) {
+                self.log.push_back((pane, rows.clone()));
+            }
+        }
         b.engine.ingest(rows)
     }
 

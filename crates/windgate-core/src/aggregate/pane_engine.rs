@@ -170,6 +170,18 @@ impl PaneEngine {
         out
     }
 
+    /// Every open pane from `first` on, without taking it out: `(pane, key, slot)` in pane order, keys in
+    /// output order within a pane (what a checkpoint writes, see `super::operator::checkpoint`).
+    pub fn open_panes_from(&self, first: i64, ranks: &[u32]) -> Vec<(i64, u32, u32)> {
+        let mut out = Vec::new();
+        for (&pane, slots) in self.panes.range(first..) {
+            let start = out.len();
+            out.extend(slots.entries.iter().map(|&(k, s)| (pane, k, s)));
+            out[start..].sort_unstable_by_key(|&(_, k, _)| ranks[k as usize]);
+        }
+        out
+    }
+
     pub fn store(&self) -> &SlotStore {
         &self.store
     }

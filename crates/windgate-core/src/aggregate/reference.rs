@@ -127,6 +127,27 @@ impl ReferenceEngine {
         }
     }
 
+    /// Lifts every retained row into `panes`, one row at a time in its own order (a checkpoint writes the
+    /// reference engine's state as the pane engine's open panes).
+    pub fn lift_into(&self, panes: &mut super::pane_engine::PaneEngine) {
+        for row in &self.rows {
+            let inputs: Vec<InputValues> = self.chunks[row.chunk as usize]
+                .as_ref()
+                .expect("live chunk")
+                .iter()
+                .map(|input| input.slice(row.index as usize, 1))
+                .collect();
+            let (ts, by) = ([row.at.ts], [row.at.by]);
+            let order = RowOrder {
+                ts: &ts,
+                by: Some(&by),
+                source: row.at.source,
+                seq0: row.at.seq,
+            };
+            panes.ingest(&ts, &[row.key], None, &inputs, order);
+        }
+    }
+
     pub fn last_window(&self) -> Option<i64> {
         self.rows
             .iter()

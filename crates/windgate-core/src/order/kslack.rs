@@ -98,6 +98,13 @@ impl KSlack {
         self.policy
     }
 
+    /// The same state under `policy`: a restored operator keeps a source's watermark and slack but takes the
+    /// policy its own strategy implies (a multiway strategy reads `lateness=None` as sorted sources).
+    pub fn with_policy(mut self, policy: Lateness) -> Self {
+        self.policy = policy;
+        self
+    }
+
     /// The watermark: every row still to come with `ts` below it is late. `None` means minus infinity.
     pub fn watermark(&self) -> Option<Timestamp> {
         self.watermark

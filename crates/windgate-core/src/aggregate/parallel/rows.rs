@@ -5,7 +5,8 @@ use arrow_buffer::ScalarBuffer;
 use crate::aggregate::state::{InputValues, RowOrder};
 use crate::time::WindowSpec;
 
-/// Rows admitted by the operator, owned so that they can cross to the workers.
+/// Rows admitted by the operator, owned so that they can cross to the workers. A clone shares the columns.
+#[derive(Clone)]
 pub(crate) struct Admitted {
     pub(crate) ts: ScalarBuffer<i64>,
     pub(crate) keys: Vec<u32>,
