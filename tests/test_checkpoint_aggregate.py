@@ -90,7 +90,10 @@ def run(params, rows, cuts, start=("reference", 1), restores=()):
     first=st.tuples(st.sampled_from(STRATEGIES), st.integers(1, 3)),
     restores=st.lists(
         st.tuples(
-            st.integers(0, 6), st.sampled_from(STRATEGIES), st.integers(1, 3), st.sampled_from(["bytes", "pickle"])
+            st.integers(0, 6),
+            st.sampled_from(STRATEGIES),
+            st.integers(1, 3),
+            st.sampled_from(["bytes", "pickle"]),
         ),
         max_size=3,
     ),

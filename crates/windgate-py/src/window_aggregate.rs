@@ -245,7 +245,11 @@ impl WindowAggregator {
 
     /// The whole state as bytes (`windgate.WindowAggregator.snapshot`); `note` is carried in the header.
     #[pyo3(signature = (note=None))]
-    fn snapshot<'py>(&mut self, py: Python<'py>, note: Option<String>) -> PyResult<Bound<'py, PyBytes>> {
+    fn snapshot<'py>(
+        &mut self,
+        py: Python<'py>,
+        note: Option<String>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let inner = &mut self.inner;
         snapshot_bytes(py, || inner.snapshot(&annotations(note)))
     }
@@ -253,7 +257,11 @@ impl WindowAggregator {
     /// An operator continuing from a snapshot, with the runtime settings in `overrides` changed.
     #[staticmethod]
     #[pyo3(signature = (data, overrides=None))]
-    fn restore(py: Python<'_>, data: &[u8], overrides: Option<Bound<'_, PyDict>>) -> PyResult<Self> {
+    fn restore(
+        py: Python<'_>,
+        data: &[u8],
+        overrides: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
         let runtime = Runtime::read(overrides.as_ref())?;
         let inner = detached(py, "restore", || {
             let mut opts = core::WindowAggregator::snapshot_options(data)?;
