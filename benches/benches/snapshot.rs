@@ -22,9 +22,17 @@ fn loaded(keys: usize) -> WindowAggregator {
     let mut agg = WindowAggregator::new(o).unwrap();
     let n = keys as i64;
     let batch = RecordBatch::try_from_iter([
-        ("ts", Arc::new(Int64Array::from_iter_values((0..n).map(|i| i % 5))) as _),
+        (
+            "ts",
+            Arc::new(Int64Array::from_iter_values((0..n).map(|i| i % 5))) as _,
+        ),
         ("k", Arc::new(Int64Array::from_iter_values(0..n)) as _),
-        ("v", Arc::new(Float64Array::from_iter_values((0..n).map(|i| i as f64 * 0.5))) as _),
+        (
+            "v",
+            Arc::new(Float64Array::from_iter_values(
+                (0..n).map(|i| i as f64 * 0.5),
+            )) as _,
+        ),
     ])
     .unwrap();
     agg.push(&batch, 0).unwrap();
