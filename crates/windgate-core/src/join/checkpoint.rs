@@ -185,8 +185,8 @@ impl BandJoiner {
                 continue;
             };
             let (schema, batches) = r.batches(&rows_section(side))?;
-            let rows = arrow_select::concat::concat_batches(&schema, &batches)
-                .map_err(inconsistent)?;
+            let rows =
+                arrow_select::concat::concat_batches(&schema, &batches).map_err(inconsistent)?;
             let (_, meta_batches) = r.batches(&meta_section(side))?;
             let live = read_meta(&meta_batches, rows.num_rows(), meta.rows)?;
             j.bind(side, &schema).map_err(inconsistent)?;
@@ -196,7 +196,11 @@ impl BandJoiner {
                     open.push((t.key.ts, *seq, l.matched));
                 }
                 if l.buffered {
-                    j.sides[side.index()].as_mut().expect("bound").buffer.push(t.clone());
+                    j.sides[side.index()]
+                        .as_mut()
+                        .expect("bound")
+                        .buffer
+                        .push(t.clone());
                 }
                 if l.pending {
                     pending[side.index()].push_back(t.clone());
@@ -338,14 +342,12 @@ impl BandJoiner {
                 open.sort_by_key(|&(ts, seq, _)| (ts, seq));
                 let matched: Vec<u64> = open.iter().filter(|o| o.2).map(|o| o.1).collect();
                 let open = open.into_iter().map(|(ts, seq, _)| (ts, seq)).collect();
-                self.merge.outer = Some(Outer::restored(
-                    bounds,
-                    self.opts.semantics,
-                    open,
-                    matched,
-                ));
+                self.merge.outer =
+                    Some(Outer::restored(bounds, self.opts.semantics, open, matched));
             }
-            _ if !open.is_empty() => return Err(inconsistent("open left rows without how=\"left\"")),
+            _ if !open.is_empty() => {
+                return Err(inconsistent("open left rows without how=\"left\""));
+            }
             _ => {}
         }
         Ok(())
@@ -365,7 +367,14 @@ impl BandJoiner {
             return Err(inconsistent("an engine without a bound side"));
         }
         if window.iter().flatten().any(|(pos, _)| *pos >= state.ready) {
-            return Err(inconsistent("a window row at a merged position not reached"));
+            return Err(inconsistent(
+                "a window row at a merged position not reached",
+            ));
+        }
+        // The rows come in arrival order; a portion stores (and purges) in merged order.
+        let mut window = window;
+        for w in &mut window {
+            w.sort_unstable_by_key(|(pos, _)| *pos);
         }
         let restored = Restored {
             counter: state.ready,
@@ -408,7 +417,10 @@ fn gather(st: &SideState, seqs: impl Iterator<Item = u64>) -> Result<RecordBatch
     let mut picks = vec![];
     for seq in seqs {
         let c = st.chunks.partition_point(|(first, _, _)| *first <= seq);
-        let (first, batch, _) = st.chunks.get(c.wrapping_sub(1)).ok_or_else(|| missing(seq))?;
+        let (first, batch, _) = st
+            .chunks
+            .get(c.wrapping_sub(1))
+            .ok_or_else(|| missing(seq))?;
         let offset = (seq - first) as usize;
         if offset >= batch.num_rows() {
             return Err(missing(seq));
@@ -421,8 +433,11 @@ fn gather(st: &SideState, seqs: impl Iterator<Item = u64>) -> Result<RecordBatch
     }
     let columns = (0..schema.fields().len())
         .map(|col| {
-            let arrays: Vec<&dyn Array> =
-                st.chunks.iter().map(|(_, b, _)| b.column(col).as_ref()).collect();
+            let arrays: Vec<&dyn Array> = st
+                .chunks
+                .iter()
+                .map(|(_, b, _)| b.column(col).as_ref())
+                .collect();
             arrow_select::interleave::interleave(&arrays, &picks).map_err(Error::output)
         })
         .collect::<Result<Vec<ArrayRef>>>()?;
@@ -477,7 +492,9 @@ fn read_meta(batches: &[RecordBatch], n_rows: usize, side_rows: u64) -> Result<V
         )));
     }
     if out.windows(2).any(|w| w[0].0 >= w[1].0) || out.last().is_some_and(|l| l.0 >= side_rows) {
-        return Err(inconsistent("row numbers out of order or beyond the side's rows"));
+        return Err(inconsistent(
+            "row numbers out of order or beyond the side's rows",
+        ));
     }
     Ok(out)
 }
@@ -489,7 +506,11 @@ fn chunks(rows: &RecordBatch, tuples: &[JoinTuple]) -> VecDeque<(u64, RecordBatc
     let mut start = 0;
     for i in 1..=tuples.len() {
         if i == tuples.len() || tuples[i].key.seq != tuples[i - 1].key.seq + 1 {
-            let max_ts = tuples[start..i].iter().map(|t| t.key.ts).max().unwrap_or(i64::MIN);
+            let max_ts = tuples[start..i]
+                .iter()
+                .map(|t| t.key.ts)
+                .max()
+                .unwrap_or(i64::MIN);
             out.push_back((tuples[start].key.seq, rows.slice(start, i - start), max_ts));
             start = i;
         }

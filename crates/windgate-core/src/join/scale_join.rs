@@ -209,7 +209,13 @@ impl ScaleJoin {
                 t.dumped.load(Ordering::Acquire) >= request || t.exited.load(Ordering::Acquire)
             })
         })?;
-        if !outputs.is_empty() || self.shared.threads.iter().any(|t| t.dumped.load(Ordering::Acquire) < request) {
+        if !outputs.is_empty()
+            || self
+                .shared
+                .threads
+                .iter()
+                .any(|t| t.dumped.load(Ordering::Acquire) < request)
+        {
             return Err(Error::new(
                 ErrorKind::Internal,
                 "snapshot: the join threads did not hand over their windows (a thread stopped, or outputs \
@@ -393,7 +399,11 @@ fn run_thread(
                     }
                     let request = shared.dump.load(Ordering::Acquire);
                     if request > me.dumped.load(Ordering::Relaxed) {
-                        shared.windows.lock().expect("not poisoned").push(proc.window());
+                        shared
+                            .windows
+                            .lock()
+                            .expect("not poisoned")
+                            .push(proc.window());
                         me.dumped.store(request, Ordering::Release);
                         shared.wake_caller();
                         continue;

@@ -64,7 +64,10 @@ impl Run {
     /// The stored tuples as `(merged position, row)` (a checkpoint's window).
     fn entries(&self) -> impl Iterator<Item = Partner> + '_ {
         let s = self.start;
-        self.pos[s..].iter().copied().zip(self.seq[s..].iter().copied())
+        self.pos[s..]
+            .iter()
+            .copied()
+            .zip(self.seq[s..].iter().copied())
     }
 
     fn front_ts(&self) -> Option<Timestamp> {
