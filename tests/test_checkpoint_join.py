@@ -28,7 +28,9 @@ RUNTIMES = [("reference", 1), ("serial", 1), ("scalejoin", 2), ("scalejoin", 3),
 
 def _batch(side: str, rows: list[tuple[int, int | None, float | None]]) -> pa.RecordBatch:
     schema = SCHEMAS[side]
-    return pa.record_batch([pa.array([r[i] for r in rows], schema.field(i).type) for i in range(3)], schema=schema)
+    return pa.record_batch(
+        [pa.array([r[i] for r in rows], schema.field(i).type) for i in range(3)], schema=schema
+    )
 
 
 def _rows(size: int):

@@ -287,8 +287,10 @@ impl BandJoiner {
         let opts = core::BandJoiner::snapshot_options(data).map_err(to_py)?;
         let opts = with_overrides(opts, overrides.as_ref())?;
         let data = data.to_vec();
-        let inner =
-            detached(py, "restore", || core::BandJoiner::restore(&data, Some(opts))).map_err(to_py)?;
+        let inner = detached(py, "restore", || {
+            core::BandJoiner::restore(&data, Some(opts))
+        })
+        .map_err(to_py)?;
         Ok(Self { inner })
     }
 

@@ -362,7 +362,11 @@ impl BandJoiner {
 
     /// Starts the engine from the windows and the ready count; the threads' gate also gets the pending
     /// tuples and each side's latest key again, exactly what it held.
-    fn restore_engine(&mut self, state: &State, window: [Vec<(u64, JoinTuple)>; 2]) -> Result<()> {
+    fn restore_engine(
+        &mut self,
+        state: &State,
+        mut window: [Vec<(u64, JoinTuple)>; 2],
+    ) -> Result<()> {
         if self.bounds.is_none() {
             return Err(inconsistent("an engine without a bound side"));
         }
@@ -372,7 +376,6 @@ impl BandJoiner {
             ));
         }
         // The rows come in arrival order; a portion stores (and purges) in merged order.
-        let mut window = window;
         for w in &mut window {
             w.sort_unstable_by_key(|(pos, _)| *pos);
         }
@@ -475,7 +478,7 @@ fn read_meta(batches: &[RecordBatch], n_rows: usize, side_rows: u64) -> Result<V
             out.push((
                 seq.value(i),
                 Live {
-                    window: pos.is_valid(i).then(|| pos.value(i)),
+                    window: pos.is_valid(i).then_some(pos.value(i)),
                     pending: pending.value(i),
                     buffered: buffered.value(i),
                     open: open.value(i),
