@@ -227,8 +227,10 @@ impl ScaleJoin {
             window[0].extend(l);
             window[1].extend(r);
         }
+        // A thread that answered an earlier, interrupted request just before this one answers twice.
         for w in &mut window {
             w.sort_unstable();
+            w.dedup();
         }
         Ok(window)
     }
