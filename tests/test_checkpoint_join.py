@@ -47,7 +47,7 @@ def cases(draw):
     """A query and its pushes: each side's rows disordered within the lateness, cut and interleaved."""
     lateness = draw(st.one_of(st.none(), st.integers(0, 4)))
     pushes = []
-    sides = {s: sorted(draw(_rows(30))) for s in ("left", "right")}
+    sides = {s: sorted(draw(_rows(30)), key=lambda r: r[0]) for s in ("left", "right")}
     for side, rows in sides.items():
         k = 40 if lateness is None else lateness
         delays = draw(st.lists(st.integers(0, k), min_size=len(rows), max_size=len(rows)))
