@@ -36,7 +36,8 @@ pub struct JoinStats {
     pub pairs_out: u64,
     /// `how="left"`: left rows emitted without a match.
     pub unmatched_rows: u64,
-    /// Pairs compared (window tuples scanned), summed over threads; per thread below.
+    /// Pairs compared (window tuples scanned), summed over threads (and over the joiners a checkpoint
+    /// chain restored from); per thread below, since this joiner was built or restored.
     pub comparisons: u64,
     pub per_thread: Vec<(u64, u64)>,
     pub threads: usize,
