@@ -2,7 +2,7 @@
 
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::{PyRecordBatch, PyTable};
 use windgate_core::Error;
@@ -12,6 +12,7 @@ use windgate_core::join::{
 use windgate_core::order::admission::OnLate;
 use windgate_core::time::Span;
 
+use crate::checkpoint::{annotations, given, snapshot_bytes};
 use crate::convert::{lateness_opt, py_schema, span, threads_opt};
 use crate::errors::{detached, detached_batch_call, to_py};
 
@@ -67,16 +68,39 @@ fn options(
     o.semantics = Semantics::parse(semantics).map_err(to_py)?;
     o.index = index;
     o.strategy = JoinStrategy::parse(strategy).map_err(to_py)?;
-    o.credits = match credits {
-        None => None,
-        Some(c) if c >= 1 => Some(c as u64),
-        Some(c) => {
-            return Err(to_py(Error::param(
-                "credits",
-                format!("expected at least 1 row (or None: unbounded), got {c}"),
-            )));
-        }
-    };
+    o.credits = credits_opt(credits)?;
+    o.validate().map_err(to_py)?;
+    Ok(o)
+}
+
+fn credits_opt(credits: Option<i64>) -> PyResult<Option<u64>> {
+    match credits {
+        None => Ok(None),
+        Some(c) if c >= 1 => Ok(Some(c as u64)),
+        Some(c) => Err(to_py(Error::param(
+            "credits",
+            format!("expected at least 1 row (or None: unbounded), got {c}"),
+        ))),
+    }
+}
+
+/// A snapshot's options with the runtime settings a restore was given, each converted as `new` does.
+fn with_overrides(
+    mut o: BandJoinOptions,
+    overrides: Option<&Bound<'_, PyDict>>,
+) -> PyResult<BandJoinOptions> {
+    if let Some(v) = given(overrides, "threads")? {
+        o.threads = threads_opt(v.extract()?)?;
+    }
+    if let Some(v) = given(overrides, "strategy")? {
+        o.strategy = JoinStrategy::parse(&v.extract::<String>()?).map_err(to_py)?;
+    }
+    if let Some(v) = given(overrides, "index")? {
+        o.index = v.extract()?;
+    }
+    if let Some(v) = given(overrides, "credits")? {
+        o.credits = credits_opt(v.extract()?)?;
+    }
     o.validate().map_err(to_py)?;
     Ok(o)
 }
@@ -236,6 +260,38 @@ impl BandJoiner {
         d.set_item("semantics", s.semantics)?;
         d.set_item("index", s.index)?;
         Ok(d)
+    }
+
+    /// The joiner's whole state as checkpoint bytes; `note` (the Python class's keyword arguments) is
+    /// carried along.
+    #[pyo3(signature = (note=None))]
+    fn snapshot<'py>(
+        &mut self,
+        py: Python<'py>,
+        note: Option<String>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let annotations = annotations(note);
+        let inner = &mut self.inner;
+        snapshot_bytes(py, || inner.snapshot(&annotations))
+    }
+
+    /// A joiner continuing from a snapshot; `overrides` holds runtime settings only (`threads`,
+    /// `strategy`, `index`, `credits`).
+    #[staticmethod]
+    #[pyo3(signature = (data, overrides=None))]
+    fn restore(
+        py: Python<'_>,
+        data: &[u8],
+        overrides: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let opts = core::BandJoiner::snapshot_options(data).map_err(to_py)?;
+        let opts = with_overrides(opts, overrides.as_ref())?;
+        let data = data.to_vec();
+        let inner = detached(py, "restore", || {
+            core::BandJoiner::restore(&data, Some(opts))
+        })
+        .map_err(to_py)?;
+        Ok(Self { inner })
     }
 
     /// The output schema (known once both sides pushed a batch), as a pyarrow.Schema, or None.

@@ -2,7 +2,7 @@
 //! ScaleJoin's processing threads, one processing thread's logic inline, or the reference join.
 
 use super::options::{Bounds, Predicate, Semantics};
-use super::processor::Processor;
+use super::processor::{Processor, Restored};
 use super::reference::ReferenceJoin;
 use super::scale_join::ScaleJoin;
 use crate::error::Result;
@@ -25,6 +25,8 @@ pub(crate) struct EngineArgs<'a> {
     pub(crate) has_eq: bool,
     pub(crate) index: bool,
     pub(crate) threads: usize,
+    /// A checkpoint's windows and position counter, when the engine continues from one.
+    pub(crate) restored: Option<&'a Restored>,
 }
 
 /// Builds one join engine: the constructor column of the strategy registry.
@@ -43,19 +45,29 @@ pub(crate) fn auto(a: &EngineArgs<'_>) -> Result<Engine> {
 pub(crate) fn scale_join(a: &EngineArgs<'_>) -> Result<Engine> {
     let n = a.threads;
     let join = ScaleJoin::start(n, |id| {
-        Processor::new(id, n, a.bounds, a.semantics, a.eps, a.has_eq, a.index)
+        let mut p = Processor::new(id, n, a.bounds, a.semantics, a.eps, a.has_eq, a.index);
+        if let Some(r) = a.restored {
+            p.load(r);
+        }
+        p
     })?;
     Ok(Engine::Threads(Box::new(join)))
 }
 
 /// One processing thread's logic on the caller's thread.
 pub(crate) fn serial(a: &EngineArgs<'_>) -> Result<Engine> {
-    let p = Processor::new(0, 1, a.bounds, a.semantics, a.eps, a.has_eq, a.index);
+    let mut p = Processor::new(0, 1, a.bounds, a.semantics, a.eps, a.has_eq, a.index);
+    if let Some(r) = a.restored {
+        p.load(r);
+    }
     Ok(Engine::Inline(Box::new(p)))
 }
 
 /// The nested-loop oracle.
 pub(crate) fn reference(a: &EngineArgs<'_>) -> Result<Engine> {
-    let r = ReferenceJoin::new(a.bounds, a.semantics, a.on);
+    let mut r = ReferenceJoin::new(a.bounds, a.semantics, a.on);
+    if let Some(w) = a.restored {
+        r.load(w);
+    }
     Ok(Engine::Reference(Box::new(r)))
 }

@@ -2,6 +2,7 @@
 //! every n-th tuple and probing its portion of the opposite window, outputs merged by a second ScaleGate in a
 //! total order that is the same for any thread count.
 
+mod checkpoint;
 mod engine;
 pub(crate) mod operator;
 pub(crate) mod options;
@@ -15,6 +16,7 @@ pub(crate) mod scale_join;
 pub(crate) mod strategy;
 pub(crate) mod window;
 
+pub use checkpoint::{OPERATOR as SNAPSHOT_OPERATOR, RUNTIME as RUNTIME_OPTIONS, STATE_VERSION};
 pub use operator::{BandJoiner, JoinStats, band_join};
 pub use options::{BandJoinOptions, Bounds, JoinHow, Predicate, Semantics};
 pub use prepare::{JoinKey, JoinTuple, Side};

@@ -22,7 +22,7 @@ use super::engine::{Engine, EngineArgs};
 use super::options::{BandJoinOptions, Bounds, JoinHow, JoinStrategy, Predicate};
 use super::outer::Outer;
 use super::prepare::{self, JoinKey, JoinTuple, Side, SideSchema};
-use super::processor::OutPair;
+use super::processor::{OutPair, Restored};
 use super::readiness::ReadyMerge;
 
 /// Tuples fed or processed on the caller's thread between two Ctrl-C checks.
@@ -36,7 +36,8 @@ pub struct JoinStats {
     pub pairs_out: u64,
     /// `how="left"`: left rows emitted without a match.
     pub unmatched_rows: u64,
-    /// Pairs compared (window tuples scanned), summed over threads; per thread below.
+    /// Pairs compared (window tuples scanned), summed over threads (and over the joiners a checkpoint
+    /// chain restored from); per thread below, since this joiner was built or restored.
     pub comparisons: u64,
     pub per_thread: Vec<(u64, u64)>,
     pub threads: usize,
@@ -79,7 +80,7 @@ pub struct BandJoiner {
     /// The time bounds, once the first side is bound (and the time unit known).
     pub(super) bounds: Option<Bounds>,
     pub(super) eq_dict: Option<KeyDict>,
-    engine: Option<Engine>,
+    pub(super) engine: Option<Engine>,
     pub(super) merge: ReadyMerge,
     /// The outputs not returned yet: `(trigger position, pair)` in output order.
     pub(super) pairs: Vec<(u64, OutPair)>,
@@ -88,6 +89,8 @@ pub struct BandJoiner {
     pub(super) poisoned: Option<Error>,
     /// The batch function: every left batch comes before every right one, so credits do not apply.
     pub(super) deferred: bool,
+    /// Comparisons made before the checkpoint this joiner was restored from (the engine counts its own).
+    pub(super) comparisons_before: u64,
 }
 
 impl BandJoiner {
@@ -130,6 +133,7 @@ impl BandJoiner {
             flushed: false,
             poisoned: None,
             deferred: false,
+            comparisons_before: 0,
             opts,
         })
     }
@@ -242,7 +246,7 @@ impl BandJoiner {
             }
             None => {}
         }
-        s.comparisons = s.per_thread.iter().map(|p| p.0).sum();
+        s.comparisons = self.comparisons_before + s.per_thread.iter().map(|p| p.0).sum::<u64>();
         s
     }
 
@@ -529,6 +533,11 @@ impl BandJoiner {
         if self.engine.is_some() {
             return Ok(());
         }
+        self.start_engine(None)
+    }
+
+    /// Starts the strategy's engine, continuing from a checkpoint's windows when `restored` is given.
+    pub(super) fn start_engine(&mut self, restored: Option<&Restored>) -> Result<()> {
         let args = EngineArgs {
             bounds: self.bounds.expect("bound"),
             semantics: self.opts.semantics,
@@ -537,6 +546,7 @@ impl BandJoiner {
             has_eq: self.has_eq,
             index: self.opts.index,
             threads: self.threads,
+            restored,
         };
         self.engine = Some((self.strategy.entry().engine)(&args)?);
         Ok(())

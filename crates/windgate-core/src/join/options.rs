@@ -10,7 +10,7 @@ use super::prepare::Side;
 pub use super::strategy::JoinStrategy;
 
 /// One join predicate; a pair matches when every predicate holds (AND).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Predicate {
     /// `|left - right| <= eps`, compared as float64.
     Band {
@@ -23,7 +23,7 @@ pub enum Predicate {
 }
 
 /// Which pairs a join emits (Gulisano et al., ScaleJoin).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Semantics {
     /// `l.ts + lower <= r.ts <= l.ts + upper` (`|l.ts - r.ts| <= window`) and the predicates: the pairs of
     /// an interval join (Flink's `between(lower, upper)`, Spark's `r.ts BETWEEN l.ts + lower AND l.ts + upper`).
@@ -54,7 +54,7 @@ impl Semantics {
 }
 
 /// Which rows a join emits besides the matching pairs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum JoinHow {
     /// The matching pairs only.
     Inner,
@@ -152,8 +152,8 @@ pub fn signed_units(span: &Span, unit: TimeUnit, param: &str) -> Result<i64> {
     }
 }
 
-/// Everything `band_join` and `BandJoiner` take.
-#[derive(Debug, Clone)]
+/// Everything `band_join` and `BandJoiner` take (serialised whole into a checkpoint's parameters).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct BandJoinOptions {
     /// The time column of the left and of the right input.
     pub time: (String, String),

@@ -49,6 +49,31 @@ impl Outer {
         }
     }
 
+    /// A checkpoint's left rows: the open ones as `(ts, seq)` in merged order, and those of them already
+    /// matched. Between calls no closed row waits (every output call settles them all).
+    pub fn restored(
+        bounds: Bounds,
+        semantics: Semantics,
+        open: Vec<(i64, u64)>,
+        matched: impl IntoIterator<Item = u64>,
+    ) -> Self {
+        let mut o = Outer::new(bounds, semantics);
+        o.open = open.into();
+        o.matched.extend(matched);
+        o
+    }
+
+    /// The open left rows `(ts, seq, matched)` in merged order, if no closed row waits to be settled (as
+    /// between calls); else `None`.
+    pub fn open_rows(&self) -> Option<Vec<(i64, u64, bool)>> {
+        self.closed.is_empty().then(|| {
+            self.open
+                .iter()
+                .map(|&(ts, seq)| (ts, seq, self.matched.contains(&seq)))
+                .collect()
+        })
+    }
+
     /// Left rows waiting to be closed or settled.
     pub fn len(&self) -> usize {
         self.open.len() + self.closed.len()

@@ -30,6 +30,14 @@ impl OutPair {
     pub const NO_ROW: u64 = u64::MAX;
 }
 
+/// What an engine continues from after a checkpoint: the merged positions handed out so far and each
+/// side's window tuples (valid ones, in merged order) with their positions.
+#[derive(Debug, Default)]
+pub struct Restored {
+    pub counter: u64,
+    pub window: [Vec<(u64, JoinTuple)>; 2],
+}
+
 /// Thread `id` of `n`: sees every tuple, stores every n-th.
 #[derive(Debug)]
 pub struct Processor {
@@ -77,6 +85,25 @@ impl Processor {
     /// Tuples stored in this thread's portions.
     pub fn stored(&self) -> usize {
         self.portions.iter().map(Portion::len).sum()
+    }
+
+    /// This thread's share of each side's window as `(merged position, row)`, in no particular order.
+    pub fn window(&self) -> [Vec<Partner>; 2] {
+        [self.portions[0].entries(), self.portions[1].entries()]
+    }
+
+    /// Continues from a checkpoint: `r.counter` tuples were processed, and of the windows' tuples this
+    /// thread stores the ones the round-robin gives it (the rule of [`process`](Self::process)), so the
+    /// union over threads is the window whatever the thread count was.
+    pub fn load(&mut self, r: &Restored) {
+        self.counter = r.counter;
+        for side in Side::BOTH {
+            for (pos, t) in &r.window[side.index()] {
+                if (pos + 1) % self.n == self.id && t.valid {
+                    self.portions[side.index()].insert(t, *pos);
+                }
+            }
+        }
     }
 
     /// Processes the next ready tuple: compare with the opposite portion, store if it is this thread's turn,

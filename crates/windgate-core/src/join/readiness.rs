@@ -37,6 +37,42 @@ impl ReadyMerge {
         }
     }
 
+    /// A checkpoint's merge: `ready` tuples were ready so far, `latest` is what each side published last,
+    /// `pending` each side's released, not yet ready tuples in key order.
+    pub fn restored(
+        ready: u64,
+        latest: [Option<JoinKey>; 2],
+        ready_max_ts: [Option<i64>; 2],
+        pending: [VecDeque<JoinTuple>; 2],
+    ) -> Self {
+        ReadyMerge {
+            pending,
+            latest,
+            closed: [false; 2],
+            ready,
+            ready_max_ts,
+            outer: None,
+        }
+    }
+
+    /// The latest key `side` published (an item or a promise).
+    pub fn latest(&self, side: Side) -> Option<JoinKey> {
+        self.latest[side.index()]
+    }
+
+    /// `side`'s released tuples that are not ready yet, in key order.
+    pub fn pending(&self, side: Side) -> &VecDeque<JoinTuple> {
+        &self.pending[side.index()]
+    }
+
+    /// Drops the band values of the pending tuples: the threaded engine has its own copies, and the merge
+    /// only needs keys.
+    pub fn strip_pending_values(&mut self) {
+        for t in self.pending.iter_mut().flatten() {
+            t.band = Default::default();
+        }
+    }
+
     pub fn close(&mut self, side: Side) {
         self.closed[side.index()] = true;
     }

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use super::options::{Bounds, Predicate, Semantics};
 use super::prepare::{JoinTuple, Side};
-use super::processor::{OutKey, OutPair};
+use super::processor::{OutKey, OutPair, Restored};
 
 #[derive(Debug)]
 pub struct ReferenceJoin {
@@ -41,6 +41,25 @@ impl ReferenceJoin {
     /// Tuples in both windows.
     pub fn stored(&self) -> usize {
         self.windows.iter().map(VecDeque::len).sum()
+    }
+
+    /// The windows' valid tuples as `(merged position, row)`: invalid ones can match nothing, so a
+    /// checkpoint leaves them out.
+    pub fn window(&self) -> [Vec<(u64, u64)>; 2] {
+        self.windows.each_ref().map(|w| {
+            w.iter()
+                .filter(|(_, t)| t.valid)
+                .map(|(p, t)| (*p, t.key.seq))
+                .collect()
+        })
+    }
+
+    /// Continues from a checkpoint (see [`Restored`]).
+    pub fn load(&mut self, r: &Restored) {
+        self.counter = r.counter;
+        for side in Side::BOTH {
+            self.windows[side.index()] = r.window[side.index()].iter().cloned().collect();
+        }
     }
 
     /// Every predicate, and for interval semantics the time bounds, checked directly.

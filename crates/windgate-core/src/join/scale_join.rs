@@ -25,6 +25,7 @@ use crate::threads::panic_message;
 
 use super::prepare::{JoinKey, JoinTuple, Side};
 use super::processor::{OutKey, OutPair, Processor};
+use super::window::Partner;
 
 /// Gate levels: sources search from their previous position, so few levels are needed (Gulisano et al., ScaleGate).
 const LEVELS: usize = 4;
@@ -46,6 +47,8 @@ struct ThreadState {
     processed: AtomicU64,
     /// The last flush target this thread wrote a marker for.
     acked: AtomicU64,
+    /// The last window request this thread answered (checkpoints).
+    dumped: AtomicU64,
     sleeping: AtomicBool,
     /// The thread left its loop (end of input, stop or panic): it will not acknowledge any more.
     exited: AtomicBool,
@@ -61,6 +64,10 @@ struct Shared {
     threads: Vec<CachePadded<ThreadState>>,
     /// The flush target: outputs of the first `flush` ready tuples are wanted.
     flush: AtomicU64,
+    /// Window requests (checkpoints): a thread with nothing ready answers the latest one by adding its
+    /// portions to `windows`.
+    dump: AtomicU64,
+    windows: Mutex<Vec<[Vec<Partner>; 2]>>,
     /// Set on drop: threads stop without processing what is left.
     stop: AtomicBool,
     caller: Thread,
@@ -95,6 +102,8 @@ impl ScaleJoin {
         let shared = Arc::new(Shared {
             threads: (0..n).map(|_| CachePadded::default()).collect(),
             flush: AtomicU64::new(0),
+            dump: AtomicU64::new(0),
+            windows: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
             caller: thread::current(),
             caller_waiting: AtomicBool::new(false),
@@ -104,6 +113,11 @@ impl ScaleJoin {
         for (id, (input, output)) in readers.into_iter().zip(out_sources).enumerate() {
             let shared = shared.clone();
             let proc = processor(id);
+            // A processor restored from a checkpoint has processed its tuples already: the lag check must
+            // see them, or the caller would wait for progress no ready tuple can make.
+            shared.threads[id]
+                .processed
+                .store(proc.processed(), Ordering::Release);
             let handle = thread::Builder::new()
                 .name(format!("windgate-join-{id}"))
                 .spawn(move || run_thread(id, input, output, proc, shared))
@@ -177,6 +191,48 @@ impl ScaleJoin {
         })?;
         self.drain(out);
         Ok(())
+    }
+
+    /// Every thread's share of the windows, as `(merged position, row)` per side in merged order (a
+    /// checkpoint's window). Call it between pushes, once [`collect`](Self::collect) returned: every
+    /// ready tuple is processed and nothing is being inserted, so each thread answers when it finds
+    /// nothing ready, with exactly the state the pushes left.
+    pub fn window(&mut self) -> Result<[Vec<Partner>; 2]> {
+        let request = self.shared.dump.load(Ordering::Relaxed) + 1;
+        self.shared.windows.lock().expect("not poisoned").clear();
+        self.shared.dump.store(request, Ordering::SeqCst);
+        self.wake_threads();
+        let shared = self.shared.clone();
+        let mut outputs = vec![];
+        self.wait(&mut outputs, |_| {
+            shared.threads.iter().all(|t| {
+                t.dumped.load(Ordering::Acquire) >= request || t.exited.load(Ordering::Acquire)
+            })
+        })?;
+        if !outputs.is_empty()
+            || self
+                .shared
+                .threads
+                .iter()
+                .any(|t| t.dumped.load(Ordering::Acquire) < request)
+        {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                "snapshot: the join threads did not hand over their windows (a thread stopped, or outputs \
+                 were still owed)",
+            ));
+        }
+        let mut window: [Vec<Partner>; 2] = [vec![], vec![]];
+        for [l, r] in self.shared.windows.lock().expect("not poisoned").drain(..) {
+            window[0].extend(l);
+            window[1].extend(r);
+        }
+        // A thread that answered an earlier, interrupted request just before this one answers twice.
+        for w in &mut window {
+            w.sort_unstable();
+            w.dedup();
+        }
+        Ok(window)
     }
 
     /// After both sides closed: every remaining output; joins the threads.
@@ -340,6 +396,17 @@ fn run_thread(
                             partner: u64::MAX,
                         });
                         me.acked.store(target, Ordering::Release);
+                        shared.wake_caller();
+                        continue;
+                    }
+                    let request = shared.dump.load(Ordering::Acquire);
+                    if request > me.dumped.load(Ordering::Relaxed) {
+                        shared
+                            .windows
+                            .lock()
+                            .expect("not poisoned")
+                            .push(proc.window());
+                        me.dumped.store(request, Ordering::Release);
                         shared.wake_caller();
                         continue;
                     }

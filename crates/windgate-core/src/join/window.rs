@@ -61,6 +61,15 @@ impl Run {
         }
     }
 
+    /// The stored tuples as `(merged position, row)` (a checkpoint's window).
+    fn entries(&self) -> impl Iterator<Item = Partner> + '_ {
+        let s = self.start;
+        self.pos[s..]
+            .iter()
+            .copied()
+            .zip(self.seq[s..].iter().copied())
+    }
+
     fn front_ts(&self) -> Option<Timestamp> {
         self.ts.get(self.start).copied()
     }
@@ -177,6 +186,15 @@ impl Portion {
         } else {
             self.all.len()
         }
+    }
+
+    /// Every stored tuple as `(merged position, row)`, in no particular order: what a checkpoint keeps of
+    /// the portion (the values are read again from the input rows on restore).
+    pub fn entries(&self) -> Vec<Partner> {
+        if !self.indexed {
+            return self.all.entries().collect();
+        }
+        self.cells.values().flat_map(Run::entries).collect()
     }
 
     fn key(&self, t: &JoinTuple, band0: f64) -> CellKey {
