@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from . import _native, _options, _specs
-from ._serial import Serialised
+from ._checkpoint import Checkpointed
 from .errors import (
     BackpressureError,
     ColumnNotFoundError,
@@ -179,7 +179,7 @@ def window_aggregate(
     return _native.window_aggregate(sources, **kwargs, in_memory=_specs.in_memory(sources))
 
 
-class WindowAggregator(Serialised):
+class WindowAggregator(Checkpointed):
     """Streaming window aggregation: push batches as they arrive, get each window once it is final.
 
     Takes the keyword arguments of :func:`window_aggregate` plus ``sources`` (how many sources push into it).
@@ -194,15 +194,23 @@ class WindowAggregator(Serialised):
     push the lagging source (or close it) and push the batch again. So a stalled source cannot make the
     operator grow without limit.
 
+    The operator's state can be saved between calls: :meth:`snapshot` returns bytes, :meth:`restore` builds
+    an operator that continues exactly where it stood (any ``threads`` and ``strategy``), and pickling goes
+    through the same bytes (see the README's "Streaming and checkpoints").
+
     Example:
+        >>> import pickle
         >>> import pyarrow as pa, windgate
         >>> agg = windgate.WindowAggregator(time="ts", size=10, aggs={"*": "count"}, lateness=0)
         >>> agg.push(pa.record_batch({"ts": [1, 2, 11]})).to_pydict()
         {'window_start': [0], 'window_end': [10], 'count': [2]}
-        >>> agg.flush().to_pydict()
-        {'window_start': [10], 'window_end': [20], 'count': [1]}
         >>> agg.stats["rows_in"], agg.stats["late_rows"]
         (3, 0)
+        >>> again = windgate.WindowAggregator.restore(agg.snapshot(), threads=1)
+        >>> again.push(pa.record_batch({"ts": [12, 25]})).to_pydict()
+        {'window_start': [10], 'window_end': [20], 'count': [2]}
+        >>> pickle.loads(pickle.dumps(again)).flush().to_pydict()
+        {'window_start': [20], 'window_end': [30], 'count': [1]}
     """
 
     def __init__(
@@ -227,9 +235,11 @@ class WindowAggregator(Serialised):
         output: str = "windows",
         row_offset: int = 0,
     ) -> None:
-        kwargs = _options.WINDOW_AGGREGATE.forward("windgate.WindowAggregator", locals())
-        super().__init__()
-        self._inner = _native.WindowAggregator(**kwargs)
+        self._build(_options.WINDOW_AGGREGATE.forward("windgate.WindowAggregator", locals()))
+
+    _native_class = _native.WindowAggregator
+    _declaration = _options.WINDOW_AGGREGATE
+    _entry = "windgate.WindowAggregator"
 
     def push(self, batch: Any, source: int = 0) -> pa.RecordBatch:
         """Pushes a batch (or a table or stream, batch by batch) of ``source``.

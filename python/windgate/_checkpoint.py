@@ -42,8 +42,8 @@ class Checkpointed(Serialised):
     checkpoints.
 
     A subclass sets ``_native_class`` (the extension's class, with ``snapshot(annotation)`` and a static
-    ``restore(data, overrides)`` taking a dict of runtime settings), ``_declaration`` and ``_entry`` (its options in :mod:`windgate._options`)
-    and calls :meth:`_build` from ``__init__``.
+    ``restore(data, overrides)`` taking a dict of runtime settings), ``_declaration`` and ``_entry`` (its
+    options in :mod:`windgate._options`) and calls :meth:`_build` from ``__init__``.
     """
 
     _native_class: ClassVar[Any]

@@ -9,7 +9,8 @@ Cederman et al., run the PySpark demo.
     windgate generate smartgrid --households 27 --plugs-per-household 9 --rate 486 --sources 4 --out data/ec
     windgate multiway --query K-OI --data data/sc --strategy tumlsc --out out/k-oi.parquet
     windgate aggregate --input data/smartgrid.parquet --out out/windows.parquet --time ts --size 60s \\
-        --slide 10s --by plug_id --agg '*=count' --agg 'value=sum,max' --lateness 5s
+        --slide 10s --by plug_id --agg '*=count' --agg 'value=sum,max' --lateness 5s \\
+        --checkpoint out/windows.ckpt     # rerun after a kill or Ctrl-C: resumes, same output
     windgate demo --rows 2000000 --out out/demo            # `make demo` runs it with 10,000,000 rows
     windgate tpcxbb generate --rows 1000000 --out data/tpcxbb  # see windgate.cli_tpcxbb
     windgate tpcxbb run --query q2 --data data/tpcxbb --threads 2 --out out/q2.parquet
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _native, _ui
+from ._cli_checkpoint import Checkpoint, batches_from
 from ._cli_io import (
     COMPRESSIONS,
     OneLineParser,
@@ -390,12 +392,21 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
     if args.null_time is not None:
         kwargs["null_time"] = args.null_time
     agg = windgate.WindowAggregator(**kwargs)
+    ckpt, start = _aggregate_checkpoint(args, src, kwargs)
+    if ckpt is not None and (snapshot := ckpt.resume()) is not None:
+        runtime = {k: kwargs[k] for k in ("threads", "strategy", "farm") if k in kwargs}
+        agg = windgate.WindowAggregator.restore(snapshot, **runtime)
+        start = ckpt.rows
 
     writer: pq.ParquetWriter | None = None
     rows_in = rows_out = 0
 
     def write(batch: pa.RecordBatch) -> None:
         nonlocal writer, rows_out
+        if ckpt is not None:
+            ckpt.add(batch)
+            rows_out += batch.num_rows
+            return
         if writer is None:
             # The operator's output schema once bound, so that no output row still gives its columns.
             schema = agg.schema if agg.schema is not None and len(agg.schema) else batch.schema
@@ -412,7 +423,7 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
 
     def batches() -> Iterator[pa.RecordBatch]:
         try:
-            yield from pf.iter_batches(batch_size=args.batch_rows, columns=columns)
+            yield from batches_from(pf, start, args.batch_rows, columns)
         except (OSError, pa.ArrowException) as exc:
             raise read_failed(exc, src, "--input") from exc
 
@@ -423,21 +434,34 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
         + (f" by {escape(', '.join(by))}" if by else "")
         + f", aggs {escape(json.dumps(aggs))}"
     )
+    if start:
+        console.print(f"Resuming from the checkpoint in {escape(args.checkpoint)} at row {start:,}")
     t0 = time.perf_counter()
     done = False
     try:
         with _ui.progress(console) as progress:
-            task = progress.add_task("aggregating", total=total)
+            task = progress.add_task("aggregating", total=total, completed=start)
             for batch in batches():
                 write(agg.push(batch))
                 rows_in += batch.num_rows
                 progress.advance(task, batch.num_rows)
+                if ckpt is not None and ckpt.due():
+                    ckpt.commit(agg.snapshot(), start + rows_in, agg.schema, args.compression)
             if agg.schema is None:  # no batch at all: bind the input's schema for the output's
                 write(agg.push(pa.RecordBatch.from_pylist([], schema=input_schema)))
             write(agg.flush())
-            if writer is None:
+            if ckpt is not None:
+                ckpt.finish(out, agg.schema, args.compression)
+            elif writer is None:
                 write(pa.RecordBatch.from_pylist([], schema=agg.schema))
         done = True
+    except KeyboardInterrupt:
+        if ckpt is not None:
+            print(
+                f"checkpoint at row {ckpt.rows:,} in {args.checkpoint}: run the same command to resume",
+                file=sys.stderr,
+            )
+        raise
     finally:
         if writer is not None:
             try:
@@ -469,6 +493,17 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
     report.add_row("output", f"{out} ({_ui.mib(out)})")
     console.print(report)
     return EXIT_OK
+
+
+def _aggregate_checkpoint(args: argparse.Namespace, src: Path, kwargs: dict[str, Any]) -> tuple[Any, int]:
+    """The run's :class:`~windgate._cli_checkpoint.Checkpoint` (``--checkpoint``), or ``None``; and the row
+    to start at (0 until a checkpoint is resumed)."""
+    if args.checkpoint is None:
+        return None, 0
+    # What decides the output: the query and the input (not how it runs, nor how it is read in batches).
+    fingerprint = {k: v for k, v in kwargs.items() if k not in ("threads", "strategy", "farm")}
+    fingerprint.update(input=str(src.resolve()), input_bytes=src.stat().st_size, columns=args.columns)
+    return Checkpoint(Path(args.checkpoint), fingerprint, interval=args.checkpoint_interval), 0
 
 
 # ----------------------------------------------------------------------------------------------- multiway
@@ -687,6 +722,20 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--columns", action="append", default=None, help="read only these input columns")
     a.add_argument(
         "--batch-rows", type=positive_int, default=65_536, help="rows per pushed batch (default 65536)"
+    )
+    a.add_argument(
+        "--checkpoint",
+        default=None,
+        metavar="DIR",
+        help="keep a checkpoint in DIR: after a kill or Ctrl-C, the same command resumes from it and writes "
+        "the same --out as an uninterrupted run",
+    )
+    a.add_argument(
+        "--checkpoint-interval",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="seconds between checkpoints (default 5; 0: after every batch)",
     )
     a.add_argument(
         "--compression", choices=COMPRESSIONS, default="zstd", help="Parquet compression (default zstd)"

@@ -100,22 +100,23 @@ impl Writer {
         }
     }
 
-    fn section(&mut self, name: &str, bytes: &[u8]) {
+    /// Records the section written to the body since `start`.
+    fn section(&mut self, name: &str, start: usize) {
         self.header.sections.push(SectionEntry {
             name: name.to_string(),
-            len: bytes.len() as u64,
+            len: (self.body.len() - start) as u64,
         });
-        self.body.extend_from_slice(bytes);
     }
 
-    /// A section of rows: an Arrow IPC stream with `schema` (its metadata kept).
+    /// A section of rows: an Arrow IPC stream with `schema` (its metadata kept), written straight into the
+    /// body (a large state is copied once more, at [`Self::finish`], not once per layer).
     pub fn batches(
         &mut self,
         name: &str,
         schema: &SchemaRef,
         batches: &[RecordBatch],
     ) -> Result<()> {
-        let mut out = vec![];
+        let start = self.body.len();
         let ipc = |e: arrow_schema::ArrowError| {
             Error::new(
                 ErrorKind::Internal,
@@ -123,25 +124,28 @@ impl Writer {
             )
             .with_source(e)
         };
-        let mut w = StreamWriter::try_new(&mut out, schema).map_err(ipc)?;
+        let bytes: usize = batches.iter().map(|b| b.get_array_memory_size()).sum();
+        self.body.reserve(bytes + 1024);
+        let mut w = StreamWriter::try_new(&mut self.body, schema).map_err(ipc)?;
         for b in batches {
             w.write(b).map_err(ipc)?;
         }
         w.finish().map_err(ipc)?;
         drop(w);
-        self.section(name, &out);
+        self.section(name, start);
         Ok(())
     }
 
     /// A section of scalars, as JSON.
     pub fn json(&mut self, name: &str, value: &impl Serialize) -> Result<()> {
-        let bytes = serde_json::to_vec(value).map_err(|e| {
+        let start = self.body.len();
+        serde_json::to_writer(&mut self.body, value).map_err(|e| {
             Error::new(
                 ErrorKind::Internal,
                 format!("snapshot section {name:?}: {e}"),
             )
         })?;
-        self.section(name, &bytes);
+        self.section(name, start);
         Ok(())
     }
 

@@ -7,6 +7,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use windgate_core::snapshot;
 
+use windgate_core::window_options::FarmOptions;
+
+use crate::convert::{farm_options, threads_opt};
 use crate::errors::{detached, to_py};
 
 /// The annotation key of the Python classes' normalised keyword arguments (`windgate._checkpoint`).
@@ -38,6 +41,38 @@ pub fn snapshot_bytes<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let bytes = detached(py, "snapshot", write).map_err(to_py)?;
     Ok(PyBytes::new(py, &bytes))
+}
+
+/// The runtime settings a restore may change, as the caller gave them (`None`: keep the snapshot's).
+pub struct Runtime {
+    /// `Some(None)`: `threads=None`, all cores.
+    pub threads: Option<Option<usize>>,
+    pub strategy: Option<String>,
+    pub farm: Option<FarmOptions>,
+}
+
+impl Runtime {
+    /// Reads `threads`, `strategy` and `farm` from the overrides, converted as the constructors do.
+    pub fn read(overrides: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let threads = match given(overrides, "threads")? {
+            Some(t) if t.is_none() => Some(None),
+            Some(t) => Some(threads_opt(Some(t.extract()?))?),
+            None => None,
+        };
+        let strategy = given(overrides, "strategy")?
+            .map(|s| s.extract())
+            .transpose()?;
+        let farm = match given(overrides, "farm")? {
+            Some(f) if f.is_none() => Some(farm_options(None)?),
+            Some(f) => Some(farm_options(Some(f.cast::<PyDict>()?))?),
+            None => None,
+        };
+        Ok(Self {
+            threads,
+            strategy,
+            farm,
+        })
+    }
 }
 
 /// The value of a runtime override, if the caller gave it (`None` as a value is kept: `threads=None`).

@@ -2,12 +2,13 @@
 
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::PyTable;
 use pyo3_arrow::input::AnyRecordBatch;
 use windgate_core::Error;
 use windgate_core::aggregate as core;
 
+use crate::checkpoint::{Runtime, annotations, snapshot_bytes};
 use crate::convert::{concat_batches, farm_stats, options, py_schema};
 use crate::errors::{detached, detached_batch_call, finish_batch, to_py};
 
@@ -240,6 +241,44 @@ impl WindowAggregator {
             farm_stats(&d, &f)?;
         }
         Ok(d)
+    }
+
+    /// The whole state as bytes (`windgate.WindowAggregator.snapshot`); `note` is carried in the header.
+    #[pyo3(signature = (note=None))]
+    fn snapshot<'py>(
+        &mut self,
+        py: Python<'py>,
+        note: Option<String>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let inner = &mut self.inner;
+        snapshot_bytes(py, || inner.snapshot(&annotations(note)))
+    }
+
+    /// An operator continuing from a snapshot, with the runtime settings in `overrides` changed.
+    #[staticmethod]
+    #[pyo3(signature = (data, overrides=None))]
+    fn restore(
+        py: Python<'_>,
+        data: &[u8],
+        overrides: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let runtime = Runtime::read(overrides.as_ref())?;
+        let inner = detached(py, "restore", || {
+            let mut opts = core::WindowAggregator::snapshot_options(data)?;
+            if let Some(t) = runtime.threads {
+                opts.threads = t;
+            }
+            if let Some(s) = &runtime.strategy {
+                opts.strategy = core::Strategy::parse(s)?;
+            }
+            if let Some(f) = runtime.farm {
+                opts.farm = f;
+            }
+            opts.validate()?;
+            core::WindowAggregator::restore(data, Some(opts))
+        })
+        .map_err(to_py)?;
+        Ok(Self { inner })
     }
 
     /// The output schema (known after the first batch), as a pyarrow.Schema, or None.
