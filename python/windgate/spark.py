@@ -160,13 +160,14 @@ def window_aggregate(
     (:mod:`windgate.spark_streaming`; "Structured Streaming" in ``docs/spark.md``).
     """
     if getattr(df, "isStreaming", False) is True:
+        names = _options.WINDOW_AGGREGATE.shared
+        given = {**locals(), "threads": _task_threads(df, threads)}
+        _options.WINDOW_AGGREGATE.native(given, names)  # every parameter checked before Spark runs
         return spark_streaming.windowed_stream(
             df,
             cls="WindowAggregator",
-            kwargs=_options.WINDOW_AGGREGATE.native(
-                {**locals(), "threads": _task_threads(df, threads)}, _options.WINDOW_AGGREGATE.shared
-            ),
-            batch=lambda empty, kw: _native.window_aggregate([empty], **kw),
+            kwargs={n: given[n] for n in names if n in given},
+            batch="window_aggregate",
             columns=[time, *_specs.by_columns(by), *(c for c in aggs if c != "*")],
             by=_specs.by_columns(by),
             shards=shards,
@@ -432,14 +433,13 @@ def _preference(
     :func:`windgate.spark_streaming.windowed_stream`."""
     if getattr(df, "isStreaming", False) is True:
         live = {**params, "lateness": lateness, "on_late": on_late, "threads": _task_threads(df, threads)}
-        spec = _options.preference_spec(query, live)
-        spec.pop("query")
+        spec = _options.preference_spec(query, live)  # every parameter checked before Spark runs
         scored = [spec["score"]] if "score" in spec else []
         return spark_streaming.windowed_stream(
             df,
             cls=_PREFERENCE_CLASSES[query],
-            kwargs=spec,
-            batch=lambda empty, kw: _native.preference(empty, query=query, **kw),
+            kwargs=live,
+            batch=query,
             columns=[spec["time"], *spec["by"], *spec.get("dims", ()), *scored],
             by=list(spec["by"]),
             shards=shards,

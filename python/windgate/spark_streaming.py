@@ -82,7 +82,7 @@ def windowed_stream(
     *,
     cls: str,
     kwargs: dict[str, Any],
-    batch: Any,
+    batch: str,
     columns: list[str],
     by: list[str],
     shards: int | None,
@@ -90,8 +90,8 @@ def windowed_stream(
     """The streaming plan of one windowed operator (see the module's docstring).
 
     ``cls`` is the class name in :mod:`windgate` (``"WindowAggregator"``, ``"SkylineQuery"``, ...) and
-    ``kwargs`` its keyword arguments with the user's ``by`` (the hidden clock column is added here);
-    ``batch(table, by)`` is the local batch call, run on an empty table for the output schema;
+    ``kwargs`` its keyword arguments as the user gave them, with ``by`` as a list (the hidden clock column
+    is added here); ``batch`` the name of the local function (run on an empty table for the output schema);
     ``columns`` the input columns the operator reads.
     """
     from pyspark.sql import functions as F
@@ -130,10 +130,13 @@ def windowed_stream(
     fields = [arrow_in.field(c) for c in dict.fromkeys(columns)]
     schema = pa.schema([*fields, pa.field(_CLOCK, pa.int8())])
     op_kwargs = {**kwargs, "by": [*by, _CLOCK]}
-    out_schema = batch(schema.empty_table(), op_kwargs).schema
+    import windgate
+
+    out_schema = getattr(windgate, batch)(schema.empty_table(), **op_kwargs).schema
     out_schema = out_schema.remove(out_schema.get_field_index(_CLOCK))
     spec = {"time": time, "time_type": time_type, "size": None, "slide": None, "offset": None}
-    size, slide, offset = _specs.window_units(kwargs, unit)
+    window = {n: _specs.span(kwargs.get(n), n) for n in ("size", "slide", "offset")}
+    size, slide, offset = _specs.window_units(window, unit)
     spec.update(size=size, slide=slide, offset=offset, lateness=lateness, unit=unit)
 
     # A computed time column carries no watermark metadata, so Spark does not drop late rows itself:
@@ -176,7 +179,16 @@ def state_sizes(spark: SparkSession, checkpoint: str) -> Any:
     return pd.DataFrame(rows, columns=["shard", "snapshot_bytes", "late_rows"]).sort_values("shard")
 
 
+#: The class that restores a snapshot, by the snapshot's operator name.
+_RESTORE = {"window_aggregate": "WindowAggregator", "band_join": "BandJoiner", "preference": None}
+
+
 def _late(data: bytes) -> dict[str, int | None]:
-    info = _native.snapshot_info(data)
-    stats = info.get("stats") or {}
-    return {"late_rows": stats.get("late_rows")}
+    """The shard's late-row count, from its operator restored."""
+    import windgate
+
+    operator = _native.snapshot_info(data).get("operator")
+    name = _RESTORE.get(operator)
+    if name is None:
+        return {"late_rows": None}
+    return {"late_rows": getattr(windgate, name).restore(data).stats.get("late_rows")}
