@@ -26,12 +26,12 @@ QUERIES = {
 
 def stream_query(spark, name: str, src: str, out: str, ckpt: str):
     """Starts query ``name`` (``availableNow``) and returns it."""
+    import glob
+
     import pyarrow.parquet as pq
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from windgate import spark as wspark
-
-    import glob
 
     first = sorted(glob.glob(f"{src}/*.parquet"))[0]
     schema = from_arrow_schema(pq.read_schema(first))
