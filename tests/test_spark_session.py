@@ -133,7 +133,7 @@ def test_a_streaming_dataframe_is_refused_at_call_time(spark):
         lambda: wspark.topk(stream, score="value", k=1, **WINDOW),
     ]
     for fn in windowed:
-        with pytest.raises(InvalidParameterError, match=r"^lateness: a streaming DataFrame needs a fixed bound"):
+        with pytest.raises(InvalidParameterError, match=r"^lateness: a streaming DataFrame needs a fixed"):
             fn()
     with pytest.raises(InvalidParameterError, match=r"^lateness: only a streaming DataFrame takes it"):
         wspark.window_aggregate(batch, aggs={"*": "count"}, lateness="1s", **WINDOW)
