@@ -51,9 +51,11 @@ def stream_query(spark, name: str, src: str, out: str, ckpt: str):
 
 def main(argv: list[str]) -> int:
     name, src, out, ckpt = argv
+    from spark_procs import QUICK_JVM
     from windgate.spark import local_session
 
-    spark = local_session("windgate-stream-child", "local[2]", **{"spark.sql.shuffle.partitions": "2"})
+    conf = {"spark.sql.shuffle.partitions": "2", "spark.driver.extraJavaOptions": QUICK_JVM}
+    spark = local_session("windgate-stream-child", "local[2]", **conf)
     print("session up", flush=True)
     stream_query(spark, name, src, out, ckpt).awaitTermination()
     print("done", flush=True)

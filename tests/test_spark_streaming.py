@@ -28,6 +28,16 @@ JOB = Path(__file__).with_name("spark_stream_job.py")
 SECOND = 1_000_000
 
 
+@pytest.fixture
+def spark(spark):
+    """The shared session with 2 shuffle partitions while a streaming query starts (a stateful query keeps
+    its first run's count in the checkpoint): half the state-store tasks per micro-batch."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    yield spark
+    spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
 def _rows(n: int, start: int, seed: int, keys: int = 4) -> pa.Table:
     """Row ``j`` at ``start + 2j`` seconds plus up to 14.999 s of jitter: every row is less than the lateness
     (15 s) behind any row before it, and times are unique."""
