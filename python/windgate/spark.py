@@ -443,6 +443,7 @@ def _preference(
             columns=[spec["time"], *spec["by"], *spec.get("dims", ()), *scored],
             by=list(spec["by"]),
             shards=shards,
+            carry=True,
         )
     _batch_only(lateness=lateness, on_late=on_late, shards=shards)
     plan = _specs.choice(plan, "plan")

@@ -86,13 +86,15 @@ def windowed_stream(
     columns: list[str],
     by: list[str],
     shards: int | None,
+    carry: bool = False,
 ) -> DataFrame:
     """The streaming plan of one windowed operator (see the module's docstring).
 
     ``cls`` is the class name in :mod:`windgate` (``"WindowAggregator"``, ``"SkylineQuery"``, ...) and
     ``kwargs`` its keyword arguments as the user gave them, with ``by`` as a list (the hidden clock column
     is added here); ``batch`` the name of the local function (run on an empty table for the output schema);
-    ``columns`` the input columns the operator reads.
+    ``columns`` the input columns the operator reads; ``carry``: every column of ``df`` goes through (the
+    preference queries emit whole rows).
     """
     from pyspark.sql import functions as F
 
@@ -105,6 +107,8 @@ def windowed_stream(
             raise ColumnNotFoundError(
                 f"column '{col}' is not in the DataFrame (columns: {', '.join(df.columns)})"
             )
+    if carry:
+        columns = [*dict.fromkeys([*columns, *df.columns])]
     time = kwargs["time"]
     time_type = arrow_in.field(time).type
     if not pa.types.is_timestamp(time_type):
