@@ -6,7 +6,9 @@ that names the option and what was expected, never a traceback.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -132,3 +134,38 @@ def write_parquet(table, path: Path, console, *, row_group_rows: int, compressio
     except BaseException:
         path.unlink(missing_ok=True)  # no half-written output
         raise
+
+
+# ---------------------------------------------------------------------------------------- argument values
+
+_INT = re.compile(r"[+-]?\d+")
+
+
+def int_or_duration(text: str | None) -> int | str | None:
+    """``"600"`` -> 600 (in the time column's unit), ``"10s"`` -> ``"10s"`` (a duration string)."""
+    if text is None:
+        return None
+    text = text.strip()
+    return int(text) if _INT.fullmatch(text) else text
+
+
+def parse_aggs(specs: Sequence[str]) -> dict[str, str | list[str]]:
+    """``["*=count", "value=sum,max"]`` -> ``{"*": "count", "value": ["sum", "max"]}`` (order kept)."""
+    merged: dict[str, list[str]] = {}
+    for spec in specs:
+        column, sep, funcs = spec.partition("=")
+        names = [f.strip() for f in funcs.split(",") if f.strip()]
+        if not sep or not column.strip() or not names:
+            raise CliError(
+                f"--agg {spec!r}: expected COLUMN=FUNC[,FUNC...], e.g. '*=count' or 'value=sum,max'"
+            )
+        bucket = merged.setdefault(column.strip(), [])
+        bucket.extend(n for n in names if n not in bucket)
+    return {col: funcs[0] if len(funcs) == 1 else funcs for col, funcs in merged.items()}
+
+
+def split_list(values: Sequence[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    out = [v.strip() for item in values for v in item.split(",") if v.strip()]
+    return out or None

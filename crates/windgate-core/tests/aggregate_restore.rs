@@ -241,3 +241,28 @@ proptest! {
         prop_assert_eq!(restored, uninterrupted);
     }
 }
+
+/// A parallel engine's checkpoint copy lifts its rows into panes once they are many (memory stays bounded by
+/// the open state): a snapshot after more rows than that still restores to the same windows.
+#[test]
+fn a_long_stream_without_lateness_restores_from_the_lifted_copy() {
+    let rows: Vec<common::Row> = (0..1_500_000i64)
+        .map(|i| common::Row {
+            ts: (i * 7919) % 1000,
+            key: Some((i % 97) as i32),
+            v: Some((i % 13) as f64 * 0.5),
+            iv: i % 1000,
+        })
+        .collect();
+    let c = Case {
+        size: 100,
+        slide: 50,
+        offset: 0,
+        lateness: None,
+        rows,
+        cuts: vec![400_000, 1_200_000],
+    };
+    let want = run(&c, (Strategy::Pane, 1), &[]);
+    let got = run(&c, (Strategy::Farm, 2), &[(2, Strategy::Pane, 1)]);
+    assert_eq!(got, want);
+}

@@ -44,6 +44,9 @@ use crate::threads::resolve_threads;
 use crate::time::WindowSpec;
 
 mod checkpoint;
+mod row_log;
+
+use row_log::RowLog;
 
 /// Rows ingested at a time: large batches are sliced so that per-row scratch stays in cache.
 const INGEST_ROWS: usize = 1 << 15;
@@ -159,9 +162,9 @@ pub struct WindowAggregator {
     /// Restored from a checkpoint that had emitted the windows up to this one: the engine, rebuilt from the
     /// open panes alone, may emit them again (partially), so they are dropped.
     floor: Option<i64>,
-    /// A parallel engine's admitted rows of the open panes, `(their last pane, rows)`: the engines keep
-    /// state in their own layouts, so a checkpoint lifts these into panes instead (see `checkpoint`).
-    log: VecDeque<(i64, Admitted)>,
+    /// A parallel engine's open state as the checkpoint reads it: the engines keep state in their own
+    /// layouts, so a checkpoint lifts the admitted rows of the open panes instead (see `row_log`).
+    log: RowLog,
 }
 
 /// Most panes per window for which `auto` picks the farm over the pane engine. The farm's window-level query
@@ -215,7 +218,7 @@ impl WindowAggregator {
             carry: Vec::new(),
             emitted: None,
             floor: None,
-            log: VecDeque::new(),
+            log: RowLog::default(),
         })
     }
 
@@ -713,7 +716,7 @@ impl WindowAggregator {
         self.stats.windows_out += emission.window_count;
         self.emitted = Some(self.emitted.map_or(last, |e| e.max(last)));
         let needed = b.spec.first_pane(last.saturating_add(1));
-        self.log.retain(|(pane, _)| *pane >= needed);
+        self.log.prune(needed);
         Ok(out)
     }
 
@@ -770,9 +773,7 @@ impl WindowAggregator {
         self.stats.null_time_rows += read.admitted.null_time;
         if !self.deferred && matches!(b.engine, Engine::Parallel(_)) {
             // The checkpoint's copy of a parallel engine's rows (shares the columns).
-            if let Some(pane) = rows.last_pane(b.spec) {
-                self.log.push_back((pane, rows.clone()));
-            }
+            self.log.push(b, &rows);
         }
         b.engine.ingest(rows)
     }

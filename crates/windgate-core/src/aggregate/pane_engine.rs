@@ -182,6 +182,19 @@ impl PaneEngine {
         out
     }
 
+    /// Drops the panes before `pane` (a checkpoint's copy of the state, whose windows are out).
+    pub fn forget_before(&mut self, pane: i64) {
+        while let Some(entry) = self.panes.first_entry() {
+            if *entry.key() >= pane {
+                break;
+            }
+            for &(_, slot) in &entry.get().entries {
+                self.store.release(slot);
+            }
+            entry.remove();
+        }
+    }
+
     pub fn store(&self) -> &SlotStore {
         &self.store
     }

@@ -120,18 +120,18 @@ impl KeyDict {
         let values = as_i64(column, &self.names[0])?;
         let nulls = column.logical_nulls();
         let mut ids = Vec::with_capacity(values.len());
+        // New keys get their ids now and their row bytes once the batch is read, in one conversion (a
+        // conversion per new key cost more than everything else when a batch brings many new keys).
+        let base = self.offsets.len() as u32 - 1;
+        let mut fresh: Vec<u32> = Vec::new();
         // Runs of equal keys are common (sorted or clustered input): remember the last lookup.
         let mut last: Option<(i64, u32)> = None;
         for (i, &v) in values.iter().enumerate() {
             if nulls.as_ref().is_some_and(|n| n.is_null(i)) {
-                let id = match self.null_id {
-                    Some(id) => id,
-                    None => {
-                        let id = self.push_row_of(column, i)?;
-                        self.null_id = Some(id);
-                        id
-                    }
-                };
+                let id = *self.null_id.get_or_insert_with(|| {
+                    fresh.push(i as u32);
+                    base + fresh.len() as u32 - 1
+                });
                 ids.push(id);
                 continue;
             }
@@ -150,7 +150,8 @@ impl KeyDict {
             let id = match self.by_int.get(&v) {
                 Some(&id) => id,
                 None => {
-                    let id = self.push_row_of(column, i)?;
+                    fresh.push(i as u32);
+                    let id = base + fresh.len() as u32 - 1;
                     self.by_int.insert(v, id);
                     if (0..DENSE as i64).contains(&v) {
                         if self.dense.is_empty() {
@@ -164,17 +165,29 @@ impl KeyDict {
             last = Some((v, id));
             ids.push(id);
         }
+        self.push_rows_of(column, &fresh)?;
         Ok(ids)
     }
 
-    /// Encodes row `i` of a single column and stores it as a new key.
-    fn push_row_of(&mut self, column: &ArrayRef, i: usize) -> Result<u32> {
-        let rows = self
+    /// Encodes rows `rows` of a single column and stores them as new keys, in order.
+    fn push_rows_of(&mut self, column: &ArrayRef, rows: &[u32]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let picked = arrow_select::take::take(
+            column.as_ref(),
+            &arrow_array::UInt32Array::from(rows.to_vec()),
+            None,
+        )?;
+        let encoded = self
             .converter
             .as_ref()
             .expect("keyed")
-            .convert_columns(&[column.slice(i, 1)])?;
-        Ok(self.push_bytes(rows.row(0).as_ref()))
+            .convert_columns(&[picked])?;
+        for row in encoded.iter() {
+            self.push_bytes(row.as_ref());
+        }
+        Ok(())
     }
 
     fn intern(&mut self, bytes: &[u8]) -> u32 {

@@ -74,7 +74,7 @@ impl WindowAggregator {
             let ranks = b.keys.order().ranks.to_vec();
             let time = &self.opts.time;
             w.batches("schema", &b.schema, &[])?;
-            let panes = open_panes(b, &self.log, first, &ranks, time)?;
+            let panes = open_panes(b, &mut self.log, first, &ranks, time)?;
             w.batches("panes", &partial_schema(b, time), &[panes])?;
             w.batches("carry", &b.output_schema, &self.carry)?;
         }
@@ -222,10 +222,8 @@ impl WindowAggregator {
             seq0: 0,
             by: None,
         };
-        if matches!(b.engine, Engine::Parallel(_))
-            && let Some(pane) = rows.last_pane(b.spec)
-        {
-            self.log.push_back((pane, rows.clone()));
+        if matches!(b.engine, Engine::Parallel(_)) {
+            self.log.push(b, &rows);
         }
         b.engine.ingest(rows)
     }
@@ -267,7 +265,7 @@ fn partial_schema(b: &Bound, time: &str) -> SchemaRef {
 /// Every open pane from `first` on as partial-state rows, in `(pane, key)` order, whatever the engine.
 fn open_panes(
     b: &Bound,
-    log: &VecDeque<(i64, Admitted)>,
+    log: &mut RowLog,
     first: i64,
     ranks: &[u32],
     time: &str,
@@ -279,19 +277,7 @@ fn open_panes(
             e.lift_into(&mut panes);
             pane_rows(b, &panes, first, ranks, time)
         }
-        Engine::Parallel(_) => {
-            let mut panes = scratch_engine(b);
-            for (_, rows) in log {
-                panes.ingest(
-                    &rows.ts,
-                    &rows.keys,
-                    rows.keep.as_deref(),
-                    &rows.inputs,
-                    rows.order(),
-                );
-            }
-            pane_rows(b, &panes, first, ranks, time)
-        }
+        Engine::Parallel(_) => pane_rows(b, log.panes(b), first, ranks, time),
     }
 }
 

@@ -1,0 +1,188 @@
+"""``windgate aggregate``: sliding-window aggregation of a Parquet file, streamed by batches, with a progress
+bar, a report and, with ``--checkpoint``, resumption after a kill or Ctrl-C (see ``_cli_checkpoint``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from . import _ui
+from ._cli_checkpoint import Checkpoint, batches_from
+from ._cli_io import (
+    check_out_path,
+    int_or_duration,
+    open_writer,
+    parse_aggs,
+    read_failed,
+    split_list,
+    write_failed,
+)
+from ._ui import EXIT_OK, CliError
+
+
+def run(args: argparse.Namespace) -> int:
+    """``windgate aggregate``: a Parquet file through a ``WindowAggregator``, batch by batch."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from rich.markup import escape
+    from rich.table import Table
+
+    import windgate
+
+    console = _ui.console()
+    aggs = parse_aggs(args.agg)
+    by = split_list(args.by)
+    src = Path(args.input)
+    if not src.exists():
+        raise CliError(f"--input {str(src)!r}: no such file")
+    if src.is_dir():
+        raise CliError(f"--input {str(src)!r}: is a directory; expected a Parquet file")
+    out = Path(args.out)
+    check_out_path(out)
+    columns = None if args.columns is None else split_list(args.columns)
+    try:
+        pf = pq.ParquetFile(src)
+        input_schema = pf.schema_arrow
+        if columns is not None:
+            input_schema = pa.schema([input_schema.field(c) for c in columns])
+    except KeyError as exc:
+        raise CliError(f"--columns: {exc} is not a column of {str(src)!r}") from exc
+    except (OSError, pa.ArrowException) as exc:
+        raise read_failed(exc, src, "--input") from exc
+    total = pf.metadata.num_rows
+
+    kwargs: dict[str, Any] = dict(
+        time=args.time,
+        size=int_or_duration(args.size),
+        slide=int_or_duration(args.slide),
+        offset=int_or_duration(args.offset),
+        by=by,
+        aggs=aggs,
+        lateness=int_or_duration(args.lateness),
+        on_late=args.on_late,
+        threads=args.threads,
+    )
+    if args.strategy is not None:
+        kwargs["strategy"] = args.strategy
+    if args.scheduler is not None:
+        kwargs["farm"] = {"scheduler": args.scheduler}
+    if args.null_time is not None:
+        kwargs["null_time"] = args.null_time
+    agg = windgate.WindowAggregator(**kwargs)
+    ckpt, start = _aggregate_checkpoint(args, src, kwargs)
+    if ckpt is not None and (snapshot := ckpt.resume()) is not None:
+        runtime = {k: kwargs[k] for k in ("threads", "strategy", "farm") if k in kwargs}
+        agg = windgate.WindowAggregator.restore(snapshot, **runtime)
+        start = ckpt.rows
+
+    writer: pq.ParquetWriter | None = None
+    rows_in = rows_out = 0
+
+    def write(batch: pa.RecordBatch) -> None:
+        nonlocal writer, rows_out
+        if ckpt is not None:
+            ckpt.add(batch)
+            rows_out += batch.num_rows
+            return
+        if writer is None:
+            # The operator's output schema once bound, so that no output row still gives its columns.
+            schema = agg.schema if agg.schema is not None and len(agg.schema) else batch.schema
+            writer = open_writer(out, schema, args.compression)
+        if batch.num_rows:
+            table = pa.Table.from_batches([batch])
+            if table.schema != writer.schema:
+                table = table.cast(writer.schema)
+            try:
+                writer.write_table(table)
+            except (OSError, pa.ArrowException) as exc:
+                raise write_failed(exc, out) from exc
+            rows_out += batch.num_rows
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        try:
+            yield from batches_from(pf, start, args.batch_rows, columns)
+        except (OSError, pa.ArrowException) as exc:
+            raise read_failed(exc, src, "--input") from exc
+
+    console.print(
+        f"Aggregating [bold]{escape(str(src))}[/] ({total:,} rows, {pf.metadata.num_row_groups} row groups): "
+        f"windows {escape(str(kwargs['size']))}"
+        + (f" sliding {escape(str(kwargs['slide']))}" if kwargs["slide"] is not None else "")
+        + (f" by {escape(', '.join(by))}" if by else "")
+        + f", aggs {escape(json.dumps(aggs))}"
+    )
+    if start:
+        console.print(f"Resuming from the checkpoint in {escape(args.checkpoint)} at row {start:,}")
+    t0 = time.perf_counter()
+    done = False
+    try:
+        with _ui.progress(console) as progress:
+            task = progress.add_task("aggregating", total=total, completed=start)
+            for batch in batches():
+                write(agg.push(batch))
+                rows_in += batch.num_rows
+                progress.advance(task, batch.num_rows)
+                if ckpt is not None and ckpt.due():
+                    ckpt.commit(agg.snapshot(), start + rows_in, agg.schema, args.compression)
+            if agg.schema is None:  # no batch at all: bind the input's schema for the output's
+                write(agg.push(pa.RecordBatch.from_pylist([], schema=input_schema)))
+            write(agg.flush())
+            if ckpt is not None:
+                ckpt.finish(out, agg.schema, args.compression)
+            elif writer is None:
+                write(pa.RecordBatch.from_pylist([], schema=agg.schema))
+        done = True
+    except KeyboardInterrupt:
+        if ckpt is not None:
+            print(
+                f"checkpoint at row {ckpt.rows:,} in {args.checkpoint}: run the same command to resume",
+                file=sys.stderr,
+            )
+        raise
+    finally:
+        if writer is not None:
+            try:
+                writer.close()
+            except (OSError, pa.ArrowException) as exc:
+                if done:
+                    out.unlink(missing_ok=True)
+                    raise write_failed(exc, out) from exc
+            if not done:
+                out.unlink(missing_ok=True)  # no half-written output
+    seconds = time.perf_counter() - t0
+
+    stats = dict(getattr(agg, "stats", {}) or {})
+    report = Table(title="windgate aggregate", show_header=False, title_justify="left")
+    report.add_column("what")
+    report.add_column("value", justify="right")
+
+    def count(key: str, default: int | None) -> str:
+        value = stats.get(key, default)
+        return f"{value:,}" if isinstance(value, int) else str(value)
+
+    report.add_row("rows in", count("rows_in", rows_in))
+    report.add_row("late rows (dropped)", count("late_rows", 0))
+    if "windows_out" in stats:
+        report.add_row("windows out", count("windows_out", None))
+    report.add_row("rows out", count("rows_out", rows_out))
+    report.add_row("seconds", f"{seconds:.3f}")
+    report.add_row("throughput", _ui.fmt_rate(rows_in, seconds))
+    report.add_row("output", f"{out} ({_ui.mib(out)})")
+    console.print(report)
+    return EXIT_OK
+
+
+def _aggregate_checkpoint(args: argparse.Namespace, src: Path, kwargs: dict[str, Any]) -> tuple[Any, int]:
+    """The run's :class:`~windgate._cli_checkpoint.Checkpoint` (``--checkpoint``), or ``None``; and the row
+    to start at (0 until a checkpoint is resumed)."""
+    if args.checkpoint is None:
+        return None, 0
+    # What decides the output: the query and the input (not how it runs, nor how it is read in batches).
+    fingerprint = {k: v for k, v in kwargs.items() if k not in ("threads", "strategy", "farm")}
+    fingerprint.update(input=str(src.resolve()), input_bytes=src.stat().st_size, columns=args.columns)
+    return Checkpoint(Path(args.checkpoint), fingerprint, interval=args.checkpoint_interval), 0
