@@ -18,6 +18,7 @@ import pytest
 import spark_procs
 import spark_stream_job as job
 import windgate
+from windgate.spark_streaming import state_sizes
 
 pytestmark = [
     pytest.mark.spark,
@@ -130,6 +131,9 @@ def test_window_aggregate_stream_survives_restarts_and_a_kill(spark, tmp_path):
     want = _closed(want, far - job.LATENESS_S * SECOND)
     keys = ["k", "window_start"]
     assert got.num_rows == want.num_rows
+    sizes = state_sizes(spark, str(tmp_path / "ckpt"))
+    assert sizes["shard"].tolist() == [0, 1]
+    assert (sizes["snapshot_bytes"] > 0).all() and sizes["late_rows"].tolist() == [0, 0]
     assert _canonical(got.select(want.column_names).cast(want.schema), keys).equals(_canonical(want, keys))
 
 
