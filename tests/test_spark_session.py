@@ -1,6 +1,6 @@
 """What Spark users expect of every windgate.spark helper: timestamp_ntz stays timestamp_ntz (unshifted in a
-non-UTC session), a streaming DataFrame is refused at call time, and executors without windgate are reported
-with what to set."""
+non-UTC session), a streaming DataFrame is refused at call time where it cannot run (and needs a lateness
+where it can), and executors without windgate are reported with what to set."""
 
 from __future__ import annotations
 
@@ -124,15 +124,21 @@ def test_a_streaming_dataframe_is_refused_at_call_time(spark):
     )
     assert stream.isStreaming
     batch = spark.createDataFrame(_ntz_events(n=10, tz="UTC"))
+    # The windowed helpers take a streaming DataFrame, with a lateness bound (Spark's watermark).
+    windowed = [
+        lambda: wspark.window_aggregate(stream, aggs={"*": "count"}, **WINDOW),
+        lambda: wspark.window_aggregate(stream, by="value", aggs={"*": "count"}, **WINDOW),
+        lambda: wspark.skyline(stream, dims="value", **WINDOW),
+        lambda: wspark.top_dominant(stream, dims="value", delta=1, **WINDOW),
+        lambda: wspark.topk(stream, score="value", k=1, **WINDOW),
+    ]
+    for fn in windowed:
+        with pytest.raises(InvalidParameterError, match=r"^lateness: a streaming DataFrame needs a fixed"):
+            fn()
+    with pytest.raises(InvalidParameterError, match=r"^lateness: only a streaming DataFrame takes it"):
+        wspark.window_aggregate(batch, aggs={"*": "count"}, lateness="1s", **WINDOW)
     calls = {
-        "df": [
-            lambda: wspark.window_aggregate(stream, aggs={"*": "count"}, **WINDOW),
-            lambda: wspark.window_aggregate(stream, by="value", aggs={"*": "count"}, **WINDOW),
-            lambda: wspark.skyline(stream, dims="value", **WINDOW),
-            lambda: wspark.top_dominant(stream, dims="value", delta=1, **WINDOW),
-            lambda: wspark.topk(stream, score="value", k=1, **WINDOW),
-            lambda: wspark.run_pipeline(stream, windgate.Pipeline()),
-        ],
+        "df": [lambda: wspark.run_pipeline(stream, windgate.Pipeline())],
         "left_df": [lambda: wspark.band_join(stream, batch, time="ts", window="1s")],
         "right_df": [lambda: wspark.band_join(batch, stream, time="ts", window="1s")],
     }

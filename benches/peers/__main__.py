@@ -27,6 +27,7 @@ SUITES = {
     "tpcxbb": "the TPCx-BB streaming queries: windgate's ordered pipelines, DuckDB, Spark",
     "spark": "windgate.spark against Spark's best plans on the same Parquet data",
     "spark_band_join": "windgate.spark.band_join against Spark's joins (not in all)",
+    "streaming": "checkpoint costs; Structured Streaming: windgate against Spark's streaming window()",
 }
 #: What ``all`` (and ``make bench-peers``) runs, in this order, at each suite's default sizes.
 ALL = (
@@ -39,6 +40,7 @@ ALL = (
     "pipeline",
     "tpcxbb",
     "spark",
+    "streaming",
 )
 
 

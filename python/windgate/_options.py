@@ -92,6 +92,9 @@ def _window(extra: Mapping[str, Option]) -> dict[str, Option]:
 
 #: Keywords of the Spark helpers' windowed operators that stay in Python (plan choices).
 _SPARK_WINDOWED = {"range_size": Option(None), "plan": Option("auto")}
+#: Keywords of the Spark helpers that only a streaming DataFrame reads (``lateness`` and ``on_late`` are
+#: the operators' own options).
+_SPARK_STREAMING = ("lateness", "on_late", "shards")
 
 _WINDOW_HEAD = ("time", "size", "slide", "offset")
 _RUN = ("lateness", "on_late", "null_time", "threads", "strategy", "farm")
@@ -112,6 +115,7 @@ WINDOW_AGGREGATE = OperatorOptions(
         **_SPARK_WINDOWED,
         "spark": Option(None),
         "sorted_merge": Option(None),
+        "shards": Option(None),
     },
     entry_points={
         "windgate.window_aggregate": (
@@ -146,6 +150,7 @@ WINDOW_AGGREGATE = OperatorOptions(
             "plan",
             "spark",
             "sorted_merge",
+            *_SPARK_STREAMING,
         ),
     },
     shared=(*_WINDOW_HEAD, "by", "aggs", *_RUN),
@@ -171,11 +176,15 @@ def _preference(query: str, cls: str, own: Mapping[str, Option]) -> OperatorOpti
     """A preference query's options: the window, the query's own (``own``), ``by``, the run options."""
     head = (*_WINDOW_HEAD, *own, "by")
     return OperatorOptions(
-        options={**_window({**own, "by": Option(None, _specs.columns)}), **_SPARK_WINDOWED},
+        options={
+            **_window({**own, "by": Option(None, _specs.columns)}),
+            **_SPARK_WINDOWED,
+            "shards": Option(None),
+        },
         entry_points={
             f"windgate.{query}": (*head, *_RUN),
             f"windgate.{cls}": (*head, *_RUN),
-            f"windgate.spark.{query}": (*head, *_SPARK_RUN, *_SPARK_WINDOWED),
+            f"windgate.spark.{query}": (*head, *_SPARK_RUN, *_SPARK_WINDOWED, *_SPARK_STREAMING),
         },
         shared=(*head, *_RUN),
         natives=_PREFERENCE_NATIVES,

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from . import _native, _options, _specs, spark_twophase
+from . import _native, _options, _specs, spark_streaming, spark_twophase
 from .errors import ColumnNotFoundError, InvalidParameterError
 from .spark_pipeline import run_pipeline
 from .spark_session import check_executors, default_parallelism, input_schema, output_schema
@@ -58,11 +58,13 @@ __all__ = [
 ]
 
 _SEQ = "__windgate_seq"
+_PREFERENCE_CLASSES = {"skyline": "SkylineQuery", "top_dominant": "TopDominantQuery", "topk": "TopKQuery"}
 _RANGE = "__windgate_range"
 
 
 def local_session(app_name: str = "windgate", master: str = "local[2]", **conf: str) -> SparkSession:
-    """A local SparkSession set up for windgate: UTC, Arrow on, UI off, few shuffle partitions.
+    """A local SparkSession set up for windgate: UTC, Arrow on, UI off, few shuffle partitions, and the
+    RocksDB state store that the streaming helpers need (:mod:`windgate.spark_streaming`).
 
     Extra ``conf`` entries are passed as ``spark.*`` settings (underscores in keys stay as given).
     """
@@ -83,6 +85,7 @@ def local_session(app_name: str = "windgate", master: str = "local[2]", **conf: 
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.driver.memory", os.environ.get("WINDGATE_SPARK_DRIVER_MEMORY", "4g"))
+        .config("spark.sql.streaming.stateStore.providerClass", spark_streaming.ROCKSDB)
     )
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -109,6 +112,9 @@ def window_aggregate(
     plan: str = "auto",
     spark: SparkSession | None = None,
     sorted_merge: bool | None = None,
+    lateness: _specs.Span | None = None,
+    on_late: str = "drop",
+    shards: int | None = None,
 ) -> DataFrame:
     """:func:`windgate.window_aggregate` over a Spark DataFrame; returns a Spark DataFrame.
 
@@ -142,9 +148,31 @@ def window_aggregate(
         sorted_merge: two-phase, keyed: sort each task's partial states by pane and merge them streaming
             (memory bounded by the open panes) instead of in memory (no sort; memory: the task's share of
             the states). ``None``: sorted only for file input of more than 2**22 rows per shuffle partition.
+        lateness, on_late: streaming DataFrames only (required there): the disorder bound, from which
+            Spark's watermark is set, and what happens to a row behind it (``"drop"``: dropped and counted,
+            ``"error"``: the query fails), as in :class:`windgate.WindowAggregator`.
+        shards: streaming DataFrames only: how many operators the keys are hashed into (default
+            ``spark.sql.shuffle.partitions`` with ``by``, 1 without). Keep it across restarts.
 
-    The whole input is one finite stream, so the result is exact (no rows are late).
+    A batch DataFrame is one finite stream, so the result is exact (no rows are late). A streaming
+    DataFrame (``df.isStreaming``) gives a streaming DataFrame in append mode: each window once, when
+    Spark's watermark passes its end, the operators' state in Spark's checkpointed state store
+    (:mod:`windgate.spark_streaming`; "Structured Streaming" in ``docs/spark.md``).
     """
+    if getattr(df, "isStreaming", False) is True:
+        names = _options.WINDOW_AGGREGATE.shared
+        given = {**locals(), "threads": _task_threads(df, threads)}
+        _options.WINDOW_AGGREGATE.native(given, names)  # every parameter checked before Spark runs
+        return spark_streaming.windowed_stream(
+            df,
+            cls="WindowAggregator",
+            kwargs={n: given[n] for n in names if n in given},
+            batch="window_aggregate",
+            columns=[time, *_specs.by_columns(by), *(c for c in aggs if c != "*")],
+            by=_specs.by_columns(by),
+            shards=shards,
+        )
+    _batch_only(lateness=lateness, on_late=on_late, shards=shards)
     plan = _specs.choice(plan, "plan")
     if plan not in ("auto", "two_phase", "one_phase"):
         raise InvalidParameterError(f'plan: expected "auto", "two_phase" or "one_phase", got {plan!r}')
@@ -191,6 +219,16 @@ def window_aggregate(
     return out
 
 
+def _batch_only(**given: Any) -> None:
+    """The streaming-only keywords must keep their defaults on a batch DataFrame."""
+    for name, value in given.items():
+        if value is not None and not (name == "on_late" and value == "drop"):
+            raise InvalidParameterError(
+                f"{name}: only a streaming DataFrame takes it (a batch DataFrame is one finite stream: "
+                f"nothing is late), got {name}={value!r}"
+            )
+
+
 def _active_session() -> SparkSession:
     from pyspark.sql import SparkSession
 
@@ -218,6 +256,9 @@ def skyline(
     farm: Mapping[str, Any] | None = None,
     range_size: _specs.Span | None = None,
     plan: str = "auto",
+    lateness: _specs.Span | None = None,
+    on_late: str = "drop",
+    shards: int | None = None,
 ) -> DataFrame:
     """:func:`windgate.skyline` over a Spark DataFrame; returns a Spark DataFrame with the same rows.
 
@@ -233,6 +274,8 @@ def skyline(
             :func:`windgate.skyline`.
         threads: windgate threads per Spark task (default: ``spark.task.cpus``).
         range_size: unkeyed only: length of the time ranges each task owns (default: a few ranges per core).
+        lateness, on_late, shards: streaming DataFrames only, as in :func:`window_aggregate`: a streaming
+            DataFrame gives a streaming DataFrame in append mode (:mod:`windgate.spark_streaming`).
 
     Example:
         >>> from windgate.spark import local_session, skyline  # doctest: +SKIP
@@ -246,6 +289,9 @@ def skyline(
         threads=threads,
         range_size=range_size,
         plan=plan,
+        lateness=lateness,
+        on_late=on_late,
+        shards=shards,
         time=time,
         size=size,
         slide=slide,
@@ -276,6 +322,9 @@ def top_dominant(
     farm: Mapping[str, Any] | None = None,
     range_size: _specs.Span | None = None,
     plan: str = "auto",
+    lateness: _specs.Span | None = None,
+    on_late: str = "drop",
+    shards: int | None = None,
 ) -> DataFrame:
     """:func:`windgate.top_dominant` over a Spark DataFrame; returns a Spark DataFrame with the same rows.
 
@@ -287,7 +336,7 @@ def top_dominant(
         df: the input DataFrame (any columns).
         time, size, slide, offset, dims, delta, prefer, by, null_time, strategy, farm: as in
             :func:`windgate.top_dominant`.
-        threads, range_size: as in :func:`skyline`.
+        threads, range_size, lateness, on_late, shards: as in :func:`skyline`.
     """
     return _preference(
         df,
@@ -295,6 +344,9 @@ def top_dominant(
         threads=threads,
         range_size=range_size,
         plan=plan,
+        lateness=lateness,
+        on_late=on_late,
+        shards=shards,
         time=time,
         size=size,
         slide=slide,
@@ -326,6 +378,9 @@ def topk(
     farm: Mapping[str, Any] | None = None,
     range_size: _specs.Span | None = None,
     plan: str = "auto",
+    lateness: _specs.Span | None = None,
+    on_late: str = "drop",
+    shards: int | None = None,
 ) -> DataFrame:
     """:func:`windgate.topk` over a Spark DataFrame; returns a Spark DataFrame with the same rows.
 
@@ -336,7 +391,7 @@ def topk(
         df: the input DataFrame (any columns).
         time, size, slide, offset, score, k, descending, by, null_time, strategy, farm: as in
             :func:`windgate.topk`.
-        threads, range_size: as in :func:`skyline`.
+        threads, range_size, lateness, on_late, shards: as in :func:`skyline`.
     """
     return _preference(
         df,
@@ -344,6 +399,9 @@ def topk(
         threads=threads,
         range_size=range_size,
         plan=plan,
+        lateness=lateness,
+        on_late=on_late,
+        shards=shards,
         time=time,
         size=size,
         slide=slide,
@@ -365,10 +423,29 @@ def _preference(
     threads: int | None,
     range_size: _specs.Span | None,
     plan: str,
+    lateness: _specs.Span | None,
+    on_late: str,
+    shards: int | None,
     **params: Any,
 ) -> DataFrame:
     """The preference queries through :func:`_windowed`, after the two-phase plan's per-pane prefilter
-    (:func:`windgate.spark_twophase.prefilter`) unless ``plan="one_phase"``."""
+    (:func:`windgate.spark_twophase.prefilter`) unless ``plan="one_phase"``; a streaming DataFrame through
+    :func:`windgate.spark_streaming.windowed_stream`."""
+    if getattr(df, "isStreaming", False) is True:
+        live = {**params, "lateness": lateness, "on_late": on_late, "threads": _task_threads(df, threads)}
+        spec = _options.preference_spec(query, live)  # every parameter checked before Spark runs
+        scored = [spec["score"]] if "score" in spec else []
+        return spark_streaming.windowed_stream(
+            df,
+            cls=_PREFERENCE_CLASSES[query],
+            kwargs=live,
+            batch=query,
+            columns=[spec["time"], *spec["by"], *spec.get("dims", ()), *scored],
+            by=list(spec["by"]),
+            shards=shards,
+            carry=True,
+        )
+    _batch_only(lateness=lateness, on_late=on_late, shards=shards)
     plan = _specs.choice(plan, "plan")
     if plan not in ("auto", "two_phase", "one_phase"):
         raise InvalidParameterError(f'plan: expected "auto", "two_phase" or "one_phase", got {plan!r}')

@@ -58,7 +58,9 @@ def is_connect(obj: Any) -> bool:
     return type(obj).__module__.startswith("pyspark.sql.connect")
 
 
-def input_schema(df: DataFrame, param: str = "df", *, probe: bool = True) -> pa.Schema:
+def input_schema(
+    df: DataFrame, param: str = "df", *, probe: bool = True, streaming: bool = False
+) -> pa.Schema:
     """Checks that ``df`` is a batch Spark DataFrame whose executors can run windgate; returns the Arrow
     schema of its batches in the tasks (timestamps in the session time zone, ``timestamp_ntz`` without one).
 
@@ -66,10 +68,11 @@ def input_schema(df: DataFrame, param: str = "df", *, probe: bool = True) -> pa.
         df: the helper's input.
         param: the helper's name for it, used in error messages (``df``, ``left_df``, ...).
         probe: run :func:`check_executors` (once per SparkContext).
+        streaming: accept a streaming DataFrame (the plans of :mod:`windgate.spark_streaming`).
 
     Raises:
         ColumnTypeError: ``df`` is not a Spark DataFrame.
-        InvalidParameterError: ``df`` is a streaming DataFrame.
+        InvalidParameterError: ``df`` is a streaming DataFrame and ``streaming`` is false.
         SparkEnvironmentError: the executors' Python cannot import windgate.
 
     Example:
@@ -80,7 +83,7 @@ def input_schema(df: DataFrame, param: str = "df", *, probe: bool = True) -> pa.
     """
     if not (hasattr(df, "isStreaming") and hasattr(df, "sparkSession") and hasattr(df, "schema")):
         raise ColumnTypeError(f"{param}: expected a pyspark.sql.DataFrame, got {type(df).__name__}")
-    if df.isStreaming:
+    if df.isStreaming and not streaming:
         raise InvalidParameterError(
             f"{param}: streaming DataFrames are not supported yet (windgate.spark helpers run batch plans). "
             "Read the source as a batch DataFrame (spark.read instead of spark.readStream), or call the "

@@ -1,0 +1,148 @@
+"""windgate.spark on streaming DataFrames: a Parquet file stream, filled in steps with rows out of order
+(within the lateness), run with ``availableNow`` and restarted from its checkpoint between steps, once
+after a SIGKILL in the middle of a micro-batch; the output equals the batch call over all the rows, for
+every window the stream has closed."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import spark_procs
+import spark_stream_job as job
+import windgate
+from windgate.spark_streaming import state_sizes
+
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.skipif(spark_procs.java_missing() is not None, reason=str(spark_procs.java_missing())),
+]
+
+JOB = Path(__file__).with_name("spark_stream_job.py")
+SECOND = 1_000_000
+
+
+@pytest.fixture
+def spark(spark):
+    """The shared session with 2 shuffle partitions while a streaming query starts (a stateful query keeps
+    its first run's count in the checkpoint): half the state-store tasks per micro-batch."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    yield spark
+    spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+def _rows(n: int, start: int, seed: int, keys: int = 4) -> pa.Table:
+    """Row ``j`` at ``start + 2j`` seconds plus up to 14.999 s of jitter: every row is less than the lateness
+    (15 s) behind any row before it, and times are unique."""
+    rng = np.random.default_rng(seed)
+    jitter = rng.permutation(n) * (14_999_000 // n)
+    ts = (start + 2 * np.arange(n)) * SECOND + jitter + np.arange(n)
+    return pa.table(
+        {
+            "ts": pa.array(ts, pa.timestamp("us", tz="UTC")),
+            "k": pa.array(rng.integers(0, keys, n), pa.int64()),
+            "v": pa.array(np.round(rng.normal(50, 20, n), 2), pa.float64()),
+            "i": pa.array(rng.integers(-100, 100, n), pa.int64()),
+        }
+    )
+
+
+def _write(src: Path, name: str, table: pa.Table) -> None:
+    """Writes a file the stream source picks up only when complete (renamed into place)."""
+    tmp = src.parent / f".{name}"
+    pq.write_table(table, tmp)
+    tmp.rename(src / name)
+
+
+def _run(spark, name: str, src: Path, out: Path, ckpt: Path) -> None:
+    q = job.stream_query(spark, name, str(src), str(out), str(ckpt))
+    q.awaitTermination()
+    assert q.exception() is None
+
+
+def _kill_mid_batch(name: str, src: Path, out: Path, ckpt: Path, tmp: Path) -> int:
+    """Runs the query in a child process and SIGKILLs it once a micro-batch has started (its offsets
+    written) and before it commits; returns the batch id killed."""
+    done = {int(p.name) for p in (ckpt / "commits").glob("[0-9]*")}
+    log = tmp / f"child-{name}.log"
+    proc = spark_procs.start([sys.executable, str(JOB), name, str(src), str(out), str(ckpt)], log)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            started = {int(p.name) for p in (ckpt / "offsets").glob("[0-9]*")} - done
+            if started:
+                batch = min(started)
+                time.sleep(0.5)  # into the batch's tasks
+                proc.kill()
+                proc.wait(timeout=30)
+                return batch
+            if proc.poll() is not None:
+                pytest.fail(f"the child exited with {proc.returncode}:\n{spark_procs.tail(log)}")
+            time.sleep(0.02)
+        pytest.fail(f"no micro-batch started in the child:\n{spark_procs.tail(log)}")
+    finally:
+        spark_procs.stop(proc, grace=5.0)
+
+
+def _closed(want: pa.Table, watermark_us: int) -> pa.Table:
+    end = pc.cast(want.column("window_end"), pa.int64())
+    return want.filter(pc.less_equal(end, watermark_us))
+
+
+def _canonical(t: pa.Table, keys: list[str]) -> pa.Table:
+    return t.sort_by([(k, "ascending") for k in keys])
+
+
+def _steps(spark, tmp_path: Path, name: str, *, kill: bool) -> tuple[pa.Table, pa.Table]:
+    """Fills the source in three steps, running the query after each (the second one killed mid-batch and
+    rerun when ``kill``); returns the stream's output and all the rows written."""
+    src, out, ckpt = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
+    src.mkdir()
+    chunks = [_rows(300, 1000 + 600 * s, seed=s) for s in range(2)]
+    # The last step: more rows, then one far in the future that moves the watermark past them all.
+    far = _rows(1, 100_000, seed=9)
+    for step, chunk in enumerate(chunks):
+        _write(src, f"part-{step}.parquet", chunk)
+        if kill and step == 1:
+            killed = _kill_mid_batch(name, src, out, ckpt, tmp_path)
+            assert not (ckpt / "commits" / str(killed)).exists()
+        _run(spark, name, src, out, ckpt)
+    _write(src, "part-9.parquet", far)
+    _run(spark, name, src, out, ckpt)
+    got = spark.read.parquet(str(out)).toArrow()
+    return got, pa.concat_tables([*chunks, far])
+
+
+def test_window_aggregate_stream_survives_restarts_and_a_kill(spark, tmp_path):
+    got, rows = _steps(spark, tmp_path, "aggregate", kill=True)
+    q = job.QUERIES["aggregate"]["kw"]
+    want = windgate.window_aggregate(
+        rows, time="ts", size=job.SIZE, slide=job.SLIDE, by=q["by"], aggs=q["aggs"]
+    )
+    far = pc.max(pc.cast(rows.column("ts"), pa.int64())).as_py()
+    want = _closed(want, far - job.LATENESS_S * SECOND)
+    keys = ["k", "window_start"]
+    assert got.num_rows == want.num_rows
+    sizes = state_sizes(spark, str(tmp_path / "ckpt"))
+    assert sizes["shard"].tolist() == [0, 1]
+    assert (sizes["snapshot_bytes"] > 0).all() and sizes["late_rows"].tolist() == [0, 0]
+    assert _canonical(got.select(want.column_names).cast(want.schema), keys).equals(_canonical(want, keys))
+
+
+@pytest.mark.skipif(not hasattr(windgate.TopKQuery, "restore"), reason="TopKQuery has no snapshot yet")
+def test_topk_stream_survives_restarts(spark, tmp_path):
+    got, rows = _steps(spark, tmp_path, "topk", kill=False)
+    q = job.QUERIES["topk"]["kw"]
+    want = windgate.topk(rows, time="ts", size=job.SIZE, slide=job.SLIDE, by=q["by"], score="v", k=q["k"])
+    far = pc.max(pc.cast(rows.column("ts"), pa.int64())).as_py()
+    want = _closed(want, far - job.LATENESS_S * SECOND)
+    keys = ["k", "window_start", "ts"]
+    assert _canonical(got.select(want.column_names).cast(want.schema), keys).equals(_canonical(want, keys))
