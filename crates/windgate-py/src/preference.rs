@@ -2,7 +2,7 @@
 
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::PyTable;
 use pyo3_arrow::input::AnyRecordBatch;
 use windgate_core::Error;
@@ -10,7 +10,10 @@ use windgate_core::preference::{
     PreferenceOperator, PreferenceOptions, PreferenceStrategy, QueryKind,
 };
 
-use crate::convert::{WindowArgs, concat_batches, farm_stats, py_schema};
+use crate::checkpoint::{annotations, given, snapshot_bytes};
+use crate::convert::{
+    WindowArgs, concat_batches, farm_options, farm_stats, py_schema, threads_opt,
+};
 use crate::errors::{detached, detached_batch_call, finish_batch, to_py};
 
 /// The query's own arguments.
@@ -250,6 +253,38 @@ impl PreferenceQuery {
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         py_schema(py, self.inner.output_schema())
+    }
+
+    /// The operator's whole state as snapshot bytes; `note` (the Python class's keyword arguments) is
+    /// carried along.
+    #[pyo3(signature = (note=None))]
+    fn snapshot<'py>(&mut self, py: Python<'py>, note: Option<String>) -> PyResult<Bound<'py, PyBytes>> {
+        let notes = annotations(note);
+        let inner = &mut self.inner;
+        snapshot_bytes(py, || inner.snapshot(&notes))
+    }
+
+    /// An operator continuing from a snapshot, with the runtime settings in `overrides` (`threads`,
+    /// `strategy`, `farm`, converted as the constructor converts them) instead of the snapshot's.
+    #[staticmethod]
+    #[pyo3(signature = (data, overrides=None))]
+    fn restore(py: Python<'_>, data: &[u8], overrides: Option<Bound<'_, PyDict>>) -> PyResult<Self> {
+        let mut opts = PreferenceOperator::snapshot_options(data).map_err(to_py)?;
+        let overrides = overrides.as_ref();
+        if let Some(t) = given(overrides, "threads")? {
+            opts.window.threads = threads_opt(t.extract()?)?;
+        }
+        if let Some(s) = given(overrides, "strategy")? {
+            opts.strategy = PreferenceStrategy::parse(&s.extract::<String>()?).map_err(to_py)?;
+        }
+        if let Some(f) = given(overrides, "farm")? {
+            let farm = if f.is_none() { None } else { Some(f.cast_into::<PyDict>()?) };
+            opts.window.farm = farm_options(farm.as_ref())?;
+        }
+        opts.validate().map_err(to_py)?;
+        let inner = detached(py, "restore", || PreferenceOperator::restore(data, Some(opts)))
+            .map_err(to_py)?;
+        Ok(Self { inner })
     }
 }
 
