@@ -135,7 +135,15 @@ def test_a_restored_query_continues_the_uninterrupted_one(case):
 
 def _sample(query: str = "skyline", **runtime) -> tuple[windgate.SkylineQuery, list[pa.RecordBatch], dict]:
     rows = [
-        {"ts": i // 2, "g": i % 3, "s": "ab"[i % 2], "x0": float(i * 7 % 5), "x1": i * 3 % 4, "score": 1.0, "id": i}
+        {
+            "ts": i // 2,
+            "g": i % 3,
+            "s": "ab"[i % 2],
+            "x0": float(i * 7 % 5),
+            "x1": i * 3 % 4,
+            "score": 1.0,
+            "id": i,
+        }
         for i in range(60)
     ]
     kw = dict(time="ts", size=6, slide=2, by="g", lateness=1, **query_kw(query))
@@ -146,7 +154,7 @@ def _sample(query: str = "skyline", **runtime) -> tuple[windgate.SkylineQuery, l
 
 
 def test_restore_with_other_threads_and_strategy_and_pickle():
-    q, batches, kw = _sample(threads=1, strategy="pane")
+    q, batches, kw = _sample(threads=1)  # strategy="auto": the pane engine on one thread
     data = q.snapshot()
     assert isinstance(data, bytes)
     r = windgate.SkylineQuery.restore(data, threads=2)
@@ -223,8 +231,8 @@ def test_committed_snapshots_still_restore(name):
     """Snapshots written by format version 1 (tests/fixtures/snapshots/make_preference.py): restored, fed the
     rest of their stream, they give the output recorded when they were written."""
     data = (FIXTURES / f"{name}_v1.snap").read_bytes()
-    rest = _read_ipc(FIXTURES / f"{name}_v1_rest.arrow")
-    want = _read_ipc(FIXTURES / f"{name}_v1_expected.arrow")
+    rest = _read_ipc(FIXTURES / f"{name}_v1.rest.arrow")
+    want = _read_ipc(FIXTURES / f"{name}_v1.expected.arrow")
     for runtime in [{}, {"threads": 2, "strategy": "farm"}, {"strategy": "reference"}]:
         q = CLASSES[name].restore(data, **runtime)
         outs = [q.push(b) for b in rest.to_batches()]

@@ -35,7 +35,10 @@ struct Rows {
 impl Rows {
     fn batch(&self) -> RecordBatch {
         let n = self.ts.len();
-        let s = self.g.iter().map(|g| g.map(|g| ["a", "b"][(g % 2) as usize]));
+        let s = self
+            .g
+            .iter()
+            .map(|g| g.map(|g| ["a", "b"][(g % 2) as usize]));
         RecordBatch::try_from_iter([
             ("ts", Arc::new(Int64Array::from(self.ts.clone())) as _),
             ("g", Arc::new(Int64Array::from(self.g.clone())) as _),
@@ -43,7 +46,10 @@ impl Rows {
             ("x", Arc::new(Float64Array::from(self.x.clone())) as _),
             ("y", Arc::new(Float64Array::from(self.y.clone())) as _),
             ("z", Arc::new(Float64Array::from(self.z.clone())) as _),
-            ("id", Arc::new(Int64Array::from_iter_values(0..n as i64)) as _),
+            (
+                "id",
+                Arc::new(Int64Array::from_iter_values(0..n as i64)) as _,
+            ),
         ])
         .unwrap()
     }
@@ -115,7 +121,11 @@ fn pieces(batch: &RecordBatch, cuts: &[usize]) -> Vec<RecordBatch> {
     out
 }
 
-fn with_runtime(base: &PreferenceOptions, strategy: PreferenceStrategy, threads: usize) -> PreferenceOptions {
+fn with_runtime(
+    base: &PreferenceOptions,
+    strategy: PreferenceStrategy,
+    threads: usize,
+) -> PreferenceOptions {
     let mut o = base.clone();
     o.strategy = strategy;
     o.window.threads = Some(threads);
@@ -156,10 +166,17 @@ struct Plan {
     stops: (usize, usize),
 }
 
-fn interrupted(base: &PreferenceOptions, pieces: &[RecordBatch], plan: &Plan) -> (RecordBatch, PreferenceStats) {
+fn interrupted(
+    base: &PreferenceOptions,
+    pieces: &[RecordBatch],
+    plan: &Plan,
+) -> (RecordBatch, PreferenceStats) {
     let mut outs = vec![];
     let mut op = PreferenceOperator::new(with_runtime(base, plan.first.0, plan.first.1)).unwrap();
-    let (s1, s2) = (plan.stops.0.min(pieces.len()), plan.stops.1.min(pieces.len()));
+    let (s1, s2) = (
+        plan.stops.0.min(pieces.len()),
+        plan.stops.1.min(pieces.len()),
+    );
     for p in &pieces[..s1] {
         outs.push(op.push(p).unwrap());
     }
@@ -248,7 +265,9 @@ fn sample_options() -> PreferenceOptions {
 fn sample_rows(n: usize) -> Rows {
     let v = |m: usize| (0..n).map(|i| ((i * m) % 7) as f64).collect();
     Rows {
-        ts: (0..n).map(|i| Some(i as i64 / 2 - (i % 3) as i64)).collect(),
+        ts: (0..n)
+            .map(|i| Some(i as i64 / 2 - (i % 3) as i64))
+            .collect(),
         g: (0..n).map(|i| Some((i % 3) as i64)).collect(),
         x: v(3),
         y: v(5),
@@ -267,14 +286,21 @@ fn sample_snapshot() -> Vec<u8> {
 fn every_truncation_and_flipped_byte_is_a_snapshot_error() {
     let data = sample_snapshot();
     for n in 0..data.len() {
-        let e = PreferenceOperator::restore(&data[..n], None).err().expect("refused");
+        let e = PreferenceOperator::restore(&data[..n], None)
+            .err()
+            .expect("refused");
         assert_eq!(e.kind(), ErrorKind::Snapshot, "{n}: {e}");
     }
     for i in (0..data.len()).step_by(7) {
         let mut bad = data.clone();
         bad[i] ^= 0x20;
-        let e = PreferenceOperator::restore(&bad, None).err().expect("refused");
-        assert!(matches!(e.kind(), ErrorKind::Snapshot | ErrorKind::SnapshotMismatch), "{i}: {e}");
+        let e = PreferenceOperator::restore(&bad, None)
+            .err()
+            .expect("refused");
+        assert!(
+            matches!(e.kind(), ErrorKind::Snapshot | ErrorKind::SnapshotMismatch),
+            "{i}: {e}"
+        );
     }
 }
 
@@ -313,10 +339,16 @@ fn sections_that_do_not_fit_are_a_snapshot_error_not_a_panic() {
         assert_eq!(e.kind(), ErrorKind::Snapshot, "edit {i}: {e}");
     }
     // A newer state layout, and another operator's snapshot.
-    let newer = Writer::new("preference", 2, &serde_json::json!({})).unwrap().finish().unwrap();
+    let newer = Writer::new("preference", 2, &serde_json::json!({}))
+        .unwrap()
+        .finish()
+        .unwrap();
     let e = PreferenceOperator::restore(&newer, None).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::Snapshot, "{e}");
-    let other = Writer::new("window_aggregate", 1, &serde_json::json!({})).unwrap().finish().unwrap();
+    let other = Writer::new("window_aggregate", 1, &serde_json::json!({}))
+        .unwrap()
+        .finish()
+        .unwrap();
     let e = PreferenceOperator::restore(&other, None).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::SnapshotMismatch, "{e}");
 }
@@ -327,9 +359,14 @@ fn other_query_parameters_are_a_mismatch_naming_the_parameter() {
     let check = |edit: &dyn Fn(&mut PreferenceOptions), param: &str| {
         let mut o = sample_options();
         edit(&mut o);
-        let e = PreferenceOperator::restore(&data, Some(o)).err().expect("mismatch");
+        let e = PreferenceOperator::restore(&data, Some(o))
+            .err()
+            .expect("mismatch");
         assert_eq!(e.kind(), ErrorKind::SnapshotMismatch, "{e}");
-        assert!(e.message().starts_with(&format!("{param}:")), "{param}: {e}");
+        assert!(
+            e.message().starts_with(&format!("{param}:")),
+            "{param}: {e}"
+        );
     };
     check(&|o| o.window.size = Span::Units(8), "size");
     check(&|o| o.window.slide = None, "slide");
@@ -390,14 +427,74 @@ fn poisoned_flushed_and_unbound_operators() {
 fn a_snapshot_is_independent_of_the_strategy_that_took_it() {
     let rows = sample_rows(200).batch();
     let take = |strategy, threads| {
-        let mut op = PreferenceOperator::new(with_runtime(&sample_options(), strategy, threads)).unwrap();
+        let mut op =
+            PreferenceOperator::new(with_runtime(&sample_options(), strategy, threads)).unwrap();
         op.push(&rows.slice(0, 120)).unwrap();
         let data = snapshot(&mut op);
         // The runtime settings are parameters too: normalise them before comparing the rest.
-        PreferenceOperator::restore(&data, Some(sample_options())).unwrap().snapshot(&BTreeMap::new()).unwrap()
+        PreferenceOperator::restore(&data, Some(sample_options()))
+            .unwrap()
+            .snapshot(&BTreeMap::new())
+            .unwrap()
     };
     let want = take(PreferenceStrategy::Pane, 1);
     for s in STRATEGIES {
         assert_eq!(take(s, 2), want, "{s:?}");
+    }
+}
+
+/// Snapshot and restore time and size for about 1k and 100k retained rows (one group, a skyline over three
+/// float dimensions, one window holding every row). Run by hand on a release build:
+/// `cargo test --release -p windgate-core --test preference_restore -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn measure_snapshot_and_restore() {
+    use std::time::Instant;
+    for n in [1_000usize, 100_000] {
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s % 1000) as f64
+        };
+        let rows = Rows {
+            ts: (0..n as i64).map(Some).collect(),
+            g: vec![Some(0); n],
+            x: (0..n).map(|_| next()).collect(),
+            y: (0..n).map(|_| next()).collect(),
+            z: (0..n).map(|_| next()).collect(),
+        };
+        let q = QueryKind::Skyline {
+            dims: vec!["x".into(), "y".into(), "z".into()],
+            prefer: vec![Prefer::Min; 3],
+        };
+        let mut base = PreferenceOptions::new("ts", Span::Units(4 * n as i64), q);
+        base.window.lateness = LatenessOpt::Bound(Span::Units(0));
+        let mut op = PreferenceOperator::new(with_runtime(&base, PreferenceStrategy::Pane, 1)).unwrap();
+        op.push(&rows.batch()).unwrap();
+        assert_eq!(op.stats().retained_rows, n as u64);
+        let best = |f: &mut dyn FnMut()| {
+            (0..5)
+                .map(|_| {
+                    let t = Instant::now();
+                    f();
+                    t.elapsed().as_secs_f64() * 1e3
+                })
+                .fold(f64::INFINITY, f64::min)
+        };
+        let data = snapshot(&mut op);
+        let snap_ms = best(&mut || drop(snapshot(&mut op)));
+        for (strategy, threads) in [(PreferenceStrategy::Pane, 1), (PreferenceStrategy::Farm, 2)] {
+            let opts = with_runtime(&base, strategy, threads);
+            let restore_ms = best(&mut || {
+                PreferenceOperator::restore(&data, Some(opts.clone())).unwrap();
+            });
+            println!(
+                "{n} retained rows: snapshot {} bytes in {snap_ms:.2} ms; restore ({strategy:?}, {threads} \
+                 threads) {restore_ms:.2} ms",
+                data.len()
+            );
+        }
     }
 }

@@ -10,10 +10,8 @@ use windgate_core::preference::{
     PreferenceOperator, PreferenceOptions, PreferenceStrategy, QueryKind,
 };
 
-use crate::checkpoint::{annotations, given, snapshot_bytes};
-use crate::convert::{
-    WindowArgs, concat_batches, farm_options, farm_stats, py_schema, threads_opt,
-};
+use crate::checkpoint::{Runtime, annotations, snapshot_bytes};
+use crate::convert::{WindowArgs, concat_batches, farm_stats, py_schema};
 use crate::errors::{detached, detached_batch_call, finish_batch, to_py};
 
 /// The query's own arguments.
@@ -258,7 +256,11 @@ impl PreferenceQuery {
     /// The operator's whole state as snapshot bytes; `note` (the Python class's keyword arguments) is
     /// carried along.
     #[pyo3(signature = (note=None))]
-    fn snapshot<'py>(&mut self, py: Python<'py>, note: Option<String>) -> PyResult<Bound<'py, PyBytes>> {
+    fn snapshot<'py>(
+        &mut self,
+        py: Python<'py>,
+        note: Option<String>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let notes = annotations(note);
         let inner = &mut self.inner;
         snapshot_bytes(py, || inner.snapshot(&notes))
@@ -268,22 +270,27 @@ impl PreferenceQuery {
     /// `strategy`, `farm`, converted as the constructor converts them) instead of the snapshot's.
     #[staticmethod]
     #[pyo3(signature = (data, overrides=None))]
-    fn restore(py: Python<'_>, data: &[u8], overrides: Option<Bound<'_, PyDict>>) -> PyResult<Self> {
-        let mut opts = PreferenceOperator::snapshot_options(data).map_err(to_py)?;
-        let overrides = overrides.as_ref();
-        if let Some(t) = given(overrides, "threads")? {
-            opts.window.threads = threads_opt(t.extract()?)?;
-        }
-        if let Some(s) = given(overrides, "strategy")? {
-            opts.strategy = PreferenceStrategy::parse(&s.extract::<String>()?).map_err(to_py)?;
-        }
-        if let Some(f) = given(overrides, "farm")? {
-            let farm = if f.is_none() { None } else { Some(f.cast_into::<PyDict>()?) };
-            opts.window.farm = farm_options(farm.as_ref())?;
-        }
-        opts.validate().map_err(to_py)?;
-        let inner = detached(py, "restore", || PreferenceOperator::restore(data, Some(opts)))
-            .map_err(to_py)?;
+    fn restore(
+        py: Python<'_>,
+        data: &[u8],
+        overrides: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let runtime = Runtime::read(overrides.as_ref())?;
+        let inner = detached(py, "restore", || {
+            let mut opts = PreferenceOperator::snapshot_options(data)?;
+            if let Some(t) = runtime.threads {
+                opts.window.threads = t;
+            }
+            if let Some(s) = &runtime.strategy {
+                opts.strategy = PreferenceStrategy::parse(s)?;
+            }
+            if let Some(f) = runtime.farm {
+                opts.window.farm = f;
+            }
+            opts.validate()?;
+            PreferenceOperator::restore(data, Some(opts))
+        })
+        .map_err(to_py)?;
         Ok(Self { inner })
     }
 }

@@ -368,7 +368,11 @@ fn check(theirs: &Value, ours: &PreferenceOptions) -> Result<()> {
 
 /// The retained rows as IPC batches: chunks as they are, small consecutive ones put together.
 fn row_batches(retained: &Retained, schema: &SchemaRef) -> Result<Vec<RecordBatch>> {
-    fn flush(schema: &SchemaRef, group: &mut Vec<&RecordBatch>, out: &mut Vec<RecordBatch>) -> Result<()> {
+    fn flush(
+        schema: &SchemaRef,
+        group: &mut Vec<&RecordBatch>,
+        out: &mut Vec<RecordBatch>,
+    ) -> Result<()> {
         match group.len() {
             0 => {}
             1 => out.push(group[0].clone()),
@@ -403,8 +407,8 @@ fn key_batch(keys: &crate::keys::KeyDict, by: &[String]) -> Result<(SchemaRef, R
         .collect();
     let schema = Arc::new(Schema::new(fields));
     let options = RecordBatchOptions::new().with_row_count(Some(ids.len()));
-    let batch = RecordBatch::try_new_with_options(schema.clone(), cols, &options)
-        .map_err(Error::output)?;
+    let batch =
+        RecordBatch::try_new_with_options(schema.clone(), cols, &options).map_err(Error::output)?;
     Ok((schema, batch))
 }
 

@@ -413,7 +413,12 @@ fn nullable(schema: &SchemaRef) -> SchemaRef {
 }
 
 /// A value column as `f64`; NaN and null in an admitted row are errors naming the column and the row.
-pub(super) fn values(col: &ArrayRef, name: &str, keep: Option<&[bool]>, first_row: usize) -> Result<Vec<f64>> {
+pub(super) fn values(
+    col: &ArrayRef,
+    name: &str,
+    keep: Option<&[bool]>,
+    first_row: usize,
+) -> Result<Vec<f64>> {
     let v = exact_f64(col, name, "preference values", |i| {
         format!("row {} of this batch", first_row + i)
     })?;
