@@ -214,7 +214,7 @@ fn arb_runtime() -> impl Strategy<Value = (PreferenceStrategy, usize)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(debug_assertions) { 16 } else { 250 }))]
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(debug_assertions) { 16 } else { 1000 }))]
 
     #[test]
     fn a_restored_operator_continues_the_uninterrupted_run(
@@ -304,6 +304,9 @@ fn every_truncation_and_flipped_byte_is_a_snapshot_error() {
     }
 }
 
+/// A change to a snapshot's `state` section.
+type StateEdit = Box<dyn Fn(&mut serde_json::Value)>;
+
 /// Rewrites a snapshot's `state` section through `edit` (a whole, checksummed snapshot whose sections do not
 /// fit together).
 fn rewrite_state(data: &[u8], edit: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
@@ -323,7 +326,7 @@ fn rewrite_state(data: &[u8], edit: impl FnOnce(&mut serde_json::Value)) -> Vec<
 fn sections_that_do_not_fit_are_a_snapshot_error_not_a_panic() {
     let data = sample_snapshot();
     assert!(PreferenceOperator::restore(&rewrite_state(&data, |_| {}), None).is_ok());
-    let edits: Vec<Box<dyn Fn(&mut serde_json::Value)>> = vec![
+    let edits: Vec<StateEdit> = vec![
         Box::new(|s| s["chunks"][0]["rows"] = 1000.into()),
         Box::new(|s| s["chunks"][0]["refused"] = vec![100_000].into()),
         Box::new(|s| s["chunks"][0]["seq0"] = u64::MAX.into()),
@@ -411,7 +414,7 @@ fn poisoned_flushed_and_unbound_operators() {
     let data = snapshot(&mut op);
     let mut fresh = PreferenceOperator::restore(&data, None).unwrap();
     let rows = sample_rows(40).batch();
-    let (want, _) = uninterrupted(sample_options(), &[rows.clone()]);
+    let (want, _) = uninterrupted(sample_options(), std::slice::from_ref(&rows));
     let mut outs = vec![fresh.push(&rows).unwrap()];
     outs.push(fresh.flush().unwrap());
     assert_eq!(concat_batches(&want.schema(), &outs).unwrap(), want);
@@ -443,6 +446,38 @@ fn a_snapshot_is_independent_of_the_strategy_that_took_it() {
     }
 }
 
+#[test]
+fn a_push_refused_half_way_leaves_its_final_windows_to_the_restored_operator() {
+    // The operator ingests 32k-row slices (8k on the farm): a NaN in a later slice refuses the push after
+    // earlier slices moved the watermark, so windows are final but not emitted when the snapshot is taken.
+    let n = 40_000;
+    let rows = sample_rows(n);
+    let mut bad = rows.clone();
+    bad.x[35_000] = f64::NAN;
+    let tail = sample_rows(n + 500).batch().slice(n, 500);
+    for strategy in [PreferenceStrategy::Pane, PreferenceStrategy::Farm] {
+        let o = with_runtime(&sample_options(), strategy, 2);
+        let mut op = PreferenceOperator::new(o.clone()).unwrap();
+        let mut uninterrupted = PreferenceOperator::new(o.clone()).unwrap();
+        for op in [&mut op, &mut uninterrupted] {
+            assert!(op.push(&bad.batch()).is_err());
+        }
+        let data = snapshot(&mut op);
+        let mut op = PreferenceOperator::restore(
+            &data,
+            Some(with_runtime(&o, PreferenceStrategy::Recompute, 1)),
+        )
+        .unwrap();
+        let got = [op.push(&tail).unwrap(), op.flush().unwrap()];
+        let want = [
+            uninterrupted.push(&tail).unwrap(),
+            uninterrupted.flush().unwrap(),
+        ];
+        assert!(want[0].num_rows() > 0);
+        assert_eq!(got, want, "{strategy:?}");
+    }
+}
+
 /// Snapshot and restore time and size for about 1k and 100k retained rows (one group, a skyline over three
 /// float dimensions, one window holding every row). Run by hand on a release build:
 /// `cargo test --release -p windgate-core --test preference_restore -- --ignored --nocapture`.
@@ -471,7 +506,8 @@ fn measure_snapshot_and_restore() {
         };
         let mut base = PreferenceOptions::new("ts", Span::Units(4 * n as i64), q);
         base.window.lateness = LatenessOpt::Bound(Span::Units(0));
-        let mut op = PreferenceOperator::new(with_runtime(&base, PreferenceStrategy::Pane, 1)).unwrap();
+        let mut op =
+            PreferenceOperator::new(with_runtime(&base, PreferenceStrategy::Pane, 1)).unwrap();
         op.push(&rows.batch()).unwrap();
         assert_eq!(op.stats().retained_rows, n as u64);
         let best = |f: &mut dyn FnMut()| {
