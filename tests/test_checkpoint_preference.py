@@ -239,3 +239,29 @@ def test_committed_snapshots_still_restore(name):
         outs.append(q.flush())
         got = pa.Table.from_batches([o for o in outs if o.num_rows], schema=want.schema)
         assert got.equals(want), runtime
+
+
+def test_dictionary_and_string_group_keys_keep_their_groups():
+    """The group dictionary is written as its key columns; a dictionary-encoded ``by`` comes back as one."""
+    t = pa.table(
+        {
+            "ts": list(range(40)),
+            "g": pa.array(["a", "b", "c", "a"] * 10).dictionary_encode(),
+            "v": [float(i % 7) for i in range(40)],
+        }
+    )
+
+    def run(restore_at: int) -> list[dict]:
+        q = windgate.TopKQuery(time="ts", size=6, slide=2, by="g", score="v", k=2, lateness=1)
+        outs = []
+        for i, b in enumerate(t.to_batches(max_chunksize=7)):
+            if i == restore_at:
+                q = windgate.TopKQuery.restore(q.snapshot(), threads=2)
+            outs.append(q.push(b))
+        outs.append(q.flush())
+        return concat(outs)
+
+    want = run(-1)
+    assert want
+    for at in range(6):
+        assert run(at) == want
