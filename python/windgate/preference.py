@@ -20,13 +20,15 @@ dimension or score column is an error naming the column.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import pyarrow as pa
 
 from . import _native, _options, _specs
-from ._serial import Serialised
+from ._checkpoint import Checkpointed
+from .errors import SnapshotMismatchError
 
 __all__ = ["skyline", "top_dominant", "topk", "SkylineQuery", "TopDominantQuery", "TopKQuery"]
 
@@ -187,10 +189,41 @@ def topk(
     return _native.preference(_specs.arrow_source(data), **kwargs)
 
 
-class _PreferenceQuery(Serialised):
-    """push/flush/stats/schema over ``_native.PreferenceQuery``."""
+Q = TypeVar("Q", bound="_PreferenceQuery")
 
-    _inner: Any
+
+class _PreferenceQuery(Checkpointed):
+    """push/flush/stats/schema over ``_native.PreferenceQuery``, with checkpoints.
+
+    The three classes share one native class; ``_query`` names the query a class runs, and :meth:`restore`
+    refuses a snapshot of another query.
+    """
+
+    _native_class: ClassVar[Any] = _native.PreferenceQuery
+    _query: ClassVar[str]
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._build(_options.preference_spec(self._query, values, self._entry))
+
+    @classmethod
+    def restore(cls: type[Q], data: bytes, **overrides: Any) -> Q:
+        """An operator continuing from ``data`` (the bytes of :meth:`snapshot`), with the rows and order the
+        uninterrupted operator would have produced; windows already emitted do not come out again.
+
+        ``overrides`` may set ``threads``, ``strategy`` and ``farm``; any other keyword must equal the
+        snapshot's, and the snapshot must be of this class's query, else
+        :class:`windgate.errors.SnapshotMismatchError` names the parameter. Damaged bytes raise
+        :class:`windgate.errors.SnapshotError`.
+        """
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            info = _native.snapshot_info(bytes(data))
+            query = json.loads(info["params"]).get("query") if info["operator"] == "preference" else None
+            if query is not None and query != cls._query:
+                raise SnapshotMismatchError(
+                    f"query: the snapshot is of a {query} query, not of a {cls._query} query; restore it "
+                    f"with the class that took it"
+                )
+        return super().restore(data, **overrides)
 
     def push(self, batch: Any) -> pa.RecordBatch:
         """Pushes a batch (or a table or stream, batch by batch).
@@ -235,7 +268,26 @@ class SkylineQuery(_PreferenceQuery):
         [12]
         >>> q.stats["rows_in"], q.stats["late_rows"]
         (3, 0)
+
+    A query survives failure: :meth:`snapshot` writes its whole state (open windows, watermark, counters) as
+    bytes, :meth:`restore` continues from them (with any ``threads`` or ``strategy``), and pickling goes
+    through the same bytes. Windows already emitted never come out again.
+
+        >>> q = windgate.SkylineQuery(time="ts", size=10, dims=["x", "y"], lateness=0)
+        >>> q.push(pa.record_batch({"ts": [1, 2], "x": [1.0, 0.0], "y": [2.0, 3.0]})).num_rows
+        0
+        >>> data = q.snapshot()
+        >>> r = windgate.SkylineQuery.restore(data, threads=2)
+        >>> r.push(pa.record_batch({"ts": [12], "x": [5.0], "y": [5.0]})).column("ts").to_pylist()
+        [1, 2]
+        >>> import pickle
+        >>> pickle.loads(pickle.dumps(r)).flush().column("ts").to_pylist()
+        [12]
     """
+
+    _query = "skyline"
+    _declaration = _options.PREFERENCE["skyline"]
+    _entry = "windgate.SkylineQuery"
 
     def __init__(
         self,
@@ -254,9 +306,7 @@ class SkylineQuery(_PreferenceQuery):
         strategy: str = "auto",
         farm: Mapping[str, Any] | None = None,
     ) -> None:
-        kwargs = _options.preference_spec("skyline", locals(), "windgate.SkylineQuery")
-        super().__init__()
-        self._inner = _native.PreferenceQuery(**kwargs)
+        super().__init__(locals())
 
 
 class TopDominantQuery(_PreferenceQuery):
@@ -271,6 +321,10 @@ class TopDominantQuery(_PreferenceQuery):
         >>> q.flush().to_pydict()
         {'window_start': [0], 'window_end': [10], 'ts': [1], 'x': [1.0], 'y': [2.0], 'kappa': [1]}
     """
+
+    _query = "top_dominant"
+    _declaration = _options.PREFERENCE["top_dominant"]
+    _entry = "windgate.TopDominantQuery"
 
     def __init__(
         self,
@@ -290,9 +344,7 @@ class TopDominantQuery(_PreferenceQuery):
         strategy: str = "auto",
         farm: Mapping[str, Any] | None = None,
     ) -> None:
-        kwargs = _options.preference_spec("top_dominant", locals(), "windgate.TopDominantQuery")
-        super().__init__()
-        self._inner = _native.PreferenceQuery(**kwargs)
+        super().__init__(locals())
 
 
 class TopKQuery(_PreferenceQuery):
@@ -306,6 +358,10 @@ class TopKQuery(_PreferenceQuery):
         >>> q.flush().column("ts").to_pylist()
         [10]
     """
+
+    _query = "topk"
+    _declaration = _options.PREFERENCE["topk"]
+    _entry = "windgate.TopKQuery"
 
     def __init__(
         self,
@@ -325,6 +381,4 @@ class TopKQuery(_PreferenceQuery):
         strategy: str = "auto",
         farm: Mapping[str, Any] | None = None,
     ) -> None:
-        kwargs = _options.preference_spec("topk", locals(), "windgate.TopKQuery")
-        super().__init__()
-        self._inner = _native.PreferenceQuery(**kwargs)
+        super().__init__(locals())

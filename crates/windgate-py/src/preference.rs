@@ -2,7 +2,7 @@
 
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::PyTable;
 use pyo3_arrow::input::AnyRecordBatch;
 use windgate_core::Error;
@@ -10,6 +10,7 @@ use windgate_core::preference::{
     PreferenceOperator, PreferenceOptions, PreferenceStrategy, QueryKind,
 };
 
+use crate::checkpoint::{Runtime, annotations, snapshot_bytes};
 use crate::convert::{WindowArgs, concat_batches, farm_stats, py_schema};
 use crate::errors::{detached, detached_batch_call, finish_batch, to_py};
 
@@ -250,6 +251,47 @@ impl PreferenceQuery {
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         py_schema(py, self.inner.output_schema())
+    }
+
+    /// The operator's whole state as snapshot bytes; `note` (the Python class's keyword arguments) is
+    /// carried along.
+    #[pyo3(signature = (note=None))]
+    fn snapshot<'py>(
+        &mut self,
+        py: Python<'py>,
+        note: Option<String>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let notes = annotations(note);
+        let inner = &mut self.inner;
+        snapshot_bytes(py, || inner.snapshot(&notes))
+    }
+
+    /// An operator continuing from a snapshot, with the runtime settings in `overrides` (`threads`,
+    /// `strategy`, `farm`, converted as the constructor converts them) instead of the snapshot's.
+    #[staticmethod]
+    #[pyo3(signature = (data, overrides=None))]
+    fn restore(
+        py: Python<'_>,
+        data: &[u8],
+        overrides: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let runtime = Runtime::read(overrides.as_ref())?;
+        let inner = detached(py, "restore", || {
+            let mut opts = PreferenceOperator::snapshot_options(data)?;
+            if let Some(t) = runtime.threads {
+                opts.window.threads = t;
+            }
+            if let Some(s) = &runtime.strategy {
+                opts.strategy = PreferenceStrategy::parse(s)?;
+            }
+            if let Some(f) = runtime.farm {
+                opts.window.farm = f;
+            }
+            opts.validate()?;
+            PreferenceOperator::restore(data, Some(opts))
+        })
+        .map_err(to_py)?;
+        Ok(Self { inner })
     }
 }
 

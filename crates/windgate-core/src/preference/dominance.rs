@@ -6,8 +6,9 @@
 
 use std::cmp::Ordering;
 
-/// Which end of a dimension is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which end of a dimension is better (serialized by its name, as `prefer=` takes it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Prefer {
     Min,
     Max,

@@ -109,6 +109,16 @@ impl Engine {
             .collect())
     }
 
+    /// The last pane holding an admitted row (what a checkpoint keeps of the engine besides its rows).
+    pub fn last_pane(&self) -> Option<i64> {
+        self.max_pane
+    }
+
+    /// A restored engine's last pane: rows of closed panes are not fed again, so it is carried over.
+    pub fn restore_last_pane(&mut self, pane: Option<i64>) {
+        self.max_pane = self.max_pane.max(pane);
+    }
+
     /// The last window holding an admitted row.
     pub fn last_window(&self) -> Option<i64> {
         self.max_pane.map(|p| self.spec.windows_of_pane(p).1)

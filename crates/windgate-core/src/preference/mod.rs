@@ -13,8 +13,10 @@
 //! Each kernel module also has a brute-force reference (`*_reference`) applying the definition over all pairs;
 //! the property tests check the kernels against it. Above the kernels: `query` (the kernels as a
 //! `FarmQuery`), `engine` (pane, farm, per-window recomputation and
-//! reference engines) and `operator` (the streaming operator and the batch function).
+//! reference engines), `operator` (the streaming operator and the batch function) and `checkpoint` (its
+//! snapshots).
 
+mod checkpoint;
 pub(crate) mod dominance;
 pub(crate) mod engine;
 pub(crate) mod operator;
@@ -27,6 +29,7 @@ pub(crate) mod strategy;
 pub(crate) mod top_dominant;
 pub(crate) mod topk;
 
+pub use checkpoint::{OPERATOR as SNAPSHOT_OPERATOR, STATE_VERSION as SNAPSHOT_VERSION};
 pub use dominance::{Compare, Prefer, compare, dominates, k_dominance};
 pub use operator::{PreferenceOperator, PreferenceStats, preference};
 pub use options::{PreferenceOptions, QueryKind};

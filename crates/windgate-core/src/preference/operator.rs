@@ -53,11 +53,11 @@ pub struct PreferenceStats {
 }
 
 /// What is fixed once the first schema is seen.
-struct Bound {
-    schema: SchemaRef,
-    spec: WindowSpec,
-    keys: KeyDict,
-    engine: Engine,
+pub(super) struct Bound {
+    pub(super) schema: SchemaRef,
+    pub(super) spec: WindowSpec,
+    pub(super) keys: KeyDict,
+    pub(super) engine: Engine,
     output_schema: SchemaRef,
     window_type: DataType,
     kappa: bool,
@@ -86,16 +86,20 @@ struct Bound {
 /// assert_eq!(sky.flush().unwrap().num_rows(), 1);   // [10,20) at the end of the stream
 /// ```
 pub struct PreferenceOperator {
-    opts: PreferenceOptions,
+    pub(super) opts: PreferenceOptions,
     kernel: KernelSpec,
     engine: EngineKind,
-    bound: Option<Bound>,
-    kslack: KSlack,
+    pub(super) bound: Option<Bound>,
+    pub(super) kslack: KSlack,
     /// Arrival position of the next row.
-    seq: u64,
-    retained: Retained,
-    stats: PreferenceStats,
-    life: Lifecycle,
+    pub(super) seq: u64,
+    pub(super) retained: Retained,
+    pub(super) stats: PreferenceStats,
+    pub(super) life: Lifecycle,
+    /// The last window already emitted. Engines never hand it out twice; a restored operator
+    /// (`checkpoint.rs`) rebuilds its engine from retained rows, which re-creates the open panes' earlier
+    /// windows too, and this is what keeps them from coming out again.
+    pub(super) emitted: Option<i64>,
     /// Batch mode: pushes do not wait for the farm's windows (the flush collects them, in order).
     deferred: bool,
 }
@@ -125,6 +129,7 @@ impl PreferenceOperator {
                 ..PreferenceStats::default()
             },
             life: Lifecycle::default(),
+            emitted: None,
             deferred: false,
             opts,
         })
@@ -288,7 +293,10 @@ impl PreferenceOperator {
 
     fn emit_through(&mut self, last: i64, wait: bool) -> Result<RecordBatch> {
         let b = self.bound.as_mut().expect("bound");
-        let windows = b.engine.emit_until(last, wait)?;
+        let mut windows = b.engine.emit_until(last, wait)?;
+        if let Some(e) = self.emitted {
+            windows.retain(|w| w.0 > e);
+        }
         // Without waiting the farm hands back a finished prefix; rows of later windows must stay.
         let done = if wait || self.engine != EngineKind::Farm {
             Some(last)
@@ -298,6 +306,7 @@ impl PreferenceOperator {
         let out = assemble(b, &self.retained, windows, &mut self.stats)?;
         if let Some(done) = done {
             self.retained.release_through(done);
+            self.emitted = self.emitted.max(Some(done));
         }
         Ok(out)
     }
@@ -348,8 +357,9 @@ impl PreferenceOperator {
         self.stats.late_rows += admitted.late;
         self.stats.null_time_rows += admitted.null_time;
         if let Some((_, hi)) = admitted.range {
-            self.retained
-                .push(seq0, batch.clone(), b.spec.windows_of_ts(hi).1);
+            let last = b.spec.windows_of_ts(hi).1;
+            let keep = admitted.keep.as_deref();
+            self.retained.push(seq0, batch.clone(), last, keep);
         }
         let chunk = PrefChunk {
             ts,
@@ -403,7 +413,12 @@ fn nullable(schema: &SchemaRef) -> SchemaRef {
 }
 
 /// A value column as `f64`; NaN and null in an admitted row are errors naming the column and the row.
-fn values(col: &ArrayRef, name: &str, keep: Option<&[bool]>, first_row: usize) -> Result<Vec<f64>> {
+pub(super) fn values(
+    col: &ArrayRef,
+    name: &str,
+    keep: Option<&[bool]>,
+    first_row: usize,
+) -> Result<Vec<f64>> {
     let v = exact_f64(col, name, "preference values", |i| {
         format!("row {} of this batch", first_row + i)
     })?;

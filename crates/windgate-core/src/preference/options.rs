@@ -8,8 +8,11 @@ use crate::window_options::WindowOptions;
 use super::Prefer;
 pub use super::strategy::PreferenceStrategy;
 
-/// Which preference query, with its parameters.
-#[derive(Debug, Clone, PartialEq)]
+/// Which preference query, with its parameters. Serialized flat, as the Python keywords are: `query` holds
+/// the name ([`QueryKind::name`]), the parameters sit beside it (a checkpoint's parameters, where a mismatch
+/// names the keyword).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "query", rename_all = "snake_case")]
 pub enum QueryKind {
     /// The skyline over `dims` (all rows no other row dominates).
     Skyline {
@@ -24,6 +27,7 @@ pub enum QueryKind {
         delta: usize,
     },
     /// The `k` rows of best `score` (highest when `descending`).
+    #[serde(rename = "topk")]
     TopK {
         score: String,
         k: usize,

@@ -9,12 +9,15 @@ use arrow_select::interleave::interleave_record_batch;
 
 use crate::error::{Error, Result};
 
-struct Chunk {
+pub(super) struct Chunk {
     /// Arrival position of row 0.
-    seq0: u64,
-    batch: RecordBatch,
+    pub(super) seq0: u64,
+    pub(super) batch: RecordBatch,
     /// The last window any of its admitted rows belongs to.
-    last_window: i64,
+    pub(super) last_window: i64,
+    /// Offsets of the rows admission turned away (late or null time), ascending. A checkpoint needs them:
+    /// a restored engine is fed the retained rows again, and must see exactly the admitted ones.
+    pub(super) refused: Vec<u32>,
 }
 
 #[derive(Default)]
@@ -23,15 +26,36 @@ pub(super) struct Retained {
 }
 
 impl Retained {
-    /// Keeps `batch` (rows `seq0..`) until window `last_window` has been emitted.
-    pub(super) fn push(&mut self, seq0: u64, batch: RecordBatch, last_window: i64) {
-        if batch.num_rows() > 0 {
-            self.chunks.push_back(Chunk {
-                seq0,
-                batch,
-                last_window,
-            });
+    /// Keeps `batch` (rows `seq0..`) until window `last_window` has been emitted; `keep[i]` false: row i
+    /// was not admitted.
+    pub(super) fn push(
+        &mut self,
+        seq0: u64,
+        batch: RecordBatch,
+        last_window: i64,
+        keep: Option<&[bool]>,
+    ) {
+        let refused = keep.map_or_else(Vec::new, |k| {
+            (0..k.len() as u32).filter(|&i| !k[i as usize]).collect()
+        });
+        self.push_chunk(Chunk {
+            seq0,
+            batch,
+            last_window,
+            refused,
+        });
+    }
+
+    /// Keeps a chunk as it is (a restored one). Chunks come in arrival order.
+    pub(super) fn push_chunk(&mut self, chunk: Chunk) {
+        if chunk.batch.num_rows() > 0 {
+            self.chunks.push_back(chunk);
         }
+    }
+
+    /// The retained chunks, in arrival order.
+    pub(super) fn chunks(&self) -> impl Iterator<Item = &Chunk> {
+        self.chunks.iter()
     }
 
     /// Forgets the chunks whose rows all lie in windows up to `window` (emitted). Chunks go in arrival order,
