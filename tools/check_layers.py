@@ -187,7 +187,8 @@ def within(path: list[str], module: str) -> bool:
 def sealed_errors(here: list[str], target: list[str], where: str, text: str) -> list[str]:
     """An import of a sealed module from outside it and its allowed importers."""
     return [
-        f"{where}: {'::'.join(here)} imports {text} ({sealed} is reached only through {', '.join(sorted(ok))})"
+        f"{where}: {'::'.join(here)} imports {text} "
+        f"({sealed} is reached only through {', '.join(sorted(ok))})"
         for sealed, ok in SEALED.items()
         if within(target, sealed) and not within(here, sealed) and not any(within(here, m) for m in ok)
     ]
