@@ -88,6 +88,9 @@ def band_join(
     threads: int | None = None,
     index: bool = True,
     semantics: str = "interval",
+    lateness: _specs.Span | None = None,
+    on_late: str = "drop",
+    shards: int | None = None,
 ) -> DataFrame:
     """See :func:`windgate.spark.band_join` (the documented entry point)."""
     from pyspark.sql import functions as F
@@ -100,8 +103,21 @@ def band_join(
             '(the "scalejoin" semantics depends on the global order in which each side purges its window, '
             "which time buckets cannot reproduce; run windgate.band_join locally for it)"
         )
-    arrow_l = input_schema(left_df, "left_df")
-    arrow_r = input_schema(right_df, "right_df")
+    flags = [getattr(df, "isStreaming", False) is True for df in (left_df, right_df)]
+    streaming = all(flags)
+    if any(flags) and not streaming:
+        param = "left_df" if flags[0] else "right_df"
+        raise InvalidParameterError(
+            f"{param}: a streaming DataFrame joins only another streaming DataFrame (a stream with a batch "
+            "DataFrame is not supported: join each micro-batch inside writeStream.foreachBatch instead)"
+        )
+    if not streaming and (lateness is not None or on_late != "drop" or shards is not None):
+        raise InvalidParameterError(
+            "lateness, on_late, shards: only for streaming DataFrames (a batch join is exact whatever the "
+            "row order)"
+        )
+    arrow_l = input_schema(left_df, "left_df", streaming=streaming)
+    arrow_r = input_schema(right_df, "right_df", streaming=streaming)
     time_l, time_r = _specs.time_pair(time)
     preds = _specs.predicates(on)
     for side, df, cols in (
@@ -142,6 +158,26 @@ def band_join(
         lo, up = -w, w
     else:
         lo, up = signed_units(lower, unit, "lower"), signed_units(upper, unit, "upper")
+    if streaming:
+        from .spark_join_stream import band_join_stream
+
+        _specs.choice(on_late, "on_late")
+        return band_join_stream(
+            left_df,
+            right_df,
+            time=(time_l, time_r),
+            lower=lo,
+            upper=up,
+            how=how,
+            preds=preds,
+            on=on,
+            threads=threads,
+            index=index,
+            lateness=lateness,
+            on_late=on_late,
+            shards=shards,
+            arrow_out=arrow_out,
+        )
     eq_preds = [(i, p) for i, p in enumerate(preds) if p[0] == "eq"]
     outer = how == "left"
 
