@@ -730,22 +730,16 @@ def band_join(
         >>> out.orderBy("ts").show()  # doctest: +SKIP
     """
     from .spark_join import band_join as spark_band_join
+    from .spark_join_stream import band_join_stream
 
-    return spark_band_join(
-        left_df,
-        right_df,
-        time=time,
-        window=window,
-        lower=lower,
-        upper=upper,
-        how=how,
-        on=on,
-        bucket=bucket,
-        partitions=partitions,
-        threads=threads,
-        index=index,
-        semantics=semantics,
-        lateness=lateness,
-        on_late=on_late,
-        shards=shards,
-    )
+    common = dict(time=time, window=window, lower=lower, upper=upper, how=how, on=on, threads=threads)
+    common.update(index=index, semantics=semantics)
+    if all(getattr(df, "isStreaming", False) is True for df in (left_df, right_df)):
+        stream = dict(lateness=lateness, on_late=on_late, shards=shards)
+        return band_join_stream(left_df, right_df, **common, **stream)
+    if lateness is not None or on_late != "drop" or shards is not None:
+        raise InvalidParameterError(
+            "lateness, on_late, shards: only for streaming DataFrames (a batch join is exact whatever the "
+            "row order)"
+        )
+    return spark_band_join(left_df, right_df, **common, bucket=bucket, partitions=partitions)

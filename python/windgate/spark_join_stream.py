@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from . import _specs
 from .errors import ColumnTypeError, InvalidParameterError
-from .spark_session import input_schema, output_schema
+from .spark_session import output_schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -43,37 +43,52 @@ def band_join_stream(
     left_df: DataFrame,
     right_df: DataFrame,
     *,
-    time: tuple[str, str],
-    lower: int,
-    upper: int,
+    time: Any,
+    window: Any,
+    lower: Any,
+    upper: Any,
     how: str,
-    preds: list[tuple[str, str, str, float | None]],
     on: Any,
-    threads: int,
+    threads: int | None,
     index: bool,
+    semantics: str,
     lateness: Any,
     on_late: str,
     shards: int | None,
-    arrow_out: pa.Schema,
 ) -> DataFrame:
-    """The streaming plan (see the module's docstring); arguments checked by :func:`spark_join.band_join`."""
+    """The streaming plan of :func:`windgate.spark.band_join` (see the module's docstring)."""
     from pyspark.sql import functions as F
 
     from ._spark_join_shard import CLOCK, SIDE, JoinShard
     from .join import eq as _eq
-    from .spark_join import _common_key_type, _drop_unmatchable, _key_expr
-    from .spark_streaming import ROCKSDB, _delay, _lateness_units
+    from .spark_join import common_key_type, drop_unmatchable, key_expr, prepare
+    from .spark_streaming import ROCKSDB, lateness_units, watermark_delay
 
-    arrow_l = input_schema(left_df, "left_df", streaming=True)
-    arrow_r = input_schema(right_df, "right_df", streaming=True)
-    time_l, time_r = time
+    chk = prepare(
+        left_df,
+        right_df,
+        time=time,
+        window=window,
+        lower=lower,
+        upper=upper,
+        how=how,
+        on=on,
+        threads=threads,
+        index=index,
+        semantics=semantics,
+        streaming=True,
+    )
+    _specs.choice(on_late, "on_late")
+    arrow_l, arrow_r, preds, threads = chk["arrow_l"], chk["arrow_r"], chk["preds"], chk["threads"]
+    (time_l, time_r), arrow_out = chk["time"], chk["arrow_out"]
+    lower, upper = chk["lower"], chk["upper"]
     time_type = arrow_l.field(time_l).type
     if not pa.types.is_timestamp(time_type):
         raise ColumnTypeError(
             f"time: a streaming DataFrame needs a timestamp time column (Spark's watermark), got {time_type}"
         )
     unit = _specs.time_unit(time_type)
-    k = _lateness_units(lateness, unit)
+    k = lateness_units(lateness, unit)
     spark = left_df.sparkSession
     provider = spark.conf.get("spark.sql.streaming.stateStore.providerClass", "")
     if provider != ROCKSDB:
@@ -91,13 +106,13 @@ def band_join_stream(
             f"shards: without equality predicates (on=windgate.eq(...)) the join is one shard, got {shards}"
         )
 
-    left = left_df if how == "left" else _drop_unmatchable(left_df, time_l, [p[1] for p in preds], arrow_l)
-    right = _drop_unmatchable(right_df, time_r, [p[2] for p in preds], arrow_r)
+    left = left_df if how == "left" else drop_unmatchable(left_df, time_l, [p[1] for p in preds], arrow_l)
+    right = drop_unmatchable(right_df, time_r, [p[2] for p in preds], arrow_r)
 
     def shard(side: int):
         if not eq_preds:
             return F.lit(0).cast("long")
-        keys = [_key_expr(p[side], _common_key_type(arrow_l.field(p[1]).type)) for p in eq_preds]
+        keys = [key_expr(p[side], common_key_type(arrow_l.field(p[1]).type)) for p in eq_preds]
         return F.pmod(F.xxhash64(*keys), F.lit(shards))
 
     lcols = [f"__windgate_l{i}" for i in range(len(arrow_l))]
@@ -122,7 +137,7 @@ def band_join_stream(
         right, 1, arrow_r, rcols, [(n, l_types[c]) for n, c in zip(lcols, arrow_l.names, strict=True)]
     )
     rpart = rpart.select(*lpart.columns)
-    both = lpart.unionByName(rpart).withWatermark(_T, _delay(k, unit))
+    both = lpart.unionByName(rpart).withWatermark(_T, watermark_delay(k, unit))
     # A computed time column carries no watermark metadata: Spark drops no rows, the joiner judges them.
     both = both.withColumn(_T, F.col(_T) + F.expr("INTERVAL 0 SECONDS"))
 
