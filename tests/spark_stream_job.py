@@ -49,6 +49,35 @@ def stream_query(spark, name: str, src: str, out: str, ckpt: str):
     )
 
 
+#: The band join of two streams: |l.ts - r.ts| <= JOIN_WINDOW with equal keys, 2 shards.
+JOIN_WINDOW = "5s"
+JOIN = dict(window=JOIN_WINDOW, lateness=LATENESS, shards=2)
+
+
+def join_query(spark, left: str, right: str, out: str, ckpt: str, how: str = "inner"):
+    """Starts the band join of the Parquet streams in ``left`` and ``right`` (``availableNow``)."""
+    import glob
+
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    import windgate
+    from windgate import spark as wspark
+
+    streams = []
+    for src in (left, right):
+        schema = from_arrow_schema(pq.read_schema(sorted(glob.glob(f"{src}/*.parquet"))[0]))
+        streams.append(spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(src))
+    result = wspark.band_join(*streams, time="ts", how=how, on=windgate.eq("k", "k"), **JOIN)
+    return (
+        result.writeStream.format("parquet")
+        .option("path", out)
+        .option("checkpointLocation", ckpt)
+        .trigger(availableNow=True)
+        .start()
+    )
+
+
 def main(argv: list[str]) -> int:
     name, src, out, ckpt = argv
     from spark_procs import QUICK_JVM

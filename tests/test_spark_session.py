@@ -137,18 +137,23 @@ def test_a_streaming_dataframe_is_refused_at_call_time(spark):
             fn()
     with pytest.raises(InvalidParameterError, match=r"^lateness: only a streaming DataFrame takes it"):
         wspark.window_aggregate(batch, aggs={"*": "count"}, lateness="1s", **WINDOW)
-    calls = {
-        "df": [lambda: wspark.run_pipeline(stream, windgate.Pipeline())],
-        "left_df": [lambda: wspark.band_join(stream, batch, time="ts", window="1s")],
-        "right_df": [lambda: wspark.band_join(batch, stream, time="ts", window="1s")],
-    }
-    for param, fns in calls.items():
-        for fn in fns:
-            with pytest.raises(
-                InvalidParameterError,
-                match=rf"^{param}: streaming DataFrames are not supported yet.*foreachBatch",
-            ):
-                fn()
+    # The band join takes two streams (with a lateness), not a stream with a batch DataFrame.
+    with pytest.raises(InvalidParameterError, match=r"^lateness: a streaming DataFrame needs a fixed"):
+        wspark.band_join(stream, stream, time="ts", window="1s")
+    with pytest.raises(InvalidParameterError, match=r"^lateness, on_late, shards: only for streaming"):
+        wspark.band_join(batch, batch, time="ts", window="1s", lateness="1s")
+    for param, fn in {
+        "left_df": lambda: wspark.band_join(stream, batch, time="ts", window="1s"),
+        "right_df": lambda: wspark.band_join(batch, stream, time="ts", window="1s"),
+    }.items():
+        with pytest.raises(
+            InvalidParameterError, match=rf"^{param}: a streaming DataFrame joins only.*foreachBatch"
+        ):
+            fn()
+    with pytest.raises(
+        InvalidParameterError, match=r"^df: streaming DataFrames are not supported yet.*foreachBatch"
+    ):
+        wspark.run_pipeline(stream, windgate.Pipeline())
 
 
 def test_a_non_dataframe_is_a_type_error_naming_the_parameter():

@@ -241,6 +241,7 @@ BAND_JOIN = OperatorOptions(
         "credits": Option(2**20, lambda v, p: _specs.optional_integer(v, p, minimum=1)),
         "bucket": Option(None),
         "partitions": Option(None),
+        "shards": Option(None),
     },
     entry_points={
         "windgate.band_join": (*_JOIN_HEAD, *_JOIN_RUN),
@@ -252,6 +253,9 @@ BAND_JOIN = OperatorOptions(
             "threads",
             "index",
             "semantics",
+            "lateness",
+            "on_late",
+            "shards",
         ),
     },
     shared=(*_JOIN_HEAD, *_JOIN_RUN),

@@ -661,6 +661,9 @@ def band_join(
     threads: int | None = None,
     index: bool = True,
     semantics: str = "interval",
+    lateness: _specs.Span | None = None,
+    on_late: str = "drop",
+    shards: int | None = None,
 ) -> DataFrame:
     """:func:`windgate.band_join` over two Spark DataFrames; returns a Spark DataFrame with the same rows.
 
@@ -703,6 +706,12 @@ def band_join(
         semantics: only ``"interval"``. The ``"scalejoin"`` semantics depends on the global order in which
             each side purges its window, which time buckets cannot reproduce: it raises
             :class:`windgate.InvalidParameterError`; run :func:`windgate.band_join` locally instead.
+        lateness, on_late, shards: only when both DataFrames are streaming (a batch DataFrame refuses
+            them). Then the result is a streaming DataFrame in append mode: ``lateness`` (required) bounds
+            each side's disorder and builds Spark's watermark, ``on_late`` is the joiner's (``"drop"`` or
+            ``"error"``), ``shards`` the number of joiners (default ``spark.sql.shuffle.partitions`` with
+            equality predicates, else 1), keyed by a hash of the equality columns. See
+            :mod:`windgate.spark_join_stream`.
 
     Returns:
         A Spark DataFrame with the columns of :func:`windgate.band_join` (``left_<col>``...,
@@ -721,19 +730,16 @@ def band_join(
         >>> out.orderBy("ts").show()  # doctest: +SKIP
     """
     from .spark_join import band_join as spark_band_join
+    from .spark_join_stream import band_join_stream
 
-    return spark_band_join(
-        left_df,
-        right_df,
-        time=time,
-        window=window,
-        lower=lower,
-        upper=upper,
-        how=how,
-        on=on,
-        bucket=bucket,
-        partitions=partitions,
-        threads=threads,
-        index=index,
-        semantics=semantics,
-    )
+    common = dict(time=time, window=window, lower=lower, upper=upper, how=how, on=on, threads=threads)
+    common.update(index=index, semantics=semantics)
+    if all(getattr(df, "isStreaming", False) is True for df in (left_df, right_df)):
+        stream = dict(lateness=lateness, on_late=on_late, shards=shards)
+        return band_join_stream(left_df, right_df, **common, **stream)
+    if lateness is not None or on_late != "drop" or shards is not None:
+        raise InvalidParameterError(
+            "lateness, on_late, shards: only for streaming DataFrames (a batch join is exact whatever the "
+            "row order)"
+        )
+    return spark_band_join(left_df, right_df, **common, bucket=bucket, partitions=partitions)

@@ -92,64 +92,34 @@ def band_join(
     """See :func:`windgate.spark.band_join` (the documented entry point)."""
     from pyspark.sql import functions as F
 
-    from .join import band_join as local_band_join
-
-    if semantics != "interval":
-        raise InvalidParameterError(
-            f'semantics: windgate.spark.band_join supports only "interval", got {semantics!r} '
-            '(the "scalejoin" semantics depends on the global order in which each side purges its window, '
-            "which time buckets cannot reproduce; run windgate.band_join locally for it)"
-        )
-    arrow_l = input_schema(left_df, "left_df")
-    arrow_r = input_schema(right_df, "right_df")
-    time_l, time_r = _specs.time_pair(time)
-    preds = _specs.predicates(on)
-    for side, df, cols in (
-        ("left", left_df, [time_l, *(p[1] for p in preds)]),
-        ("right", right_df, [time_r, *(p[2] for p in preds)]),
-    ):
-        for col in cols:
-            if col not in df.columns:
-                param = "time" if col == cols[0] else "on"
-                names = ", ".join(df.columns)
-                raise ColumnNotFoundError(
-                    f"{param}: column '{col}' is not in the {side} DataFrame (columns: {names})"
-                )
+    chk = prepare(
+        left_df,
+        right_df,
+        time=time,
+        window=window,
+        lower=lower,
+        upper=upper,
+        how=how,
+        on=on,
+        threads=threads,
+        index=index,
+        semantics=semantics,
+    )
+    arrow_l, arrow_r, preds, threads = chk["arrow_l"], chk["arrow_r"], chk["preds"], chk["threads"]
+    (time_l, time_r), arrow_out, unit = chk["time"], chk["arrow_out"], chk["unit"]
+    lo, up = chk["lower"], chk["upper"]
     if partitions is not None:
         partitions = _specs.integer(partitions, "partitions", minimum=1)
-    spark = left_df.sparkSession
-    if threads is None:
-        threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
-    kwargs = {
-        "time": (time_l, time_r),
-        "window": window,
-        "lower": lower,
-        "upper": upper,
-        "how": how,
-        "on": on,
-        "threads": threads,
-        "lateness": None,
-        "semantics": "interval",
-        "index": index,
-    }
-    # Every parameter and column type checked, and the output schema, before Spark runs anything.
-    arrow_out = local_band_join(arrow_l.empty_table(), arrow_r.empty_table(), **kwargs).schema
     spark_out = output_schema(arrow_out)
-
-    unit = _specs.time_unit(arrow_l.field(time_l).type)
-    if window is not None:
-        w = signed_units(window, unit, "window")
-        lo, up = -w, w
-    else:
-        lo, up = signed_units(lower, unit, "lower"), signed_units(upper, unit, "upper")
+    spark = left_df.sparkSession
     eq_preds = [(i, p) for i, p in enumerate(preds) if p[0] == "eq"]
     outer = how == "left"
 
     # Rows with a null (or NaN) predicate value match nothing: dropped before the shuffle, except left rows
     # of a left outer join (they come out unmatched). Rows with a null time are kept: they land in the null
     # bucket, where the join raises NullTimeError as the local call does (Spark would drop them silently).
-    left = left_df if outer else _drop_unmatchable(left_df, time_l, [p[1] for p in preds], arrow_l)
-    right = _drop_unmatchable(right_df, time_r, [p[2] for p in preds], arrow_r)
+    left = left_df if outer else drop_unmatchable(left_df, time_l, [p[1] for p in preds], arrow_l)
+    right = drop_unmatchable(right_df, time_r, [p[2] for p in preds], arrow_r)
     left = left.withColumn(_TIME, _specs.spark_time_units(time_l, unit))
     right = right.withColumn(_TIME, _specs.spark_time_units(time_r, unit))
 
@@ -203,6 +173,91 @@ def band_join(
     return grouped.applyInArrow(_group_task(native_kwargs, arrow_out, extra, outer), spark_out)
 
 
+def prepare(
+    left_df: DataFrame,
+    right_df: DataFrame,
+    *,
+    time: str | Sequence[str],
+    window: _specs.Span | None,
+    lower: _specs.Span | None,
+    upper: _specs.Span | None,
+    how: str,
+    on: Any,
+    threads: int | None,
+    index: bool,
+    semantics: str,
+    streaming: bool = False,
+) -> dict[str, Any]:
+    """Every parameter and column type checked, and the output schema, before Spark runs anything (also for
+    :mod:`windgate.spark_join_stream`): the Arrow schemas, ``time`` as a pair, the predicates' tuples,
+    ``threads``, the output schema, the time unit and the bounds in it."""
+    from .join import band_join as local_band_join
+
+    if semantics != "interval":
+        raise InvalidParameterError(
+            f'semantics: windgate.spark.band_join supports only "interval", got {semantics!r} '
+            '(the "scalejoin" semantics depends on the global order in which each side purges its window, '
+            "which time buckets cannot reproduce; run windgate.band_join locally for it)"
+        )
+    flags = [getattr(df, "isStreaming", False) is True for df in (left_df, right_df)]
+    if any(flags) and not all(flags):
+        param = "left_df" if flags[0] else "right_df"
+        raise InvalidParameterError(
+            f"{param}: a streaming DataFrame joins only another streaming DataFrame (a stream with a batch "
+            "DataFrame is not supported: join each micro-batch inside writeStream.foreachBatch instead)"
+        )
+    arrow_l = input_schema(left_df, "left_df", streaming=streaming)
+    arrow_r = input_schema(right_df, "right_df", streaming=streaming)
+    time_l, time_r = _specs.time_pair(time)
+    preds = _specs.predicates(on)
+    for side, df, cols in (
+        ("left", left_df, [time_l, *(p[1] for p in preds)]),
+        ("right", right_df, [time_r, *(p[2] for p in preds)]),
+    ):
+        for col in cols:
+            if col not in df.columns:
+                param = "time" if col == cols[0] else "on"
+                names = ", ".join(df.columns)
+                raise ColumnNotFoundError(
+                    f"{param}: column '{col}' is not in the {side} DataFrame (columns: {names})"
+                )
+    spark = left_df.sparkSession
+    if threads is None:
+        threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
+    kwargs = {
+        "time": (time_l, time_r),
+        "window": window,
+        "lower": lower,
+        "upper": upper,
+        "how": how,
+        "on": on,
+        "threads": threads,
+        "lateness": None,
+        "semantics": "interval",
+        "index": index,
+    }
+    # Every parameter and column type checked, and the output schema, before Spark runs anything.
+    arrow_out = local_band_join(arrow_l.empty_table(), arrow_r.empty_table(), **kwargs).schema
+
+    unit = _specs.time_unit(arrow_l.field(time_l).type)
+    if window is not None:
+        w = signed_units(window, unit, "window")
+        lo, up = -w, w
+    else:
+        lo, up = signed_units(lower, unit, "lower"), signed_units(upper, unit, "upper")
+    return {
+        "arrow_l": arrow_l,
+        "arrow_r": arrow_r,
+        "time": (time_l, time_r),
+        "preds": preds,
+        "threads": threads,
+        "arrow_out": arrow_out,
+        "unit": unit,
+        "lower": lo,
+        "upper": up,
+    }
+
+
 def _shuffle_partitions(spark) -> int:
     return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "200") or 200))
 
@@ -225,7 +280,7 @@ def _keys(eq_preds, arrow_l: pa.Schema, side: int) -> list:
     and compare alike (int vs long, -0.0 vs 0.0)."""
     out = []
     for _, p in eq_preds:
-        out.append(_key_expr(p[side], _common_key_type(arrow_l.field(p[1]).type)))
+        out.append(key_expr(p[side], common_key_type(arrow_l.field(p[1]).type)))
     return out
 
 
@@ -253,7 +308,7 @@ def _floor_div(expr: str, b: int) -> str:
     return f"(({e} div {b}L) - if({e} < 0 AND pmod({e}, {b}L) != 0, 1L, 0L))"
 
 
-def _key_expr(col: str, common: str | None):
+def key_expr(col: str, common: str | None):
     from pyspark.sql import functions as F
 
     c = F.col(f"`{col}`")
@@ -266,7 +321,7 @@ def _key_expr(col: str, common: str | None):
     return c
 
 
-def _drop_unmatchable(df, time: str, cols: list[str], schema: pa.Schema):
+def drop_unmatchable(df, time: str, cols: list[str], schema: pa.Schema):
     """Drops the rows whose predicate columns hold a null or NaN (they match nothing), keeping null times."""
     from pyspark.sql import functions as F
 
@@ -281,7 +336,7 @@ def _drop_unmatchable(df, time: str, cols: list[str], schema: pa.Schema):
     return df.filter(F.col(f"`{time}`").isNull() | ok)
 
 
-def _common_key_type(t: pa.DataType) -> str | None:
+def common_key_type(t: pa.DataType) -> str | None:
     """The Spark type both sides' equality keys are cast to (windgate compares integers as int64, floats as
     float64); ``None`` keeps the column as it is."""
     if pa.types.is_integer(t):

@@ -58,7 +58,7 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 _SHARD = "__windgate_shard"
 
 
-def _lateness_units(lateness: Any, unit: str) -> int:
+def lateness_units(lateness: Any, unit: str) -> int:
     span = _specs.span(lateness, "lateness")
     if span is None or span == "adaptive":
         raise InvalidParameterError(
@@ -71,7 +71,7 @@ def _lateness_units(lateness: Any, unit: str) -> int:
     return value
 
 
-def _delay(units: int, unit: str) -> str:
+def watermark_delay(units: int, unit: str) -> str:
     """The lateness as Spark's watermark delay string (Spark keeps watermarks in milliseconds)."""
     us = units * {"s": 1_000_000, "ms": 1000, "us": 1, "ns": 0.001}[unit]
     return f"{math.ceil(us / 1000)} milliseconds"
@@ -116,7 +116,7 @@ def windowed_stream(
             f"time: a streaming DataFrame needs a timestamp time column (Spark's watermark), got {time_type}"
         )
     unit = _specs.time_unit(time_type)
-    lateness = _lateness_units(kwargs.get("lateness"), unit)
+    lateness = lateness_units(kwargs.get("lateness"), unit)
     spark = df.sparkSession
     provider = spark.conf.get("spark.sql.streaming.stateStore.providerClass", "")
     if provider != ROCKSDB:
@@ -145,7 +145,7 @@ def windowed_stream(
 
     # A computed time column carries no watermark metadata, so Spark does not drop late rows itself:
     # the operator judges and counts them.
-    watermarked = df.select(*dict.fromkeys(columns)).withWatermark(time, _delay(lateness, unit))
+    watermarked = df.select(*dict.fromkeys(columns)).withWatermark(time, watermark_delay(lateness, unit))
     shard = F.pmod(F.xxhash64(*by), F.lit(shards)) if by else F.lit(0).cast("long")
     rows = watermarked.withColumn(time, F.col(time) + F.expr("INTERVAL 0 SECONDS")).withColumn(_SHARD, shard)
     processor = WindgateShard(cls, op_kwargs, schema, spec, kwargs.get("order_by"))
