@@ -399,6 +399,24 @@ impl ExactSum {
             .add_fixed(term, pos);
     }
 
+    /// The exact sum divided by `n`, rounded once (to within ties): the quotient of the rounded sum,
+    /// corrected by the exact remainder `S - n q`. A plain `value() / n` rounds twice and can be an ulp off.
+    pub fn mean(&self, n: i64) -> f64 {
+        let nf = n as f64;
+        let q = self.value() / nf;
+        if !q.is_finite() || q == 0.0 {
+            return q;
+        }
+        let (hi, lo) = two_product(nf, q);
+        if !hi.is_finite() {
+            return q;
+        }
+        let mut rest = self.clone();
+        rest.add(-hi);
+        rest.add(-lo);
+        q + rest.value() / nf
+    }
+
     /// The exact sum, rounded once to nearest-even. An empty sum is 0.0.
     pub fn value(&self) -> f64 {
         if self.specials != 0 {
@@ -499,6 +517,25 @@ pub(crate) fn two_product(a: f64, b: f64) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the fault suite: rounding the sum and then dividing was an ulp off the exact mean.
+    #[test]
+    fn mean_is_rounded_once() {
+        let mut s = ExactSum::new();
+        for v in [
+            1.138115896414327e286,
+            1.5125137688438888e288,
+            3.79778860573417e302,
+        ] {
+            s.add(v);
+        }
+        assert_eq!(s.value() / 23.0, 1.6512124372757326e301);
+        assert_eq!(s.mean(23), 1.6512124372757328e301);
+        let mut z = ExactSum::new();
+        z.add(-0.0);
+        assert!(z.mean(1).is_sign_negative());
+        assert_eq!(ExactSum::new().mean(3), 0.0);
+    }
     use proptest::prelude::*;
 
     fn sum(values: &[f64]) -> f64 {

@@ -200,11 +200,10 @@ impl Accumulator for SumFloat {
         let (sum, n) = (&self.sum, &self.n);
         let vals = slots.iter().map(|&s| {
             let s = s as usize;
-            let total = sum[s].value();
             if self.mean && n[s] > 0 {
-                total / n[s] as f64
+                sum[s].mean(n[s])
             } else {
-                total
+                sum[s].value()
             }
         });
         f64::column(vals.collect(), valid(slots, n, 1), &meta.output_type())
