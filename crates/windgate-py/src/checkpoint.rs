@@ -75,6 +75,20 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// Sets the given `threads` and `farm` on a windowed operator's options; returns the strategy name
+    /// to parse, if one was given (each operator has its own strategy type).
+    pub fn apply(self, threads: &mut Option<usize>, farm: &mut FarmOptions) -> Option<String> {
+        if let Some(t) = self.threads {
+            *threads = t;
+        }
+        if let Some(f) = self.farm {
+            *farm = f;
+        }
+        self.strategy
+    }
+}
+
 /// The value of a runtime override, if the caller gave it (`None` as a value is kept: `threads=None`).
 pub fn given<'py>(
     overrides: Option<&Bound<'py, PyDict>>,

@@ -278,14 +278,8 @@ impl PreferenceQuery {
         let runtime = Runtime::read(overrides.as_ref())?;
         let inner = detached(py, "restore", || {
             let mut opts = PreferenceOperator::snapshot_options(data)?;
-            if let Some(t) = runtime.threads {
-                opts.window.threads = t;
-            }
-            if let Some(s) = &runtime.strategy {
-                opts.strategy = PreferenceStrategy::parse(s)?;
-            }
-            if let Some(f) = runtime.farm {
-                opts.window.farm = f;
+            if let Some(s) = runtime.apply(&mut opts.window.threads, &mut opts.window.farm) {
+                opts.strategy = PreferenceStrategy::parse(&s)?;
             }
             opts.validate()?;
             PreferenceOperator::restore(data, Some(opts))

@@ -265,14 +265,8 @@ impl WindowAggregator {
         let runtime = Runtime::read(overrides.as_ref())?;
         let inner = detached(py, "restore", || {
             let mut opts = core::WindowAggregator::snapshot_options(data)?;
-            if let Some(t) = runtime.threads {
-                opts.threads = t;
-            }
-            if let Some(s) = &runtime.strategy {
-                opts.strategy = core::Strategy::parse(s)?;
-            }
-            if let Some(f) = runtime.farm {
-                opts.farm = f;
+            if let Some(s) = runtime.apply(&mut opts.threads, &mut opts.farm) {
+                opts.strategy = core::Strategy::parse(&s)?;
             }
             opts.validate()?;
             core::WindowAggregator::restore(data, Some(opts))
