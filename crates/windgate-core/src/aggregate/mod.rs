@@ -16,6 +16,7 @@ pub(crate) mod pane_engine;
 pub(crate) mod parallel;
 pub(crate) mod partial;
 pub(crate) mod reference;
+mod sliding;
 pub(crate) mod slots;
 pub(crate) mod state;
 pub(crate) mod strategy;

@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 
 use super::emission::Emission;
+use super::sliding::{SLIDING_MIN_PANES, Sliding};
 use super::slots::{KeySlots, SlotStore};
 use super::state::{InputValues, RowOrder, SKIP};
 use crate::error::Result;
@@ -32,15 +33,20 @@ pub struct PaneEngine {
     pub scratch: SlotStore,
     /// Windows below this one were emitted (or can no longer receive rows).
     next_window: i64,
-    /// Key -> scratch slot of the window being combined.
+    /// Key -> scratch slot of the window being combined (windows of few panes, recombined per window).
     window_slot_of_key: Vec<u32>,
+    /// The per-key stacks of windows of many panes (see [`super::sliding`]).
+    sliding: Option<Sliding>,
     /// Reused buffer for row slots.
     slots: Vec<u32>,
 }
 
 impl PaneEngine {
     pub fn new(spec: WindowSpec, store: SlotStore, scratch: SlotStore) -> Self {
+        let sliding =
+            (spec.panes_per_window() >= SLIDING_MIN_PANES).then(|| Sliding::new(store.empty_like()));
         Self {
+            sliding,
             spec,
             panes: BTreeMap::new(),
             store,
@@ -103,6 +109,12 @@ impl PaneEngine {
             }
             let first = self.spec.first_pane(j);
             rows.clear();
+            if let Some(sliding) = &mut self.sliding {
+                sliding.advance(first, first + wp - 1, &self.panes, &self.store);
+                window_rows(sliding, keys, &mut self.scratch, &mut rows, j, out);
+                j += 1;
+                continue;
+            }
             for (_, pane) in self.panes.range(first..first + wp) {
                 pairs.clear();
                 for &(key, slot) in &pane.entries {
@@ -144,6 +156,9 @@ impl PaneEngine {
         while let Some(entry) = self.panes.first_entry() {
             if self.spec.windows_of_pane(*entry.key()).1 > last {
                 break;
+            }
+            if let Some(sliding) = &mut self.sliding {
+                sliding.evict_dropped(*entry.key(), &entry.get().entries, &self.store);
             }
             for &(_, slot) in &entry.get().entries {
                 self.store.release(slot);
@@ -188,6 +203,9 @@ impl PaneEngine {
             if *entry.key() >= pane {
                 break;
             }
+            if let Some(sliding) = &mut self.sliding {
+                sliding.evict_dropped(*entry.key(), &entry.get().entries, &self.store);
+            }
             for &(_, slot) in &entry.get().entries {
                 self.store.release(slot);
             }
@@ -220,6 +238,32 @@ impl PaneEngine {
     }
 }
 
+/// Appends window `j`'s rows from the sliding stacks: a scratch slot per key with a pane in the window, in key
+/// order, holding the window's combined state.
+fn window_rows(
+    sliding: &mut Sliding,
+    keys: KeyOrder<'_>,
+    scratch: &mut SlotStore,
+    rows: &mut Vec<(u32, u32)>,
+    j: i64,
+    out: &mut Emission,
+) {
+    let dense = sliding.active().len() * 4 >= keys.sorted.len();
+    if dense {
+        // Most keys are present: walking the keys in order beats sorting the window's rows.
+        for &key in keys.sorted {
+            if sliding.is_active(key) {
+                rows.push((key, scratch.alloc()));
+            }
+        }
+    } else {
+        rows.extend(sliding.active().iter().map(|&key| (key, scratch.alloc())));
+        rows.sort_unstable_by_key(|&(key, _)| keys.ranks[key as usize]);
+    }
+    sliding.combine_into(rows, scratch);
+    out.push_sorted_window(j, rows);
+}
+
 impl super::forget::KeyHolder for PaneEngine {
     fn key_entries(&self) -> usize {
         self.panes.values().map(|p| p.entries.len()).sum()
@@ -239,5 +283,8 @@ impl super::forget::KeyHolder for PaneEngine {
         }
         // Between emissions every entry is SKIP: only the length depends on the ids.
         self.window_slot_of_key = Vec::new();
+        if let Some(sliding) = &mut self.sliding {
+            sliding.remap_keys(remap);
+        }
     }
 }

@@ -23,6 +23,15 @@ impl SlotStore {
         }
     }
 
+    /// An empty store of the same aggregates.
+    pub fn empty_like(&self) -> Self {
+        Self {
+            states: self.states.iter().map(AggState::empty_like).collect(),
+            free: Vec::new(),
+            len: 0,
+        }
+    }
+
     /// A store with room for `n` slots.
     pub fn with_capacity(metas: &[Arc<AggMeta>], n: usize) -> Self {
         let mut s = Self::new(metas);
@@ -70,6 +79,11 @@ impl SlotStore {
         for (a, b) in self.states.iter_mut().zip(&other.states) {
             a.combine_pairs(b, pairs);
         }
+    }
+
+    /// Combines, for every `(dst, src)` pair, slot `src` into slot `dst` of this same store.
+    pub fn combine_within(&mut self, pairs: &[(u32, u32)]) {
+        self.states.iter_mut().for_each(|s| s.combine_within(pairs));
     }
 }
 

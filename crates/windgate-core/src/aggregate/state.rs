@@ -114,6 +114,11 @@ impl AggState {
         Self { meta, acc }
     }
 
+    /// An empty state of the same aggregate.
+    pub fn empty_like(&self) -> Self {
+        Self::new(self.meta.clone())
+    }
+
     /// Makes room for `n` more slots (stores whose size is known up front skip the regrowth).
     pub fn reserve(&mut self, n: usize) {
         self.acc.reserve(n)
@@ -151,6 +156,11 @@ impl AggState {
     /// on the function per call, not per pair: the window combiner merges a whole pane at a time.
     pub fn combine_pairs(&mut self, other: &AggState, pairs: &[(u32, u32)]) {
         self.acc.combine_pairs(other.acc.as_ref(), pairs)
+    }
+
+    /// Combines, for every `(dst, src)` pair, slot `src` of this state into its slot `dst`.
+    pub fn combine_within(&mut self, pairs: &[(u32, u32)]) {
+        self.acc.combine_within(pairs)
     }
 
     /// Lowers the given slots, in order, into the output column.

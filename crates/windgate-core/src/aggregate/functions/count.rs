@@ -88,6 +88,10 @@ impl Accumulator for Count {
         for_pairs(pairs, |d, s| a[d] += b[s]);
     }
 
+    fn combine_within(&mut self, pairs: &[(u32, u32)]) {
+        for_pairs(pairs, |d, s| self.n[d] += self.n[s]);
+    }
+
     fn finish(&self, _: &AggMeta, slots: &[u32]) -> Result<ArrayRef> {
         Ok(int64_column(&self.n, slots))
     }

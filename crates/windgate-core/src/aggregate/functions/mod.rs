@@ -129,6 +129,9 @@ pub(crate) trait Accumulator: Debug + Send + Sync + Any {
     /// Combines, for every `(dst, src)` pair, slot `src` of `other` (an accumulator of the same function)
     /// into slot `dst`.
     fn combine_pairs(&mut self, other: &dyn Accumulator, pairs: &[(u32, u32)]);
+    /// Combines, for every `(dst, src)` pair, slot `src` into slot `dst` of this accumulator (`dst != src`):
+    /// the sliding combiner builds its suffix aggregates inside one store (`super::sliding`).
+    fn combine_within(&mut self, pairs: &[(u32, u32)]);
     /// Lowers the given slots, in order, into the output column.
     fn finish(&self, meta: &AggMeta, slots: &[u32]) -> Result<ArrayRef>;
     /// The given slots, in order, as the partial-state columns (`n` first).
@@ -237,6 +240,19 @@ fn each_valid(slots: &[u32], nulls: Option<&NullBuffer>, mut f: impl FnMut(usize
 fn for_pairs(pairs: &[(u32, u32)], mut f: impl FnMut(usize, usize)) {
     for &(d, s) in pairs {
         f(d as usize, s as usize);
+    }
+}
+
+/// Slot `d` of `v` mutably and slot `s` shared (`d != s`): one state combined into another of the same vector.
+#[inline(always)]
+fn pair_mut<T>(v: &mut [T], d: usize, s: usize) -> (&mut T, &T) {
+    assert_ne!(d, s, "a slot combined into itself");
+    if d < s {
+        let (lo, hi) = v.split_at_mut(s);
+        (&mut lo[d], &hi[0])
+    } else {
+        let (lo, hi) = v.split_at_mut(d);
+        (&mut hi[0], &lo[s])
     }
 }
 

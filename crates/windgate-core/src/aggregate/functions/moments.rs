@@ -8,7 +8,9 @@ use arrow_array::{ArrayRef, BinaryArray};
 use arrow_schema::DataType;
 
 use super::columns::{StateColumns, exact_sum_column, int64_column};
-use super::{Accumulator, AggregateFunction, Lift, Scalar, for_pairs, lift_rows, same, valid};
+use super::{
+    Accumulator, AggregateFunction, Lift, Scalar, for_pairs, lift_rows, pair_mut, same, valid,
+};
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
 use crate::error::Result;
@@ -116,6 +118,19 @@ impl Accumulator for Moments {
             self.n[d] += other.n[s];
             if let Some(b) = &other.big[s] {
                 self.big[d].get_or_insert_with(Default::default).merge(b);
+            }
+        })
+    }
+
+    fn combine_within(&mut self, pairs: &[(u32, u32)]) {
+        for_pairs(pairs, |d, s| {
+            let (dst, src) = pair_mut(&mut self.s, d, s);
+            dst.merge(src);
+            let (dst, src) = pair_mut(&mut self.q, d, s);
+            dst.merge(src);
+            self.n[d] += self.n[s];
+            if let Some(b) = self.big[s].clone() {
+                self.big[d].get_or_insert_with(Default::default).merge(&b);
             }
         })
     }

@@ -102,6 +102,17 @@ impl<T: Scalar, const LAST: bool> Accumulator for Picked<T, LAST> {
         })
     }
 
+    fn combine_within(&mut self, pairs: &[(u32, u32)]) {
+        for_pairs(pairs, |d, s| {
+            if self.n[s] > 0 {
+                if self.n[d] == 0 || (self.at[s] > self.at[d]) == LAST {
+                    (self.v[d], self.at[d]) = (self.v[s], self.at[s]);
+                }
+                self.n[d] += self.n[s];
+            }
+        })
+    }
+
     fn finish(&self, meta: &AggMeta, slots: &[u32]) -> Result<ArrayRef> {
         let vals = slots.iter().map(|&s| self.v[s as usize]).collect();
         T::column(vals, valid(slots, &self.n, 1), &meta.output_type())

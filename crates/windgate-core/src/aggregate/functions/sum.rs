@@ -7,7 +7,9 @@ use arrow_array::{ArrayRef, Decimal128Array};
 use arrow_schema::DataType;
 
 use super::columns::{StateColumns, exact_sum_column, int64_column};
-use super::{Accumulator, AggregateFunction, Lift, Scalar, for_pairs, lift_rows, same, valid};
+use super::{
+    Accumulator, AggregateFunction, Lift, Scalar, for_pairs, lift_rows, pair_mut, same, valid,
+};
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
 use crate::error::{Error, ErrorKind, Result};
@@ -110,6 +112,13 @@ impl Accumulator for SumInt {
         })
     }
 
+    fn combine_within(&mut self, pairs: &[(u32, u32)]) {
+        for_pairs(pairs, |d, s| {
+            self.sum[d] += self.sum[s];
+            self.n[d] += self.n[s];
+        })
+    }
+
     fn finish(&self, meta: &AggMeta, slots: &[u32]) -> Result<ArrayRef> {
         let (sum, n) = (&self.sum, &self.n);
         let nulls = valid(slots, n, 1);
@@ -193,6 +202,14 @@ impl Accumulator for SumFloat {
         for_pairs(pairs, |d, s| {
             self.sum[d].merge(&other.sum[s]);
             self.n[d] += other.n[s];
+        })
+    }
+
+    fn combine_within(&mut self, pairs: &[(u32, u32)]) {
+        for_pairs(pairs, |d, s| {
+            let (dst, src) = pair_mut(&mut self.sum, d, s);
+            dst.merge(src);
+            self.n[d] += self.n[s];
         })
     }
 

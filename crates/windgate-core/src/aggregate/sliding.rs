@@ -1,0 +1,232 @@
+//! Sliding windows over pane partials in O(1) amortised combines per (window, key), whatever the panes per
+//! window: two stacks per key (the "two-stacks" queue of sliding-window aggregation surveyed by Tangwongsan,
+//! Hirzel and Schneider, *Sliding-Window Aggregation Algorithms*, and in Shein, Chrysanthis and Labrinidis'
+//! *SlickDeque*), over the panes in which the key has rows.
+//!
+//! Each key's open panes are a queue: the *back* holds the panes pushed since the last flip and their running
+//! combination; the *front* holds suffix combinations of older panes (entry `i` is pane `i` combined with every
+//! newer front pane), oldest on top. A window is the front's top combined with the back's running state: two
+//! combines. Evicting a pane pops the front; when the front runs dry, the back's panes are flipped into
+//! suffixes, one combine per pane. Every pane is thus combined at most three times in all, and a window's
+//! state costs two combines, where recombining its panes costs one per pane (288 for a day of 5-minute
+//! panes).
+//!
+//! Combines are exact and commutative (see [`super::state`]), so the grouping of panes changes no bit of any
+//! result: the states equal the recombined ones, and the determinism tests compare every engine with the
+//! reference engine as before.
+
+use std::collections::BTreeMap;
+
+use super::slots::{KeySlots, SlotStore};
+use super::state::SKIP;
+
+/// From this many panes per window on, the pane engine combines windows through [`Sliding`]; below, it
+/// recombines the panes (a window of one or two panes costs as few combines either way, without the stacks'
+/// bookkeeping). Measured with `agg_scaling` (1000 random keys, count+sum+max): see `docs/performance.md`.
+pub(crate) const SLIDING_MIN_PANES: i64 = 3;
+
+/// One key's panes in the windows being emitted.
+#[derive(Debug)]
+struct KeyStacks {
+    /// `(pane, slot in the sliding store)`: the suffix combination from this pane on, oldest pane last.
+    front: Vec<(i64, u32)>,
+    /// `(pane, slot in the pane store)` pushed since the last flip, oldest first.
+    back: Vec<(i64, u32)>,
+    /// The combination of `back`'s panes in the sliding store; `SKIP` while `back` is empty.
+    back_state: u32,
+}
+
+impl Default for KeyStacks {
+    fn default() -> Self {
+        Self {
+            front: Vec::new(),
+            back: Vec::new(),
+            back_state: SKIP,
+        }
+    }
+}
+
+impl KeyStacks {
+    fn is_empty(&self) -> bool {
+        self.front.is_empty() && self.back.is_empty()
+    }
+}
+
+/// The per-key stacks of the pane engine's current window, with their own store of combined states.
+pub(crate) struct Sliding {
+    keys: Vec<KeyStacks>,
+    store: SlotStore,
+    /// Keys with a pane in the current window, and each key's place in it (`SKIP` when absent).
+    active: Vec<u32>,
+    place: Vec<u32>,
+    /// Panes below `pushed` were pushed; panes below `evicted` were evicted.
+    pushed: i64,
+    evicted: i64,
+    pairs: Vec<(u32, u32)>,
+}
+
+impl Sliding {
+    pub(crate) fn new(store: SlotStore) -> Self {
+        Self {
+            keys: Vec::new(),
+            store,
+            active: Vec::new(),
+            place: Vec::new(),
+            pushed: i64::MIN,
+            evicted: i64::MIN,
+            pairs: Vec::new(),
+        }
+    }
+
+    /// Moves the window to panes `first..=last`: evicts the panes before `first`, then pushes the panes up to
+    /// `last` (`panes` holds every open pane; `pane_store` their states).
+    pub(crate) fn advance(
+        &mut self,
+        first: i64,
+        last: i64,
+        panes: &BTreeMap<i64, KeySlots>,
+        pane_store: &SlotStore,
+    ) {
+        let upto = first.min(self.pushed);
+        if self.evicted < upto {
+            for (_, pane) in panes.range(self.evicted..upto) {
+                for &(key, _) in &pane.entries {
+                    self.evict(key, first, pane_store);
+                }
+            }
+        }
+        self.evicted = self.evicted.max(first);
+        self.pushed = self.pushed.max(first);
+        if self.pushed > last {
+            return;
+        }
+        self.pairs.clear();
+        for (&p, pane) in panes.range(self.pushed..=last) {
+            for &(key, slot) in &pane.entries {
+                let k = key as usize;
+                if k >= self.keys.len() {
+                    self.keys.resize_with(k + 1, KeyStacks::default);
+                    self.place.resize(k + 1, SKIP);
+                }
+                if self.place[k] == SKIP {
+                    self.place[k] = self.active.len() as u32;
+                    self.active.push(key);
+                }
+                let ks = &mut self.keys[k];
+                if ks.back_state == SKIP {
+                    ks.back_state = self.store.alloc();
+                }
+                ks.back.push((p, slot));
+                self.pairs.push((ks.back_state, slot));
+            }
+        }
+        self.store.combine_pairs(pane_store, &self.pairs);
+        self.pushed = last + 1;
+    }
+
+    /// Evicts the panes of the window that are now gone: `panes` were dropped by the pane engine (their last
+    /// window is out), so every later window starts after them.
+    pub(crate) fn evict_dropped(&mut self, pane: i64, entries: &[(u32, u32)], pane_store: &SlotStore) {
+        if pane >= self.evicted && pane < self.pushed {
+            for &(key, _) in entries {
+                self.evict(key, pane + 1, pane_store);
+            }
+        }
+        self.evicted = self.evicted.max(pane + 1);
+    }
+
+    /// Drops `key`'s panes before `first`: pops the front, and flips the back into the front when the front
+    /// runs dry.
+    fn evict(&mut self, key: u32, first: i64, pane_store: &SlotStore) {
+        let k = key as usize;
+        // A key in several evicted panes loses them all at its first eviction.
+        let Some(ks) = self.keys.get_mut(k).filter(|ks| !ks.is_empty()) else {
+            return;
+        };
+        while let Some(&(p, slot)) = ks.front.last()
+            && p < first
+        {
+            ks.front.pop();
+            self.store.release(slot);
+        }
+        if ks.front.is_empty() && ks.back.first().is_some_and(|&(p, _)| p < first) {
+            flip(ks, first, &mut self.store, pane_store);
+        }
+        if ks.is_empty() {
+            let at = self.place[k] as usize;
+            self.active.swap_remove(at);
+            if let Some(&moved) = self.active.get(at) {
+                self.place[moved as usize] = at as u32;
+            }
+            self.place[k] = SKIP;
+        }
+    }
+
+    /// The keys with a pane in the current window, in no particular order.
+    pub(crate) fn active(&self) -> &[u32] {
+        &self.active
+    }
+
+    /// Whether `key` has a pane in the current window.
+    pub(crate) fn is_active(&self, key: u32) -> bool {
+        self.place.get(key as usize).is_some_and(|&p| p != SKIP)
+    }
+
+    /// Combines the current window's state of every `(key, scratch slot)` of `rows` into `scratch`.
+    pub(crate) fn combine_into(&mut self, rows: &[(u32, u32)], scratch: &mut SlotStore) {
+        self.pairs.clear();
+        let mut back: Vec<(u32, u32)> = Vec::with_capacity(rows.len());
+        for &(key, ws) in rows {
+            let ks = &self.keys[key as usize];
+            if let Some(&(_, suffix)) = ks.front.last() {
+                self.pairs.push((ws, suffix));
+            }
+            if ks.back_state != SKIP {
+                back.push((ws, ks.back_state));
+            }
+        }
+        scratch.combine_pairs(&self.store, &self.pairs);
+        scratch.combine_pairs(&self.store, &back);
+    }
+
+    /// Renames key ids after the key dictionary forgot keys (`remap[old]` is the new id). Every key with
+    /// stacks has a pane open, so it is live.
+    pub(crate) fn remap_keys(&mut self, remap: &[u32]) {
+        let mut keys: Vec<KeyStacks> = Vec::new();
+        for (old, ks) in std::mem::take(&mut self.keys).into_iter().enumerate() {
+            if ks.is_empty() {
+                continue;
+            }
+            let new = remap[old] as usize;
+            if new >= keys.len() {
+                keys.resize_with(new + 1, KeyStacks::default);
+            }
+            keys[new] = ks;
+        }
+        self.keys = keys;
+        self.place = vec![SKIP; self.keys.len()];
+        for (at, key) in self.active.iter_mut().enumerate() {
+            *key = remap[*key as usize];
+            self.place[*key as usize] = at as u32;
+        }
+    }
+}
+
+/// Turns `ks`'s back panes from `first` on into front suffixes (the older ones are dropped): one combine per
+/// pane, newest first, so the oldest suffix ends on top.
+fn flip(ks: &mut KeyStacks, first: i64, store: &mut SlotStore, pane_store: &SlotStore) {
+    let keep = ks.back.partition_point(|&(p, _)| p < first);
+    let mut newer: Option<u32> = None;
+    for &(p, slot) in ks.back[keep..].iter().rev() {
+        let suffix = store.alloc();
+        store.combine_pairs(pane_store, &[(suffix, slot)]);
+        if let Some(n) = newer {
+            store.combine_within(&[(suffix, n)]);
+        }
+        ks.front.push((p, suffix));
+        newer = Some(suffix);
+    }
+    ks.back.clear();
+    store.release(ks.back_state);
+    ks.back_state = SKIP;
+}
