@@ -354,6 +354,16 @@ impl ExactSum {
         self.anchor = pos;
     }
 
+    /// Adds `term * 2^(pos - 1074)`, the sum of finite non-zero values scaled to one resolution by a caller
+    /// (the batch lane of `sum`, see `aggregate::functions::sum`). Zero still counts as a sum of non-zero
+    /// values: the IEEE sum is then +0.0, not -0.0.
+    pub(crate) fn add_scaled(&mut self, term: i128, pos: u16) {
+        self.not_only_neg_zero = true;
+        if term != 0 {
+            self.add_lane_wide(term, pos);
+        }
+    }
+
     /// Adds another exact sum (the combine step of panes and windows).
     #[inline]
     pub fn merge(&mut self, other: &ExactSum) {

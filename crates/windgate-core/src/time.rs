@@ -53,8 +53,8 @@ impl PaneCursor {
             return (id, false);
         }
         let id = self.spec.pane_of(ts);
-        let start = self.spec.offset() + id * self.spec.pane();
-        self.cur = Some((id, start, start + self.spec.pane()));
+        let (start, end) = self.spec.pane_bounds(id);
+        self.cur = Some((id, start, end));
         (id, true)
     }
 }
@@ -177,6 +177,13 @@ impl WindowSpec {
     #[inline]
     pub fn pane_of(&self, ts: Timestamp) -> i64 {
         floor_div(ts - self.offset, self.pane)
+    }
+
+    /// The times `[start, end)` of pane `pane`.
+    #[inline]
+    pub fn pane_bounds(&self, pane: i64) -> (Timestamp, Timestamp) {
+        let start = self.offset() + pane * self.pane();
+        (start, start + self.pane())
     }
 
     /// First pane of window `j`.

@@ -20,7 +20,7 @@ use super::slots::{KeySlots, SlotStore};
 use super::state::{InputValues, RowOrder, SKIP};
 use crate::error::Result;
 use crate::keys::KeyOrder;
-use crate::time::{PaneCursor, WindowSpec};
+use crate::time::WindowSpec;
 
 /// Windows emitted between two interruption checks: a window costs at least a few hundred nanoseconds.
 const CHECK_EVERY: u64 = 256;
@@ -43,8 +43,8 @@ pub struct PaneEngine {
 
 impl PaneEngine {
     pub fn new(spec: WindowSpec, store: SlotStore, scratch: SlotStore) -> Self {
-        let sliding =
-            (spec.panes_per_window() >= SLIDING_MIN_PANES).then(|| Sliding::new(store.empty_like()));
+        let sliding = (spec.panes_per_window() >= SLIDING_MIN_PANES)
+            .then(|| Sliding::new(store.empty_like()));
         Self {
             sliding,
             spec,
@@ -75,18 +75,28 @@ impl PaneEngine {
         } = self;
         slots.clear();
         slots.resize(ts.len(), SKIP);
-        let mut cursor = PaneCursor::new(*spec);
-        let mut pane: Option<&mut KeySlots> = None;
-        for i in 0..ts.len() {
-            if keep.is_some_and(|k| !k[i]) {
+        let kept = |i: usize| keep.is_none_or(|k| k[i]);
+        let mut i = 0;
+        while i < ts.len() {
+            if !kept(i) {
+                i += 1;
                 continue;
             }
-            let (id, changed) = cursor.pane(ts[i]);
-            if changed {
-                pane = Some(panes.entry(id).or_default());
+            // The run of rows from row i within one pane (in-order input comes in long runs): one pane
+            // lookup per run, then a key lookup per row.
+            let id = spec.pane_of(ts[i]);
+            let (start, end) = spec.pane_bounds(id);
+            let pane = panes.entry(id).or_default();
+            let run = ts[i..]
+                .iter()
+                .take_while(|&&t| t >= start && t < end)
+                .count();
+            for j in i..i + run {
+                if kept(j) {
+                    slots[j] = pane.slot(keys[j], store);
+                }
             }
-            let p = pane.as_deref_mut().expect("set above");
-            slots[i] = p.slot(keys[i], store);
+            i += run;
         }
         store.update(slots, inputs, order);
     }

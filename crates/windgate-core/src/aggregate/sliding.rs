@@ -136,7 +136,12 @@ impl Sliding {
 
     /// Evicts the panes of the window that are now gone: `panes` were dropped by the pane engine (their last
     /// window is out), so every later window starts after them.
-    pub(crate) fn evict_dropped(&mut self, pane: i64, entries: &[(u32, u32)], pane_store: &SlotStore) {
+    pub(crate) fn evict_dropped(
+        &mut self,
+        pane: i64,
+        entries: &[(u32, u32)],
+        pane_store: &SlotStore,
+    ) {
         if pane >= self.evicted && pane < self.pushed {
             for &(key, _) in entries {
                 self.evict(key, pane + 1, pane_store);

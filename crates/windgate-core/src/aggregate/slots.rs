@@ -110,6 +110,18 @@ impl KeySlots {
     /// The key's slot in `store`, allocated on first use.
     #[inline]
     pub fn slot(&mut self, key: u32, store: &mut SlotStore) -> u32 {
+        // The hot path: a dense group that already has the key (a sparse group's array is empty).
+        if let Some(&slot) = self.slot_of_key.get(key as usize)
+            && slot != SKIP
+        {
+            return slot;
+        }
+        self.slot_slow(key, store)
+    }
+
+    /// [`Self::slot`] for a key new to the group, or a sparse group.
+    #[inline(never)]
+    fn slot_slow(&mut self, key: u32, store: &mut SlotStore) -> u32 {
         let k = key as usize;
         if self.sparse.is_none() && k >= self.slot_of_key.len() {
             if k >= DENSE_ALWAYS && k > DENSE_SLACK * (self.entries.len() + 1) {

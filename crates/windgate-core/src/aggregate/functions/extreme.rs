@@ -75,8 +75,9 @@ impl<T: Scalar, const MAX: bool> Lift for Extreme<T, MAX> {
 
     #[inline(always)]
     fn lift(&mut self, slot: usize, x: T, _: usize, _: &RowOrder<'_>) {
+        // An empty slot holds `worst`, which every value beats or equals: no test for "empty".
         let x = x.canonical();
-        if self.n[slot] == 0 || x.beats::<MAX>(self.v[slot]) {
+        if x.beats::<MAX>(self.v[slot]) {
             self.v[slot] = x;
         }
         self.n[slot] += 1;
@@ -84,11 +85,10 @@ impl<T: Scalar, const MAX: bool> Lift for Extreme<T, MAX> {
 }
 
 impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
-    slot_vectors!(v: T::default(), n: 0);
+    slot_vectors!(v: T::worst::<MAX>(), n: 0);
 
-    /// Only the count: a value beside a zero count is never read.
     fn reset(&mut self, i: usize) {
-        self.n[i] = 0;
+        (self.v[i], self.n[i]) = (T::worst::<MAX>(), 0);
     }
 
     fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {
@@ -134,6 +134,11 @@ impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
 
     fn import(&mut self, n: Vec<i64>, cols: &StateColumns<'_>) -> Result<()> {
         self.v = cols.values(&n)?;
+        for (v, &n) in self.v.iter_mut().zip(&n) {
+            if n == 0 {
+                *v = T::worst::<MAX>();
+            }
+        }
         self.n = n;
         Ok(())
     }

@@ -235,6 +235,33 @@ fn each_valid(slots: &[u32], nulls: Option<&NullBuffer>, mut f: impl FnMut(usize
     }
 }
 
+/// Calls `f(slot, value)` for every row with a slot and a non-null value: [`each_valid`] walking the values
+/// alongside the slots, with no index into them.
+#[inline]
+fn each_valid_value<T: Copy>(
+    slots: &[u32],
+    values: &[T],
+    nulls: Option<&NullBuffer>,
+    mut f: impl FnMut(usize, T),
+) {
+    match nulls {
+        Some(nulls) if nulls.null_count() > 0 => {
+            for (i, (&s, &x)) in slots.iter().zip(values).enumerate() {
+                if s != SKIP && nulls.is_valid(i) {
+                    f(s as usize, x);
+                }
+            }
+        }
+        _ => {
+            for (&s, &x) in slots.iter().zip(values) {
+                if s != SKIP {
+                    f(s as usize, x);
+                }
+            }
+        }
+    }
+}
+
 /// Calls `f(dst, src)` for every pair.
 #[inline(always)]
 fn for_pairs(pairs: &[(u32, u32)], mut f: impl FnMut(usize, usize)) {
@@ -277,6 +304,9 @@ pub(crate) trait Scalar: Copy + Default + Debug + Send + Sync + 'static {
     fn canonical(self) -> Self;
     /// Whether `self` replaces `current` as the maximum (`MAX`) or the minimum.
     fn beats<const MAX: bool>(self, current: Self) -> bool;
+    /// The value no canonical value loses to: an empty extreme state holds it, so a lift needs no test for
+    /// "empty" (`-inf` for a float maximum, the one NaN for a float minimum, as `total_cmp` orders them).
+    fn worst<const MAX: bool>() -> Self;
     /// An output (or partial-state) column of type `target` from the values.
     fn column(values: Vec<Self>, nulls: Option<NullBuffer>, target: &DataType) -> Result<ArrayRef>;
     /// The values of a partial-state column.
@@ -298,6 +328,9 @@ impl Scalar for i64 {
     #[inline]
     fn beats<const MAX: bool>(self, current: Self) -> bool {
         (MAX && self > current) || (!MAX && self < current)
+    }
+    fn worst<const MAX: bool>() -> Self {
+        if MAX { i64::MIN } else { i64::MAX }
     }
     fn column(values: Vec<Self>, nulls: Option<NullBuffer>, target: &DataType) -> Result<ArrayRef> {
         let array = arrow_array::Int64Array::new(values.into(), nulls);
@@ -326,6 +359,9 @@ impl Scalar for f64 {
     fn beats<const MAX: bool>(self, current: Self) -> bool {
         let ord = self.total_cmp(&current);
         if MAX { ord.is_gt() } else { ord.is_lt() }
+    }
+    fn worst<const MAX: bool>() -> Self {
+        if MAX { f64::NEG_INFINITY } else { f64::NAN }
     }
     fn column(values: Vec<Self>, nulls: Option<NullBuffer>, target: &DataType) -> Result<ArrayRef> {
         let array: ArrayRef =
