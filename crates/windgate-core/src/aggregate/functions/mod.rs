@@ -355,8 +355,18 @@ impl Scalar for f64 {
     fn canonical(self) -> Self {
         if self.is_nan() { f64::NAN } else { self }
     }
+    /// Under `total_cmp`; plain comparisons settle every pair but equal ones (`-0.0` against `0.0`) and NaN,
+    /// in one compare for most rows, so `total_cmp`'s bit twiddling runs only for those.
     #[inline]
     fn beats<const MAX: bool>(self, current: Self) -> bool {
+        let (better, worse) = if MAX {
+            (self > current, self < current)
+        } else {
+            (self < current, self > current)
+        };
+        if better || worse {
+            return better;
+        }
         let ord = self.total_cmp(&current);
         if MAX { ord.is_gt() } else { ord.is_lt() }
     }
