@@ -82,11 +82,12 @@ ORDERS = ("random", "regular")
 DIRECT_MAX_PPW = 59  # the direct DuckDB SQL explodes every row ppw times: only for short windows
 PEERS = ("duckdb", "duckdb panes+frame", "polars", "polars panes+rolling")
 REFS = ("numpy read pass", "numpy bincount")
+#: The tables: number -> heading (formatted with the table's first cell ``c`` and STANDARD).
 TABLES = {
-    "1": "panes per window",
-    "2": "keys",
-    "3": "aggregates",
-    "4": "threads",
+    "1": "1. rows/s against panes per window ({c.keys} random keys, slide {c.slide_ms} ms, {std}, 1 thread)",
+    "2": "2. rows/s against keys ({c.ppw} panes a window, slide {c.slide_ms} ms, {std}, 1 thread)",
+    "3": "3. rows/s against aggregates ({c.keys:,} random keys, {c.ppw} panes a window, 1 thread)",
+    "4": "4. rows/s against threads ({c.keys:,} random keys, {c.ppw} panes a window, {std})",
 }
 
 
@@ -463,6 +464,7 @@ def polars_worker(spec: str, repeat: int) -> None:
         if item["ipc"] != path:
             df, path = None, item["ipc"]
             df = pl.read_ipc(path).rechunk()
+            print(json.dumps({"loaded": path}), flush=True)  # the parent's clock for the next item starts
         case = Case(**{**item["case"], "threads": tuple(item["case"]["threads"])})
         query = POLARS_QUERIES[item["engine"]]
         try:
@@ -473,11 +475,21 @@ def polars_worker(spec: str, repeat: int) -> None:
         print(json.dumps({"id": item["id"], "pool": pl.thread_pool_size(), **line}), flush=True)
 
 
+def _more_keys(it: dict, late: dict) -> bool:
+    a, b = it["case"], late["case"]
+    same = (a["table"], a["order"], it["engine"]) == (b["table"], b["order"], late["engine"])
+    return same and a["keys"] > b["keys"]
+
+
+def _item(it: dict, threads: int) -> str:
+    return f"{it['engine']} ({threads} threads), table {it['case']['table']} {it['case']['label']}"
+
+
 def run_polars(items: list[dict], threads: int, repeat: int, timeout: float) -> dict:
-    """Every item (``id``, ``ipc``, ``case``, ``engine``) in a worker subprocess with ``POLARS_MAX_THREADS=threads``.
-    An item that takes more than ``timeout`` seconds (plus slack for reading its result) gets the value
-    None, its worker is killed and a new one goes on with the rest; else ``(seconds, runs, summary)``, or the
-    exception text of a failed item."""
+    """Every item (``id``, ``ipc``, ``case``, ``engine``) in a worker subprocess with
+    ``POLARS_MAX_THREADS=threads``. An item that takes more than ``timeout`` seconds (plus slack for reading
+    its result) gets the value None, its worker is killed and a new one goes on with the rest; else
+    ``(seconds, runs, summary)``, or the exception text of a failed item."""
     out: dict = {}
     pending = list(items)
     while pending:
@@ -495,23 +507,29 @@ def run_polars(items: list[dict], threads: int, repeat: int, timeout: float) -> 
         with tempfile.TemporaryFile() as err:
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=err)
             buf = b""
-            deadline = time.monotonic() + timeout + 30  # the first item also waits for imports and the read
+            deadline = time.monotonic() + 120  # imports and the first read (the item's clock starts after)
             try:
                 while pending:
                     left = deadline - time.monotonic()
                     ready, _, _ = select.select([proc.stdout], [], [], max(left, 0))
                     if not ready:  # the first pending item ran out of time
-                        log(f"  {pending[0]['engine']} ({threads} threads): timeout after {timeout:g} s")
-                        out[pending.pop(0)["id"]] = None
+                        late = pending.pop(0)
+                        log(f"  {_item(late, threads)}: timeout after {timeout:g} s")
+                        out[late["id"]] = None
+                        c = late["case"]
+                        if c["table"] == "2":  # the same peer at more keys: skipped
+                            why = {"skipped": f"timed out at {c['keys']:,} keys"}
+                            for it in [it for it in pending if _more_keys(it, late)]:
+                                out[it["id"]] = why
+                                pending.remove(it)
+                                log(f"  {_item(it, threads)}: skipped, {why['skipped']}")
                         break
                     chunk = os.read(proc.stdout.fileno(), 1 << 16)
                     if not chunk:  # the worker exited: every pending item failed
                         proc.wait()
                         err.seek(0)
-                        tail = (err.read().decode(errors="replace").strip().splitlines() or ["(no output)"])[
-                            -1
-                        ]
-                        msg = f"polars worker exited with {proc.returncode}: {tail}"
+                        lines = err.read().decode(errors="replace").strip().splitlines()
+                        msg = f"polars worker exited with {proc.returncode}: {(lines or ['(no output)'])[-1]}"
                         out.update({it["id"]: msg for it in pending})
                         pending = []
                         break
@@ -519,12 +537,20 @@ def run_polars(items: list[dict], threads: int, repeat: int, timeout: float) -> 
                     while b"\n" in buf and pending:
                         line, buf = buf.split(b"\n", 1)
                         res = json.loads(line)
+                        deadline = time.monotonic() + timeout + 3
+                        if "loaded" in res:
+                            continue
                         if res["pool"] != threads:
                             log(f"polars: asked for {threads} threads, its pool has {res['pool']}")
                         pending = [it for it in pending if it["id"] != res["id"]]
                         got = res.get("error") or (res["seconds"], res["runs"], res["summary"])
                         out[res["id"]] = got
-                        deadline = time.monotonic() + timeout + 5
+                        it = next(i for i in items if i["id"] == res["id"])
+                        if isinstance(got, str):
+                            log(f"  {_item(it, threads)}: {got}")
+                        else:
+                            log(f"  {_item(it, threads)}: {it['case']['rows'] / got[0] / 1e6:.2f} M rows/s")
+                        deadline = time.monotonic() + timeout + 3
             finally:
                 if proc.poll() is None:
                     proc.kill()
@@ -555,6 +581,8 @@ def _rate(value) -> str:
 def cell_value(r: dict | None) -> float | str | None:
     if r is None:
         return None
+    if r.get("skipped"):
+        return f"skipped ({r['skipped']})"
     if r.get("timeout"):
         return f"timeout (> {r['timeout']:g} s)"
     if r.get("error"):
@@ -648,23 +676,48 @@ def thread_table(results: list[dict], case: Case) -> str:
     return report.markdown_table(rows, columns) + "".join(f"\n\n{line}." for line in ratios)
 
 
+#: Plot colours: windgate orange, each peer its own, the numpy reference grey; CYCLE: the same as
+#: matplotlib's colour-cycle codes, for line formats.
+CYCLE = {
+    "windgate": "C1",
+    "duckdb": "C0",
+    "duckdb panes+frame": "C9",
+    "polars": "C4",
+    "polars panes+rolling": "C6",
+}
+COLORS = {
+    "windgate": plots.WINDGATE_COLOR,
+    "duckdb": "tab:blue",
+    "duckdb panes+frame": "tab:cyan",
+    "polars": "tab:purple",
+    "polars panes+rolling": "tab:pink",
+    "numpy read pass": "silver",
+}
+
+
 def plot(results, path: Path, title: str) -> Path | None:
     """Four panels: rows/s against panes per window, keys (random solid, regular dashed), aggregates and
-    threads; windgate in orange, the read-only pass as a grey line."""
+    threads; windgate in orange, the numpy read pass as a grey line or bar."""
     ok = [r for r in results if r.get("rows_per_s") and not str(r.get("check", "")).startswith("FAIL")]
+
+    def read_pass(rs):
+        ref = [r["rows_per_s"] / 1e6 for r in rs if r["engine"] == "numpy read pass"]
+        return max(ref) if ref else None
+
     panels = []
     t1 = [r for r in ok if r["table"] == "1"]
     if t1:
-        ref = [r["rows_per_s"] / 1e6 for r in t1 if r["engine"] == "numpy read pass"]
+        ref = read_pass(t1)
         panels.append(
             plots.Lines(
                 "1: panes per window (100 random keys, count+sum+max, 1 thread)",
-                {e: plots.points(t1, "ppw", "rows_per_s", scale=1e6, engine=e) for e in ("windgate", *PEERS)},
+                {e: plots.points(t1, "ppw", "rows_per_s", scale=1e6, engine=e) for e in CYCLE},
                 xlabel="panes per window",
                 ylabel="M rows/s (log; higher is better)",
                 xscale="log",
                 yscale="log",
-                hlines=[(max(ref), "numpy read pass")] if ref else (),
+                styles={e: f"{c}-o" for e, c in CYCLE.items()},
+                hlines=[(ref, "numpy read pass")] if ref else (),
                 plain_log_labels=True,
             )
         )
@@ -674,10 +727,10 @@ def plot(results, path: Path, title: str) -> Path | None:
         for e in ("windgate", "duckdb", "duckdb panes+frame", "polars panes+rolling"):
             for o in ORDERS:
                 series[f"{e} {o}"] = plots.points(t2, "keys", "rows_per_s", scale=1e6, engine=e, order=o)
-                styles[f"{e} {o}"] = "-o" if o == "random" else "--s"
+                styles[f"{e} {o}"] = CYCLE[e] + ("-o" if o == "random" else "--s")
         panels.append(
             plots.Lines(
-                "2: keys (6 panes, count+sum+max, 1 thread)",
+                "2: keys (6 panes, count+sum+max, 1 thread; random solid, regular dashed)",
                 series,
                 xlabel="keys",
                 ylabel="M rows/s (log)",
@@ -704,15 +757,15 @@ def plot(results, path: Path, title: str) -> Path | None:
                 },
                 ylabel="M rows/s (log)",
                 yscale="log",
-                colors={"windgate": plots.WINDGATE_COLOR},
+                colors=COLORS,
             )
         )
-    t4 = [r for r in ok if r["table"] == "4"]
+    t4 = [r for r in ok if r["table"] == "4" and r["engine"] not in REFS]
     if t4:
         names = list(dict.fromkeys(r["engine"] for r in t4))
         panels.append(
             plots.Bars(
-                "4: threads (1k random keys, 6 panes, count+sum+max)",
+                "4: threads (1k random keys, 6 panes, count+sum+max; line: numpy read pass)",
                 names,
                 {
                     f"{n} thread{'s' if n > 1 else ''}": [
@@ -723,6 +776,8 @@ def plot(results, path: Path, title: str) -> Path | None:
                 },
                 ylabel="M rows/s (log)",
                 yscale="log",
+                colors={"1 thread": "tab:gray", "2 threads": "tab:olive"},
+                hline=read_pass([r for r in ok if r["table"] == "4"]),
                 rotate=True,
             )
         )
@@ -747,8 +802,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--peer-timeout",
         type=float,
-        default=20.0,
-        help="seconds a peer may take per cell, its repeats included (default 20; then 'timeout')",
+        default=10.0,
+        help="seconds a peer may take per cell, its repeats included (default 10; then 'timeout')",
     )
     p.add_argument(
         "--strategies",
@@ -761,7 +816,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if unknown := sorted(set(args.tables) - set(TABLES)):
         p.error(f"unknown table(s) {', '.join(unknown)}; choose from 1, 2, 3, 4")
     if args.quick:
-        args.rows = args.rows if "--rows" in (argv or []) else 200_000
+        given = any(a == "--rows" or a.startswith("--rows=") for a in argv or [])
+        args.rows = args.rows if given else 200_000
         args.repeat = 1
     return args
 
@@ -812,9 +868,9 @@ def main(argv: list[str] | None = None) -> int:
     notes = [
         "rows/s: input rows over the best run's seconds, from data already in the engine's memory to a "
         "materialised result ordered by (window_start, key). Tables 1-3: every engine on 1 thread.",
-        "windgate / best peer: windgate (strategy auto) over the fastest peer whose result matched, in the same "
-        "cell; '> x' when every peer timed out (a bound from the timeout). windgate / read pass: its rows/s "
-        "over the numpy pass that only reads the three columns (the physical ceiling on this machine).",
+        "windgate / best peer: windgate (strategy auto) over the fastest peer whose result matched, in the "
+        "same cell; '> x' when every peer timed out (a bound from the timeout). windgate / read pass: its "
+        "rows/s over the numpy pass that only reads the three columns (the physical ceiling here).",
         "Checks: output rows, sum of keys, sum of window numbers and sum of counts exactly, sums of every "
         "float column to 1e-9 relative, against windgate's result in the same cell. MISMATCH marks a "
         "difference (the run exits 1); timeout: stopped after --peer-timeout seconds.",
@@ -823,28 +879,16 @@ def main(argv: list[str] | None = None) -> int:
         "the windows whose last pane the key lacks; std from the sum of squares.",
         "polars: group_by_dynamic(every=slide, period=size, offset=-size, group_by=key); polars "
         "panes+rolling: the same partials and fillers, rolling_*_by over a (key, pane) index, last by "
-        "forward fill, first by an as-of join; POLARS_MAX_THREADS in a subprocess per query.",
+        "forward fill, first by an as-of join; one worker subprocess per thread count (POLARS_MAX_THREADS).",
         f"The machine has {report.machine()['cores']} cores and is shared: compare within this run.",
         f"Wall time of the run: {wall:.0f} s.",
     ]
     sections = []
-    for t, what in TABLES.items():
+    for t, heading in TABLES.items():
         tc = [c for c in all_cases if c.table == t]
-        if not tc:
-            continue
-        c0 = tc[0]
-        if t == "1":
-            head = f"1. rows/s against panes per window ({c0.keys} random keys, slide {c0.slide_ms} ms, {STANDARD})"
-        elif t == "2":
-            head = (
-                f"2. rows/s against keys ({c0.ppw} panes a window, slide {c0.slide_ms // 1000} s, {STANDARD})"
-            )
-        elif t == "3":
-            head = f"3. rows/s against aggregates ({c0.keys:,} random keys, {c0.ppw} panes a window)"
-        else:
-            head = f"4. rows/s against threads ({c0.keys:,} random keys, {c0.ppw} panes a window, {STANDARD})"
-        body = thread_table(results, c0) if t == "4" else pivot(results, tc)
-        sections.append(f"## {head}\n\n{body}")
+        if tc:
+            body = thread_table(results, tc[0]) if t == "4" else pivot(results, tc)
+            sections.append(f"## {heading.format(c=tc[0], std=STANDARD)}\n\n{body}")
     sections.append("## Notes\n\n" + "\n".join(f"* {n}" for n in notes))
     sections.append("## Every measurement\n\n" + report.markdown_table(results, COLUMNS))
     paths = run.write(
@@ -875,17 +919,46 @@ COLUMNS = (
     ("rows_per_s", "rows/s"),
     ("out_rows", "output rows"),
     ("check", "check"),
+    ("shared", "notes"),
 )
 
 
 @dataclass
 class Pending:
-    """What the data sets leave for the end: windgate auto's summary per (table, cell, threads), the
-    checks' reference, and the Polars queries (items per thread count, their result rows by item id)."""
+    """What the data sets leave for the end: windgate auto's summary per (table, cell) on the cell's first
+    thread count, the checks' reference, and the Polars queries (items per thread count, their result rows
+    by item id)."""
 
     refs: dict[tuple, dict] = field(default_factory=dict)
     polars: dict[int, list[dict]] = field(default_factory=dict)
-    rows: dict[int, dict] = field(default_factory=dict)
+    rows: dict[int, list[dict]] = field(default_factory=dict)
+    #: query key (see :func:`query_key`) -> the result measured first (cells of several tables that run the
+    #: same query on the same data share one measurement) or the Polars item id queued for it
+    memo: dict[tuple, dict | int] = field(default_factory=dict)
+    #: (table, engine, order, threads) -> the keys at which that peer timed out (table 2 skips more keys)
+    timed_out: dict[tuple, int] = field(default_factory=dict)
+
+
+def query_key(case: Case, threads: int, engine: str) -> tuple:
+    return (case.data, case.slide_ms, case.ppw, case.aggs, threads, engine)
+
+
+MEASURED = ("seconds", "runs", "timeout", "skipped", "error", "check", "out_rows", "key_sum", "window_sum")
+
+
+def shared(r: dict, first: dict) -> dict:
+    """``r`` (a cell's row) with the measurement of ``first`` (the same query on the same data)."""
+    r.update({k: v for k, v in first.items() if k in MEASURED or k.endswith(("_sum", "_value"))})
+    r["shared"] = f"measured once for table {first['table']} {first['case']}"
+    return r
+
+
+def skip_reason(todo: Pending, case: Case, engine: str, threads: int) -> str | None:
+    """Table 2: a peer that timed out at fewer keys (same order, threads) is not run again at more."""
+    k = todo.timed_out.get((case.table, engine, case.order, threads))
+    if case.table == "2" and k is not None and case.keys > k:
+        return f"timed out at {k:,} keys"
+    return None
 
 
 def run_data_set(run, table, cases_: list[Case], ipc: str, strategies, args, todo: Pending) -> None:
@@ -912,13 +985,22 @@ def run_data_set(run, table, cases_: list[Case], ipc: str, strategies, args, tod
                 for strategy in wg_strategies:
                     name = "windgate" if strategy == "auto" else f"windgate {strategy}"
                     r = {**common, "engine": name, "threads": n, "scaling_group": name}
+                    key = query_key(case, n, name)
+                    if isinstance(todo.memo.get(key), dict):
+                        shared(r, todo.memo[key])
+                        if (ref := refs.get(todo.memo[key]["ref_of"])) is not None:
+                            refs.setdefault((case.table, case.label), ref)
+                        run.add(r, f"  {name} ({n} threads): {r['shared']}")
+                        continue
+                    todo.memo[key] = r
+                    r["ref_of"] = (case.table, case.label)
                     try:
                         # no timeout for windgate: past the peers' budget a cell gets one run
                         best, runs, s = run_windgate(table, case, strategy, n, args.repeat, timeout)
                         r.update(seconds=best, runs=runs, **s)
-                        ref = refs.get((case.table, case.label, n))
+                        ref = refs.get((case.table, case.label))
                         if ref is None:
-                            refs[(case.table, case.label, n)] = s
+                            refs[(case.table, case.label)] = s
                         r["check"] = "reference" if ref is None else check(s, ref)
                     except Exception as exc:
                         r.update(report.failure(name, n, exc))
@@ -927,16 +1009,31 @@ def run_data_set(run, table, cases_: list[Case], ipc: str, strategies, args, tod
                     if engine == "duckdb" and case.ppw > DIRECT_MAX_PPW:
                         continue
                     r = {**common, "engine": engine, "threads": n, "scaling_group": engine}
+                    key = query_key(case, n, engine)
+                    first = todo.memo.get(key)
                     if engine.startswith("polars"):
+                        if isinstance(first, int):  # queued already: the item's result goes to this row too
+                            todo.rows[first].append(r)
+                            continue
                         item = {"id": len(todo.rows), "ipc": ipc, "case": asdict(case), "engine": engine}
-                        todo.rows[item["id"]] = r
+                        todo.memo[key] = item["id"]
+                        todo.rows[item["id"]] = [r]
                         todo.polars.setdefault(n, []).append(item)
+                        continue
+                    if first is not None:
+                        run.add(shared(r, first), f"  {engine} ({n} threads): {r['shared']}")
+                        continue
+                    todo.memo[key] = r
+                    if why := skip_reason(todo, case, engine, n):
+                        r.update(seconds=None, timeout=timeout, skipped=why)
+                        run.add(r, f"  {engine} ({n} threads): skipped, {why}")
                         continue
                     try:
                         q = duckdb_direct_query(case) if engine == "duckdb" else duckdb_frame_query(case)
                         got = duck.run(q, n, args.repeat, timeout, case.slide_ms)
                         if got is None:
                             log(f"  {engine} ({n} threads): timeout after {timeout:g} s")
+                            todo.timed_out[(case.table, engine, case.order, n)] = case.keys
                     except Exception as exc:
                         got = exc
                     _add_peer(run, r, got, refs, timeout)
@@ -964,17 +1061,22 @@ def run_all_polars(run, todo: Pending, args) -> None:
         except Exception as exc:  # the worker could not run at all
             got = {it["id"]: f"{type(exc).__name__}: {exc}" for it in items}
         for it in items:
-            _add_peer(run, todo.rows[it["id"]], got.get(it["id"], "no result"), todo.refs, args.peer_timeout)
+            first, *more = todo.rows[it["id"]]
+            _add_peer(run, first, got.get(it["id"], "no result"), todo.refs, args.peer_timeout)
+            for r in more:
+                run.add(shared(r, first), "")
 
 
 def _add_peer(run, r: dict, got, refs: dict, timeout: float) -> None:
     """Record a peer's result: ``(seconds, runs, summary)``, None (timed out), or an exception (text)."""
     if got is None:
         r.update(seconds=None, timeout=timeout)
+    elif isinstance(got, dict):  # {"skipped": why}
+        r.update(seconds=None, timeout=timeout, **got)
     elif isinstance(got, tuple | list):
         best, runs, s = got
         r.update(seconds=best, runs=runs, **s)
-        r["check"] = check(s, refs.get((r["table"], r["case"], r["threads"])))
+        r["check"] = check(s, refs.get((r["table"], r["case"])))
     else:
         msg = got if isinstance(got, str) else f"{type(got).__name__}: {got}".strip()
         log(f"{r['engine']} ({r['threads']} threads) failed: {msg.splitlines()[0]}")
