@@ -29,16 +29,21 @@ materialised result ordered by (window_start, key):
   window exists iff the key has a row in one of its panes, as in windgate), see :func:`duckdb_frame_query`.
 * ``polars``: ``group_by_dynamic(every=slide, period=size, group_by=key)``; ``polars panes+rolling``: the
   same pane partials and filler rows, then ``rolling_*_by`` over a (key, pane) index, see
-  :func:`polars_panes`. Each in its own subprocess (``POLARS_MAX_THREADS``).
+  :func:`polars_panes`. Both run after the other engines, in one worker subprocess per thread count
+  (``POLARS_MAX_THREADS``) that reads each data set once.
 * ``numpy read pass`` (``ts.min()``, ``key.sum()``, ``value.sum()``) and ``numpy bincount``
   (``bincount(key, weights=value)``): rows/s of just reading the columns, the physical reference.
 
-A peer that runs longer than ``--peer-timeout`` seconds is stopped (DuckDB interrupted, the Polars process
-killed) and shown as ``timeout``. Every peer's result is checked against windgate's in the same cell: output
-rows, sum of keys, sum of window numbers, sum of counts (exact) and the sum of every float column (1e-9
-relative); a difference shows as ``MISMATCH`` in the table, is logged and makes the script exit 1.
+A peer that runs longer than ``--peer-timeout`` seconds or twice windgate's time in the cell, whichever is
+longer, is stopped (DuckDB interrupted, the Polars process killed and restarted for the next query) and shown
+as ``timeout``; in table 2 it is then skipped at more keys in the same order (shown as ``skipped``). Repeats
+stop once another run would pass that budget too (windgate is never stopped). Cells that run the same query on
+the same data (table 2's 1k random keys, table 3's count + sum + max, table 4's single thread) share one
+measurement. Every peer's result is checked against windgate's in the same cell: output rows, sum of keys, sum
+of window numbers, sum of counts (exact) and the sum of every float column (1e-9 relative); a difference shows
+as ``MISMATCH`` in the table, is logged and makes the script exit 1.
 
-    .venv/bin/python -m benches.peers agg_scaling            # 4 M rows a cell, best of 3 (~8 min)
+    .venv/bin/python -m benches.peers agg_scaling            # 4 M rows a cell, best of 3 (~7-10 min)
     .venv/bin/python -m benches.peers agg_scaling --quick    # 200 k rows, 1 run, fewer cells (< 60 s)
 
 Results: ``<out>/agg_scaling.{json,md,png}`` (default ``bench-results/``).
@@ -84,9 +89,9 @@ PEERS = ("duckdb", "duckdb panes+frame", "polars", "polars panes+rolling")
 REFS = ("numpy read pass", "numpy bincount")
 #: The tables: number -> heading (formatted with the table's first cell ``c`` and STANDARD).
 TABLES = {
-    "1": "1. rows/s against panes per window ({c.keys} random keys, slide {c.slide_ms} ms, {std}, 1 thread)",
-    "2": "2. rows/s against keys ({c.ppw} panes a window, slide {c.slide_ms} ms, {std}, 1 thread)",
-    "3": "3. rows/s against aggregates ({c.keys:,} random keys, {c.ppw} panes a window, 1 thread)",
+    "1": "1. rows/s against panes per window ({c.keys} random keys, slide {c.slide_ms:,} ms, {std}, 1 core)",
+    "2": "2. rows/s against keys ({c.ppw} panes a window, slide {c.slide_ms:,} ms, {std}, 1 core)",
+    "3": "3. rows/s against aggregates ({c.keys:,} random keys, {c.ppw} panes a window, 1 core)",
     "4": "4. rows/s against threads ({c.keys:,} random keys, {c.ppw} panes a window, {std})",
 }
 
@@ -468,7 +473,7 @@ def polars_worker(spec: str, repeat: int) -> None:
         case = Case(**{**item["case"], "threads": tuple(item["case"]["threads"])})
         query = POLARS_QUERIES[item["engine"]]
         try:
-            best, runs, res = best_of(lambda q=query, c=case, d=df: q(d, c), repeat, job["budget"])
+            best, runs, res = best_of(lambda q=query, c=case, d=df: q(d, c), repeat, item["timeout"])
             line = {"seconds": best, "runs": runs, "summary": summary(res.to_arrow(), case.slide_ms)}
         except Exception as exc:  # this item fails, the next ones run
             line = {"error": f"{type(exc).__name__}: {exc}".strip()}
@@ -485,15 +490,15 @@ def _item(it: dict, threads: int) -> str:
     return f"{it['engine']} ({threads} threads), table {it['case']['table']} {it['case']['label']}"
 
 
-def run_polars(items: list[dict], threads: int, repeat: int, timeout: float) -> dict:
-    """Every item (``id``, ``ipc``, ``case``, ``engine``) in a worker subprocess with
-    ``POLARS_MAX_THREADS=threads``. An item that takes more than ``timeout`` seconds (plus slack for reading
-    its result) gets the value None, its worker is killed and a new one goes on with the rest; else
+def run_polars(items: list[dict], threads: int, repeat: int) -> dict:
+    """Every item (``id``, ``ipc``, ``case``, ``engine``, ``timeout``) in a worker subprocess with
+    ``POLARS_MAX_THREADS=threads``. An item that takes more than its ``timeout`` seconds (plus slack for
+    reading its result) gets the value None, its worker is killed and a new one goes on with the rest; else
     ``(seconds, runs, summary)``, or the exception text of a failed item."""
     out: dict = {}
     pending = list(items)
     while pending:
-        spec = json.dumps({"items": pending, "budget": timeout})
+        spec = json.dumps({"items": pending})
         cmd, env = runner.worker(
             NAME,
             "--worker",
@@ -514,7 +519,7 @@ def run_polars(items: list[dict], threads: int, repeat: int, timeout: float) -> 
                     ready, _, _ = select.select([proc.stdout], [], [], max(left, 0))
                     if not ready:  # the first pending item ran out of time
                         late = pending.pop(0)
-                        log(f"  {_item(late, threads)}: timeout after {timeout:g} s")
+                        log(f"  {_item(late, threads)}: timeout after {late['timeout']:.1f} s")
                         out[late["id"]] = None
                         c = late["case"]
                         if c["table"] == "2":  # the same peer at more keys: skipped
@@ -537,7 +542,7 @@ def run_polars(items: list[dict], threads: int, repeat: int, timeout: float) -> 
                     while b"\n" in buf and pending:
                         line, buf = buf.split(b"\n", 1)
                         res = json.loads(line)
-                        deadline = time.monotonic() + timeout + 3
+                        deadline = time.monotonic() + pending[0]["timeout"] + 3 if pending else 0
                         if "loaded" in res:
                             continue
                         if res["pool"] != threads:
@@ -550,7 +555,7 @@ def run_polars(items: list[dict], threads: int, repeat: int, timeout: float) -> 
                             log(f"  {_item(it, threads)}: {got}")
                         else:
                             log(f"  {_item(it, threads)}: {it['case']['rows'] / got[0] / 1e6:.2f} M rows/s")
-                        deadline = time.monotonic() + timeout + 3
+                        deadline = time.monotonic() + pending[0]["timeout"] + 3 if pending else 0
             finally:
                 if proc.poll() is None:
                     proc.kill()
@@ -584,7 +589,7 @@ def cell_value(r: dict | None) -> float | str | None:
     if r.get("skipped"):
         return f"skipped ({r['skipped']})"
     if r.get("timeout"):
-        return f"timeout (> {r['timeout']:g} s)"
+        return f"timeout (> {r['timeout']:.1f} s)"
     if r.get("error"):
         return "error"
     if str(r.get("check", "")).startswith("FAIL"):
@@ -803,7 +808,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--peer-timeout",
         type=float,
         default=10.0,
-        help="seconds a peer may take per cell, its repeats included (default 10; then 'timeout')",
+        help="seconds a peer may take per cell, its repeats included, at least twice windgate's (default 10)",
     )
     p.add_argument(
         "--strategies",
@@ -869,11 +874,12 @@ def main(argv: list[str] | None = None) -> int:
         "rows/s: input rows over the best run's seconds, from data already in the engine's memory to a "
         "materialised result ordered by (window_start, key). Tables 1-3: every engine on 1 thread.",
         "windgate / best peer: windgate (strategy auto) over the fastest peer whose result matched, in the "
-        "same cell; '> x' when every peer timed out (a bound from the timeout). windgate / read pass: its "
-        "rows/s over the numpy pass that only reads the three columns (the physical ceiling here).",
+        "same cell; '> x' when every peer run timed out (a bound from the timeout). windgate / read pass: "
+        "its rows/s over the numpy pass that only reads the three columns (the physical ceiling here).",
         "Checks: output rows, sum of keys, sum of window numbers and sum of counts exactly, sums of every "
         "float column to 1e-9 relative, against windgate's result in the same cell. MISMATCH marks a "
-        "difference (the run exits 1); timeout: stopped after --peer-timeout seconds.",
+        f"difference (the run exits 1); timeout: stopped after {timeout:g} s or twice windgate's seconds in "
+        "the cell, whichever is longer; skipped: not run at more keys once it timed out at fewer (table 2).",
         f"duckdb (direct explode) runs below {DIRECT_MAX_PPW + 1} panes a window only; duckdb panes+frame: "
         "pane partials, then a RANGE frame of ppw panes per key over pane rows plus empty filler rows for "
         "the windows whose last pane the key lacks; std from the sum of squares.",
@@ -982,6 +988,7 @@ def run_data_set(run, table, cases_: list[Case], ipc: str, strategies, args, tod
             }
             wg_strategies = strategies if case.table == "4" else ["auto"]
             for n in case.threads:
+                limit = timeout
                 for strategy in wg_strategies:
                     name = "windgate" if strategy == "auto" else f"windgate {strategy}"
                     r = {**common, "engine": name, "threads": n, "scaling_group": name}
@@ -998,6 +1005,8 @@ def run_data_set(run, table, cases_: list[Case], ipc: str, strategies, args, tod
                         # no timeout for windgate: past the peers' budget a cell gets one run
                         best, runs, s = run_windgate(table, case, strategy, n, args.repeat, timeout)
                         r.update(seconds=best, runs=runs, **s)
+                        if strategy == "auto":  # the peers get at least twice windgate's time
+                            limit = max(timeout, 2 * best)
                         ref = refs.get((case.table, case.label))
                         if ref is None:
                             refs[(case.table, case.label)] = s
@@ -1016,6 +1025,7 @@ def run_data_set(run, table, cases_: list[Case], ipc: str, strategies, args, tod
                             todo.rows[first].append(r)
                             continue
                         item = {"id": len(todo.rows), "ipc": ipc, "case": asdict(case), "engine": engine}
+                        item["timeout"] = limit
                         todo.memo[key] = item["id"]
                         todo.rows[item["id"]] = [r]
                         todo.polars.setdefault(n, []).append(item)
@@ -1025,18 +1035,18 @@ def run_data_set(run, table, cases_: list[Case], ipc: str, strategies, args, tod
                         continue
                     todo.memo[key] = r
                     if why := skip_reason(todo, case, engine, n):
-                        r.update(seconds=None, timeout=timeout, skipped=why)
+                        r.update(seconds=None, skipped=why)
                         run.add(r, f"  {engine} ({n} threads): skipped, {why}")
                         continue
                     try:
                         q = duckdb_direct_query(case) if engine == "duckdb" else duckdb_frame_query(case)
-                        got = duck.run(q, n, args.repeat, timeout, case.slide_ms)
+                        got = duck.run(q, n, args.repeat, limit, case.slide_ms)
                         if got is None:
-                            log(f"  {engine} ({n} threads): timeout after {timeout:g} s")
+                            log(f"  {engine} ({n} threads): timeout after {limit:.1f} s")
                             todo.timed_out[(case.table, engine, case.order, n)] = case.keys
                     except Exception as exc:
                         got = exc
-                    _add_peer(run, r, got, refs, timeout)
+                    _add_peer(run, r, got, refs, limit)
     finally:
         duck.close()
     c = cases_[0]
@@ -1057,12 +1067,12 @@ def run_all_polars(run, todo: Pending, args) -> None:
     for n, items in todo.polars.items():
         log(f"polars, {n} thread{'s' if n > 1 else ''}: {len(items)} queries in a worker process")
         try:
-            got = run_polars(items, n, args.repeat, args.peer_timeout)
+            got = run_polars(items, n, args.repeat)
         except Exception as exc:  # the worker could not run at all
             got = {it["id"]: f"{type(exc).__name__}: {exc}" for it in items}
         for it in items:
             first, *more = todo.rows[it["id"]]
-            _add_peer(run, first, got.get(it["id"], "no result"), todo.refs, args.peer_timeout)
+            _add_peer(run, first, got.get(it["id"], "no result"), todo.refs, it["timeout"])
             for r in more:
                 run.add(shared(r, first), "")
 
@@ -1072,7 +1082,7 @@ def _add_peer(run, r: dict, got, refs: dict, timeout: float) -> None:
     if got is None:
         r.update(seconds=None, timeout=timeout)
     elif isinstance(got, dict):  # {"skipped": why}
-        r.update(seconds=None, timeout=timeout, **got)
+        r.update(seconds=None, **got)
     elif isinstance(got, tuple | list):
         best, runs, s = got
         r.update(seconds=best, runs=runs, **s)
