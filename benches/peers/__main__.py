@@ -18,6 +18,7 @@ from .runner import DEFAULT_OUT, worker
 #: Every suite: module name -> what it compares.
 SUITES = {
     "window_aggregate": "sliding-window aggregation: windgate, Polars, DuckDB, pandas, Spark",
+    "agg_scaling": "window aggregation rows/s against panes per window, keys, aggregates, threads; peers",
     "farm_schedulers": "pane-farm schedulers under bursty arrivals",
     "thesis_approaches": "the disjoint-parallel aggregation approaches in the thesis' three settings",
     "band_join": "band join: windgate, DuckDB, Polars, Spark",
@@ -32,6 +33,7 @@ SUITES = {
 #: What ``all`` (and ``make bench-peers``) runs, in this order, at each suite's default sizes.
 ALL = (
     "window_aggregate",
+    "agg_scaling",
     "farm_schedulers",
     "thesis_approaches",
     "band_join",
