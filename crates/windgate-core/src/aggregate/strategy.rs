@@ -35,7 +35,7 @@ strategies! {
         Auto = "auto", Build::Auto, PARALLEL.farm_options();
         /// The plain single-threaded engine written from the definition: the tests' oracle.
         Reference = "reference", Build::Reference, SERIAL.role(Role::Reference);
-        /// The single-threaded pane engine: panes of gcd(size, slide), windows combined from panes.
+        /// The single-threaded pane engine: panes of gcd(size, slide); long windows through per-key two stacks (O(1) combines per window).
         Pane = "pane", Build::Pane, SERIAL;
         /// The parallel pane farm (Mencagli et al. 2017): worker farms for panes and for windows, adaptive splitting.
         Farm = "farm", Build::Parallel(farm::build), PARALLEL.farm_options();

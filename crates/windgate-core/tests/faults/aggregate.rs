@@ -301,7 +301,11 @@ fn forgetting_keys_never_changes_a_row() {
     .unwrap();
     // Windows of 2 panes recombine their panes; windows of 8 go through the sliding stacks, whose per-key
     // state must follow the renamed keys too.
-    let shapes = [(Strategy::Pane, 20), (Strategy::Reference, 20), (Strategy::Pane, 80)];
+    let shapes = [
+        (Strategy::Pane, 20),
+        (Strategy::Reference, 20),
+        (Strategy::Pane, 80),
+    ];
     for (strategy, size) in shapes {
         let mut o = WindowAggregateOptions::new(
             "ts",

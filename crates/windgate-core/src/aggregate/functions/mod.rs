@@ -49,6 +49,7 @@ macro_rules! slot_vectors {
 mod columns;
 mod count;
 mod extreme;
+mod lane;
 mod moments;
 mod pick;
 mod sum;

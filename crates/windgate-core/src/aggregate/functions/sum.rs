@@ -4,13 +4,12 @@ use std::any::Any;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Decimal128Array};
-use arrow_buffer::NullBuffer;
 use arrow_schema::DataType;
 
 use super::columns::{StateColumns, exact_sum_column, int64_column};
+use super::lane::BatchLane;
 use super::{
-    Accumulator, AggregateFunction, Lift, Scalar, each_valid_value, for_pairs, lift_rows, pair_mut,
-    same, valid,
+    Accumulator, AggregateFunction, Lift, Scalar, for_pairs, lift_rows, pair_mut, same, valid,
 };
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
@@ -175,9 +174,7 @@ pub(super) struct SumFloat {
     mean: bool,
     sum: Vec<ExactSum>,
     n: Vec<i64>,
-    /// The batch lane's per-slot integer sums (zero between batches) and the slots it touched.
-    lane: Vec<i128>,
-    touched: Vec<u32>,
+    lane: BatchLane,
 }
 
 impl Lift for SumFloat {
@@ -190,67 +187,6 @@ impl Lift for SumFloat {
     }
 }
 
-/// The batch lane: a float's mantissa shifted to a resolution shared by the chunk takes at most this many bits
-/// above its own 53, so that [`LANE_ROWS`] such terms sum below 2^126 in an `i128`.
-const LANE_SHIFT: i64 = 126 - 53 - 17;
-const LANE_ROWS: usize = 1 << 17;
-const FRACTION: u64 = (1 << 52) - 1;
-
-impl SumFloat {
-    /// Lifts a batch through the batch lane: values within [`LANE_SHIFT`] binades of the chunk's largest are
-    /// summed as integers at one resolution into a per-slot `i128` (a shift and an add per row, where an
-    /// [`ExactSum`] add re-anchors its own lane), then added to the slot's exact sum once per chunk. Zeros,
-    /// subnormals, NaN, infinities and values far below the chunk's largest take the exact sum's own add. The
-    /// sum is exact either way, so the bits are the same.
-    fn lift_lane(&mut self, slots: &[u32], v: &[f64], nulls: Option<&NullBuffer>) {
-        self.lane.resize(self.sum.len(), 0);
-        for start in (0..slots.len()).step_by(LANE_ROWS) {
-            let end = slots.len().min(start + LANE_ROWS);
-            let top = v[start..end]
-                .iter()
-                .map(|x| match (x.to_bits() >> 52) & 0x7ff {
-                    0x7ff => 0,
-                    biased => biased as i64,
-                })
-                .max()
-                .unwrap_or(0);
-            let anchor = (top - 1 - LANE_SHIFT).max(0);
-            let (sum, n, lane, touched) = (
-                &mut self.sum,
-                &mut self.n,
-                &mut self.lane,
-                &mut self.touched,
-            );
-            let nulls = nulls.map(|b| b.slice(start, end - start));
-            each_valid_value(
-                &slots[start..end],
-                &v[start..end],
-                nulls.as_ref(),
-                |s, x| {
-                    let bits = x.to_bits();
-                    n[s] += 1;
-                    let d = ((bits >> 52) & 0x7ff) as i64 - 1 - anchor;
-                    if (d as u64) <= LANE_SHIFT as u64 {
-                        let m = ((bits & FRACTION) | (1 << 52)) as i64;
-                        let sign = (bits as i64) >> 63;
-                        if lane[s] == 0 {
-                            touched.push(s as u32);
-                        }
-                        lane[s] += (((m ^ sign) - sign) as i128) << d;
-                    } else {
-                        sum[s].add(x);
-                    }
-                },
-            );
-            for &s in touched.iter() {
-                let term = std::mem::take(&mut lane[s as usize]);
-                sum[s as usize].add_scaled(term, anchor as u16);
-            }
-            touched.clear();
-        }
-    }
-}
-
 impl Accumulator for SumFloat {
     slot_vectors!(sum: ExactSum::new(), n: 0);
 
@@ -258,9 +194,11 @@ impl Accumulator for SumFloat {
         (self.sum[i], self.n[i]) = (ExactSum::new(), 0);
     }
 
+    /// Through the batch lane (see [`super::lane`]): the same exact sums as lifting row by row.
     fn update(&mut self, slots: &[u32], input: &InputValues, _: RowOrder<'_>) {
         let (v, nulls) = f64::input(input);
-        self.lift_lane(slots, v, nulls);
+        let n = &mut self.n;
+        self.lane.add(&mut self.sum, slots, v, nulls, |s| n[s] += 1);
     }
 
     fn combine_pairs(&mut self, other: &dyn Accumulator, pairs: &[(u32, u32)]) {
