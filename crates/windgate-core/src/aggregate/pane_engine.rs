@@ -36,7 +36,7 @@ pub struct PaneEngine {
     /// Key -> scratch slot of the window being combined (windows of few panes, recombined per window).
     window_slot_of_key: Vec<u32>,
     /// The per-key stacks of windows of many panes (see [`super::sliding`]).
-    sliding: Option<Sliding>,
+    sliding: Option<Box<Sliding>>,
     /// Reused buffer for row slots.
     slots: Vec<u32>,
 }
@@ -44,7 +44,7 @@ pub struct PaneEngine {
 impl PaneEngine {
     pub fn new(spec: WindowSpec, store: SlotStore, scratch: SlotStore) -> Self {
         let sliding = (spec.panes_per_window() >= SLIDING_MIN_PANES)
-            .then(|| Sliding::new(store.empty_like()));
+            .then(|| Box::new(Sliding::new(store.empty_like())));
         Self {
             sliding,
             spec,
