@@ -7,7 +7,7 @@ mod common;
 use arrow_array::Array;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int32Type, Int64Type};
-use common::{Row, aggs, batch, brute, case, run};
+use common::{Case, Row, aggs, batch, brute, case, run};
 use proptest::prelude::*;
 use windgate_core::aggregate::{
     LatenessOpt, Span, Strategy, WindowAggregateOptions, WindowAggregator,
@@ -35,6 +35,66 @@ proptest! {
             )
         }).collect();
         prop_assert_eq!(got, brute(&c));
+    }
+}
+
+/// Long windows (6 to 48 panes, one or several panes per slide) over many keys that come and go, with gaps
+/// in time: the windows the pane engine builds through its per-key two stacks.
+fn long_window_case() -> impl proptest::strategy::Strategy<Value = Case> {
+    use proptest::strategy::Strategy as _;
+    (
+        1i64..4,
+        6i64..49,
+        1i64..4,
+        -20i64..20,
+        prop::option::of(0i64..30),
+    )
+        .prop_flat_map(|(pane, ppw, per_slide, offset, lateness)| {
+            let row = (
+                prop_oneof![0i64..400, 900i64..1300, 3000i64..3100],
+                prop::option::weighted(0.95, 0i32..60),
+                prop::option::weighted(0.9, -400i32..400),
+                -1000i64..1000,
+                0i64..30,
+            );
+            (
+                Just((pane * ppw, pane * per_slide.min(ppw), offset, lateness)),
+                prop::collection::vec(row, 0..400),
+                prop::collection::vec(0usize..400, 0..8),
+            )
+        })
+        .prop_map(|((size, slide, offset, lateness), rows, mut cuts)| {
+            let mut rows: Vec<(Row, i64)> = rows
+                .into_iter()
+                .map(|(ts, key, v, iv, delay)| {
+                    let v = v.map(|x| x as f64 * 0.125);
+                    (Row { ts, key, v, iv }, delay)
+                })
+                .collect();
+            if let Some(k) = lateness {
+                rows.sort_by_key(|(r, _)| r.ts);
+                rows.sort_by_key(|(r, d)| r.ts + d % (k + 1));
+            }
+            cuts.sort();
+            Case {
+                size,
+                slide,
+                offset,
+                lateness,
+                rows: rows.into_iter().map(|(r, _)| r).collect(),
+                cuts,
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn long_windows_equal_the_reference(c in long_window_case()) {
+        let reference = run(&c, Strategy::Reference, false);
+        prop_assert_eq!(&run(&c, Strategy::Pane, true), &reference);
+        prop_assert_eq!(&run(&c, Strategy::Pane, false), &reference);
     }
 }
 
