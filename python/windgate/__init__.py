@@ -128,6 +128,8 @@ def window_aggregate(
             least 2**20 rows, more than one thread and at most 24 panes per window, else ``"pane"``; the
             streaming operator picks the farm when its first push has at least 2**15 rows),
             ``"pane"`` (single-threaded panes), ``"farm"`` (the parallel pane farm of Mencagli et al. 2017),
+            ``"shard"`` (key-partitioned pane engines: each worker numbers and aggregates the keys hashing to
+            it, the caller only shares batches and merges finished windows),
             ``"rrcpa"`` (the pane-based approach of Beicht's thesis on disjoint parallel sliding-window
             aggregation), ``"hsa"`` and ``"rra"`` (its line baselines), ``"hoa"`` and ``"rrca"`` (its ring
             baselines: hash-once and round-robin-cyclic), the multiway designs of Cederman et al. for several

@@ -20,6 +20,9 @@ pub(crate) enum Build {
     Reference,
     /// A parallel engine, run by [`parallel::Driver`].
     Parallel(parallel::Build),
+    /// The key-partitioned engine, [`parallel::shard::ShardEngine`] (it numbers keys on its workers, so it
+    /// is not a [`parallel::ParallelEngine`]).
+    Shard,
 }
 
 const SERIAL: Capabilities = Capabilities::SERIAL;
@@ -39,6 +42,8 @@ strategies! {
         Pane = "pane", Build::Pane, SERIAL;
         /// The parallel pane farm (Mencagli et al. 2017): worker farms for panes and for windows, adaptive splitting.
         Farm = "farm", Build::Parallel(farm::build), PARALLEL.farm_options();
+        /// Key-partitioned pane engines (Beicht): each worker numbers, lifts and emits the keys hashing to it.
+        Shard = "shard", Build::Shard, PARALLEL;
         /// Beicht's round-robin-cyclic pane-based approach: pane p on worker p mod P, windows passed along a line.
         Rrcpa = "rrcpa", Build::Parallel(rrcpa::build), BASELINE;
         /// Beicht's handshake approach: every row visits a line of workers, each owning windows by hash.

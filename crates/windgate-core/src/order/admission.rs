@@ -155,9 +155,7 @@ fn admit_all(ks: &mut KSlack, ts: &[i64]) -> Option<(i64, i64)> {
     let (&first, &last) = (ts.first()?, ts.last()?);
     match ks.policy() {
         Lateness::Exact => {
-            let (lo, hi) = ts
-                .iter()
-                .fold((i64::MAX, i64::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+            let (lo, hi) = min_max(ts);
             ks.observe(hi);
             Some((lo, hi))
         }
@@ -173,6 +171,29 @@ fn admit_all(ks: &mut KSlack, ts: &[i64]) -> Option<(i64, i64)> {
         }
         Lateness::Adaptive => None,
     }
+}
+
+/// The least and greatest of `ts` (not empty), in eight independent lanes: one running minimum is a chain of
+/// dependent compares, and this pass runs on the caller's thread for every row of every batch.
+fn min_max(ts: &[i64]) -> (i64, i64) {
+    let mut lo = [i64::MAX; 8];
+    let mut hi = [i64::MIN; 8];
+    let chunks = ts.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for k in 0..8 {
+            lo[k] = lo[k].min(c[k]);
+            hi[k] = hi[k].max(c[k]);
+        }
+    }
+    for &t in rest {
+        lo[0] = lo[0].min(t);
+        hi[0] = hi[0].max(t);
+    }
+    (
+        lo.into_iter().min().unwrap_or(i64::MAX),
+        hi.into_iter().max().unwrap_or(i64::MIN),
+    )
 }
 
 #[cfg(test)]

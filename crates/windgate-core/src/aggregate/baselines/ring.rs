@@ -570,6 +570,7 @@ mod tests {
         Admitted {
             ts: ScalarBuffer::from(ts),
             keys: (0..n as u32).map(|i| i % 3).collect(),
+            key_columns: vec![],
             keep: None,
             inputs: vec![InputValues::Star],
             source: 0,

@@ -1,5 +1,6 @@
 //! The rows the operator hands to a parallel engine: admitted, keyed and owned, so they can cross threads.
 
+use arrow_array::ArrayRef;
 use arrow_buffer::ScalarBuffer;
 
 use crate::aggregate::state::{InputValues, RowOrder};
@@ -9,7 +10,11 @@ use crate::time::WindowSpec;
 #[derive(Clone)]
 pub(crate) struct Admitted {
     pub(crate) ts: ScalarBuffer<i64>,
+    /// Key ids in the operator's dictionary; empty when the engine numbers keys on its workers (the sharded
+    /// engine in batch mode), which read `key_columns` instead.
     pub(crate) keys: Vec<u32>,
+    /// The rows' `by` columns (shared with the batch, not copied).
+    pub(crate) key_columns: Vec<ArrayRef>,
     /// `None`: every row admitted.
     pub(crate) keep: Option<Vec<bool>>,
     pub(crate) inputs: Vec<InputValues>,
@@ -32,11 +37,17 @@ impl Admitted {
     /// The pane of the latest admitted row. The engines without panes (the line, the ring, the multiway
     /// designs) find each row's windows themselves; the operator still needs the last window to flush.
     pub(crate) fn last_pane(&self, spec: WindowSpec) -> Option<i64> {
-        let keep = self.keep.as_deref();
-        (0..self.ts.len())
-            .filter(|&i| keep.is_none_or(|k| k[i]))
-            .map(|i| self.ts[i])
-            .max()
-            .map(|t| spec.pane_of(t))
+        // Branch-free folds: the sharded engine runs this on the caller's thread for every row.
+        let max = match self.keep.as_deref() {
+            None => self.ts.iter().copied().max(),
+            Some(keep) => {
+                let (any, max) = (self.ts.iter().zip(keep))
+                    .fold((false, i64::MIN), |(any, m), (&t, &k)| {
+                        (any | k, if k { m.max(t) } else { m })
+                    });
+                any.then_some(max)
+            }
+        };
+        max.map(|t| spec.pane_of(t))
     }
 }
