@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arrow_array::{Float64Array, Int64Array, RecordBatch, TimestampMillisecondArray};
-use windgate_core::aggregate::{Span, Strategy, WindowAggregateOptions, window_aggregate_in_memory};
+use windgate_core::aggregate::{
+    Span, Strategy, WindowAggregateOptions, window_aggregate_in_memory,
+};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -54,11 +56,14 @@ fn main() {
         ],
         "six" => vec![(
             "value".into(),
-            ["mean", "std", "min", "max", "first", "last"].map(String::from).to_vec(),
+            ["mean", "std", "min", "max", "first", "last"]
+                .map(String::from)
+                .to_vec(),
         )],
         other => panic!("unknown AGGS {other:?}"),
     };
-    let mut opts = WindowAggregateOptions::new("ts", Span::Text(format!("{}ms", per_pane * ppw)), aggs);
+    let mut opts =
+        WindowAggregateOptions::new("ts", Span::Text(format!("{}ms", per_pane * ppw)), aggs);
     opts.slide = Some(Span::Text(format!("{per_pane}ms")));
     opts.by = vec!["key".into()];
     opts.strategy = strategy;

@@ -53,11 +53,19 @@ fn batch(rows: &[Row]) -> RecordBatch {
     .unwrap()
 }
 
-fn options(keys: Keys, lateness: Option<i64>, strategy: Strategy, threads: usize) -> WindowAggregateOptions {
+fn options(
+    keys: Keys,
+    lateness: Option<i64>,
+    strategy: Strategy,
+    threads: usize,
+) -> WindowAggregateOptions {
     let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let aggs = vec![
         ("*".into(), names(&["count"])),
-        ("v".into(), names(&["count", "sum", "max", "mean", "first", "last"])),
+        (
+            "v".into(),
+            names(&["count", "sum", "max", "mean", "first", "last"]),
+        ),
         ("id".into(), names(&["max", "min", "last"])),
     ];
     let mut o = WindowAggregateOptions::new("ts", Span::Units(12), aggs);
@@ -93,7 +101,8 @@ fn stream(rows: &[Row], cuts: &[usize], o: WindowAggregateOptions) -> (RecordBat
 
 fn in_memory(rows: &[Row], o: WindowAggregateOptions) -> RecordBatch {
     let b = batch(rows);
-    let (schema, out) = window_aggregate_in_memory(vec![(b.schema(), vec![b])], o, || Ok(())).unwrap();
+    let (schema, out) =
+        window_aggregate_in_memory(vec![(b.schema(), vec![b])], o, || Ok(())).unwrap();
     concat_batches(&schema, &out).unwrap()
 }
 
@@ -105,20 +114,24 @@ fn rows() -> impl proptest::strategy::Strategy<Value = (Vec<Row>, Option<i64>)> 
         prop::option::weighted(0.9, -40i32..40),
         0i64..10,
     );
-    (prop::collection::vec(row, 0..150), prop::option::of(0i64..6)).prop_map(|(rows, lateness)| {
-        // Arrival: event order perturbed by a delay up to 9, so with a bound below 9 some rows are late.
-        let mut rows = rows;
-        rows.sort_by_key(|r| r.0 + r.4);
-        let rows = (rows.into_iter())
-            .map(|(ts, id, name, v, _)| Row {
-                ts,
-                id,
-                name,
-                v: v.map(|x| x as f64 * 0.25),
-            })
-            .collect();
-        (rows, lateness)
-    })
+    (
+        prop::collection::vec(row, 0..150),
+        prop::option::of(0i64..6),
+    )
+        .prop_map(|(rows, lateness)| {
+            // Arrival: event order perturbed by a delay up to 9, so with a bound below 9 some rows are late.
+            let mut rows = rows;
+            rows.sort_by_key(|r| r.0 + r.4);
+            let rows = (rows.into_iter())
+                .map(|(ts, id, name, v, _)| Row {
+                    ts,
+                    id,
+                    name,
+                    v: v.map(|x| x as f64 * 0.25),
+                })
+                .collect();
+            (rows, lateness)
+        })
 }
 
 fn keys() -> impl proptest::strategy::Strategy<Value = Keys> {
@@ -167,9 +180,17 @@ fn no_rows_one_key_and_more_workers_than_keys() {
         .collect();
     for rows in [vec![], one, two] {
         for keys in [Keys::Int, Keys::Str, Keys::Both] {
-            let (want, _) = stream(&rows, &[5, 17], options(keys, Some(2), Strategy::Reference, 1));
+            let (want, _) = stream(
+                &rows,
+                &[5, 17],
+                options(keys, Some(2), Strategy::Reference, 1),
+            );
             for threads in [1, 2, 7] {
-                let (got, _) = stream(&rows, &[5, 17], options(keys, Some(2), Strategy::Shard, threads));
+                let (got, _) = stream(
+                    &rows,
+                    &[5, 17],
+                    options(keys, Some(2), Strategy::Shard, threads),
+                );
                 assert_eq!(got, want, "{keys:?}, {threads} threads");
             }
         }

@@ -788,6 +788,7 @@ impl WindowAggregator {
             ts: read.ts,
             keys,
             key_columns: by_cols,
+            max_ts: read.admitted.range.map(|(_, hi)| hi),
             keep: read.admitted.keep,
             inputs: read.inputs,
             source: source as u32,

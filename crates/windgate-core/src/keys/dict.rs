@@ -385,7 +385,12 @@ mod tests {
             ),
             (
                 DataType::Utf8,
-                Arc::new(StringArray::from(vec![Some("b"), None, Some("a"), Some("b")])) as ArrayRef,
+                Arc::new(StringArray::from(vec![
+                    Some("b"),
+                    None,
+                    Some("a"),
+                    Some("b"),
+                ])) as ArrayRef,
             ),
         ] {
             let mut worker = KeyDict::new(vec!["k".into()], vec![dt.clone()]).unwrap();
@@ -393,7 +398,9 @@ mod tests {
             let mut global = KeyDict::new(vec!["k".into()], vec![dt.clone()]).unwrap();
             // One key known already (as a streaming operator's own `ids` would have added it).
             global.ids(&[col.slice(2, 1)], 1).unwrap();
-            let bytes: Vec<&[u8]> = (0..worker.len() as u32).map(|i| worker.key_bytes(i)).collect();
+            let bytes: Vec<&[u8]> = (0..worker.len() as u32)
+                .map(|i| worker.key_bytes(i))
+                .collect();
             let ids = global.intern_rows(&bytes).unwrap();
             assert_eq!(ids, vec![1, 2, 0]);
             let back = global.columns(&local.iter().map(|&l| ids[l as usize]).collect::<Vec<_>>());

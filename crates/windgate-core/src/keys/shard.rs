@@ -15,6 +15,7 @@ use std::hash::BuildHasher;
 
 use crate::arrow_io::as_i64;
 use crate::error::Result;
+use crate::prefetch::{ahead, each_prefetched, prefetch};
 
 /// Assigns rows to shards by their key tuple.
 pub(crate) struct KeySharder {
@@ -40,7 +41,9 @@ impl KeySharder {
         let converter = if types.is_empty() || single_int {
             None
         } else {
-            let fields = types.iter().map(|t| SortField::new_with_options(t.clone(), opts));
+            let fields = types
+                .iter()
+                .map(|t| SortField::new_with_options(t.clone(), opts));
             Some(RowConverter::new(fields.collect())?)
         };
         Ok(Self {
@@ -75,15 +78,17 @@ impl KeySharder {
             let values = as_i64(&columns[0], "by")?;
             let nulls = columns[0].logical_nulls().filter(|n| n.null_count() > 0);
             if nulls.is_none() && keep.is_none() {
-                // The common case, kept free of per-row checks.
-                for (i, &v) in values.iter().enumerate() {
+                // The common case, kept free of per-row checks; the first pass over the key column, so it asks
+                // for the column ahead of itself.
+                each_prefetched(&values, |i, &v| {
                     picked[n] = i as u32;
                     n += (self.of_int(v) == me) as usize;
-                }
+                });
                 out.truncate(start + n);
                 return Ok(());
             }
             for i in 0..rows {
+                prefetch(&values, i + ahead::<i64>());
                 // The null key lives on shard 0.
                 let valid = nulls.as_ref().is_none_or(|nl| nl.is_valid(i));
                 let shard = if valid { self.of_int(values[i]) } else { 0 };
@@ -132,7 +137,9 @@ mod tests {
     #[test]
     fn shards_partition_the_kept_rows() {
         let ints: ArrayRef = Arc::new(Int64Array::from(
-            (0..200).map(|i| (i % 7 != 3).then_some(i % 13)).collect::<Vec<_>>(),
+            (0..200)
+                .map(|i| (i % 7 != 3).then_some(i % 13))
+                .collect::<Vec<_>>(),
         ));
         let strs: ArrayRef = Arc::new(StringArray::from(
             (0..200).map(|i| format!("k{}", i % 11)).collect::<Vec<_>>(),

@@ -6,6 +6,7 @@ use arrow_buffer::NullBuffer;
 
 use super::kslack::{Admission, KSlack, Lateness};
 use crate::error::{Error, ErrorKind, Result};
+use crate::prefetch::{ahead, prefetch};
 
 /// `on_late=`: what happens to a row below its source's watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -180,7 +181,9 @@ fn min_max(ts: &[i64]) -> (i64, i64) {
     let mut hi = [i64::MIN; 8];
     let chunks = ts.chunks_exact(8);
     let rest = chunks.remainder();
-    for c in chunks {
+    for (j, c) in chunks.enumerate() {
+        // The caller's first read of the column: ask for it ahead (see `crate::prefetch`).
+        prefetch(ts, j * 8 + ahead::<i64>());
         for k in 0..8 {
             lo[k] = lo[k].min(c[k]);
             hi[k] = hi[k].max(c[k]);

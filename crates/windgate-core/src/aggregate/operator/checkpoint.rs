@@ -217,6 +217,7 @@ impl WindowAggregator {
             ts,
             keys,
             key_columns: by,
+            max_ts: None,
             keep: None,
             inputs,
             source: via as u32,

@@ -17,6 +17,9 @@ pub(crate) struct Admitted {
     pub(crate) key_columns: Vec<ArrayRef>,
     /// `None`: every row admitted.
     pub(crate) keep: Option<Vec<bool>>,
+    /// The latest admitted time when the caller knows it already (admission finds it), so that no engine
+    /// reads the times again for it on the caller's thread; `None`: not known, [`Self::last_pane`] finds it.
+    pub(crate) max_ts: Option<i64>,
     pub(crate) inputs: Vec<InputValues>,
     pub(crate) source: u32,
     pub(crate) seq0: u64,
@@ -39,6 +42,7 @@ impl Admitted {
     pub(crate) fn last_pane(&self, spec: WindowSpec) -> Option<i64> {
         // Branch-free folds: the sharded engine runs this on the caller's thread for every row.
         let max = match self.keep.as_deref() {
+            _ if self.max_ts.is_some() => self.max_ts,
             None => self.ts.iter().copied().max(),
             Some(keep) => {
                 let (any, max) = (self.ts.iter().zip(keep))

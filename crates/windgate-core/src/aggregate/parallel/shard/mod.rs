@@ -84,7 +84,9 @@ impl ShardEngine {
                 pool: Pool::default(),
             };
             let out = reply_tx.clone();
-            spawned.push(spawn(format!("windgate-shard-{me}"), move || w.run(rx, out))?);
+            spawned.push(spawn(format!("windgate-shard-{me}"), move || {
+                w.run(rx, out)
+            })?);
             inputs.push(tx);
         }
         Ok(Self {
@@ -185,7 +187,12 @@ impl ShardEngine {
     }
 
     /// Merges one emission's parts (one per worker) into `out`: windows ascending, keys in output order.
-    fn merge(&mut self, mut parts: Vec<Part>, keys: &mut KeyDict, out: &mut Emission) -> Result<()> {
+    fn merge(
+        &mut self,
+        mut parts: Vec<Part>,
+        keys: &mut KeyDict,
+        out: &mut Emission,
+    ) -> Result<()> {
         for (w, part) in parts.iter().enumerate() {
             let rows: Vec<&[u8]> = part.new_keys.iter().map(Vec::as_slice).collect();
             let ids = keys.intern_rows(&rows)?;

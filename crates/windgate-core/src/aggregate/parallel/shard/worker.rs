@@ -15,6 +15,7 @@ use crate::aggregate::pane_engine::PaneEngine;
 use crate::aggregate::state::{InputValues, RowOrder};
 use crate::error::Result;
 use crate::keys::{KeyDict, KeySharder};
+use crate::prefetch::{ahead, prefetch};
 use crate::threads::panic_message;
 
 /// Rows gathered and lifted at a time: a chunk's gathered columns and slots stay in L2 between the gather and
@@ -93,7 +94,11 @@ impl Worker {
         if picked.is_empty() {
             return Ok(());
         }
-        if rows.inputs.iter().any(|v| matches!(v, InputValues::Partial(..))) {
+        if rows
+            .inputs
+            .iter()
+            .any(|v| matches!(v, InputValues::Partial(..)))
+        {
             return self.ingest_masked(rows, picked);
         }
         for chunk in picked.chunks(CHUNK_ROWS) {
@@ -169,9 +174,15 @@ impl Worker {
     }
 }
 
+/// `values[i]` for every `i` of `picked` (increasing): the worker's first read of the column, so it asks for
+/// the rows ahead of the one it reads.
 fn gather_into<T: Copy>(values: &[T], picked: &[u32], out: &mut Vec<T>) {
     out.clear();
-    out.extend(picked.iter().map(|&i| values[i as usize]));
+    let ahead = ahead::<T>();
+    out.extend(picked.iter().map(|&i| {
+        prefetch(values, i as usize + ahead);
+        values[i as usize]
+    }));
 }
 
 /// Gather buffers, reused from chunk to chunk: fresh ones would be fresh pages, zeroed by the kernel, at every
