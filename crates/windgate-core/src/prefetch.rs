@@ -43,3 +43,43 @@ pub(crate) fn each_prefetched<T>(values: &[T], mut f: impl FnMut(usize, &T)) {
         }
     }
 }
+
+/// The least and greatest of `ts` (`None` if empty), in eight independent lanes (one running minimum is a chain
+/// of dependent compares) and asking for the column ahead: the caller's thread runs this over every row of a
+/// batch (admission, the batch function's plan), so it must run at the speed of memory.
+pub(crate) fn min_max(ts: &[i64]) -> Option<(i64, i64)> {
+    if ts.is_empty() {
+        return None;
+    }
+    let mut lo = [i64::MAX; 8];
+    let mut hi = [i64::MIN; 8];
+    let chunks = ts.chunks_exact(8);
+    let rest = chunks.remainder();
+    for (j, c) in chunks.enumerate() {
+        prefetch(ts, j * 8 + ahead::<i64>());
+        for k in 0..8 {
+            lo[k] = lo[k].min(c[k]);
+            hi[k] = hi[k].max(c[k]);
+        }
+    }
+    for &t in rest {
+        lo[0] = lo[0].min(t);
+        hi[0] = hi[0].max(t);
+    }
+    Some((
+        lo.into_iter().min().unwrap_or(i64::MAX),
+        hi.into_iter().max().unwrap_or(i64::MIN),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn min_max_of_any_length() {
+        for n in 0..40i64 {
+            let ts: Vec<i64> = (0..n).map(|i| (i * 37) % 23 - 11).collect();
+            let want = ts.iter().min().map(|&lo| (lo, *ts.iter().max().unwrap()));
+            assert_eq!(super::min_max(&ts), want, "{n}");
+        }
+    }
+}

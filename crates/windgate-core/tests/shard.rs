@@ -1,8 +1,9 @@
 //! The sharded engine (`strategy="shard"`) against the reference engine: random keys of every shape the
 //! dictionary takes (one integer column over a wide range, strings, a string and an integer together, nulls in
 //! any of them), 1-3 workers, random batch splits, disorder within the lateness bound and rows beyond it
-//! (dropped and counted), streamed and through the batch function; the same rows in the same order, bit for
-//! bit. Plus the edges: no rows, one key, more workers than keys.
+//! (dropped and counted), with and without `order_by`, streamed and through the batch function; the same rows
+//! in the same order, bit for bit. Plus the edges: no rows, one key, more workers than keys, no key columns,
+//! and an error on a worker.
 
 use std::sync::Arc;
 
@@ -21,6 +22,8 @@ struct Row {
     id: Option<i64>,
     name: Option<String>,
     v: Option<f64>,
+    /// The `order_by` column of the cases that have one (ties of equal times broken by it).
+    tie: i64,
 }
 
 /// Key shapes: one integer column, one string column, a string and an integer.
@@ -48,6 +51,10 @@ fn batch(rows: &[Row]) -> RecordBatch {
         (
             "v",
             Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.v))) as _,
+        ),
+        (
+            "tie",
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.tie))) as _,
         ),
     ])
     .unwrap()
@@ -113,6 +120,7 @@ fn rows() -> impl proptest::strategy::Strategy<Value = (Vec<Row>, Option<i64>)> 
         prop::option::weighted(0.9, "[a-d]{0,2}"),
         prop::option::weighted(0.9, -40i32..40),
         0i64..10,
+        0i64..3,
     );
     (
         prop::collection::vec(row, 0..150),
@@ -123,11 +131,12 @@ fn rows() -> impl proptest::strategy::Strategy<Value = (Vec<Row>, Option<i64>)> 
             let mut rows = rows;
             rows.sort_by_key(|r| r.0 + r.4);
             let rows = (rows.into_iter())
-                .map(|(ts, id, name, v, _)| Row {
+                .map(|(ts, id, name, v, _, tie)| Row {
                     ts,
                     id,
                     name,
                     v: v.map(|x| x as f64 * 0.25),
+                    tie,
                 })
                 .collect();
             (rows, lateness)
@@ -147,15 +156,21 @@ proptest! {
         keys in keys(),
         threads in 1usize..4,
         cuts in prop::collection::vec(0usize..150, 0..6),
+        order_by in any::<bool>(),
     ) {
         let mut cuts = cuts;
         cuts.sort();
-        let (want, late) = stream(&rows, &cuts, options(keys, lateness, Strategy::Reference, 1));
-        let (got, got_late) = stream(&rows, &cuts, options(keys, lateness, Strategy::Shard, threads));
+        let opts = |strategy, threads| {
+            let mut o = options(keys, lateness, strategy, threads);
+            o.order_by = order_by.then(|| "tie".to_string());
+            o
+        };
+        let (want, late) = stream(&rows, &cuts, opts(Strategy::Reference, 1));
+        let (got, got_late) = stream(&rows, &cuts, opts(Strategy::Shard, threads));
         prop_assert_eq!(&got, &want, "streamed, {} threads", threads);
         prop_assert_eq!(got_late, late);
-        let whole = in_memory(&rows, options(keys, lateness, Strategy::Shard, threads));
-        let (want_whole, _) = stream(&rows, &[], options(keys, lateness, Strategy::Reference, 1));
+        let whole = in_memory(&rows, opts(Strategy::Shard, threads));
+        let (want_whole, _) = stream(&rows, &[], opts(Strategy::Reference, 1));
         prop_assert_eq!(&whole, &want_whole, "in memory, {} threads", threads);
     }
 }
@@ -168,6 +183,7 @@ fn no_rows_one_key_and_more_workers_than_keys() {
             id: Some(7),
             name: Some("x".into()),
             v: Some(ts as f64),
+            tie: 0,
         })
         .collect();
     let two: Vec<Row> = (0..40)
@@ -176,6 +192,7 @@ fn no_rows_one_key_and_more_workers_than_keys() {
             id: (ts % 2 == 0).then_some(3),
             name: None,
             v: None,
+            tie: 0,
         })
         .collect();
     for rows in [vec![], one, two] {
@@ -206,6 +223,7 @@ fn no_key_columns() {
             id: Some(i),
             name: None,
             v: Some(i as f64 * 0.5),
+            tie: 0,
         })
         .collect();
     let run = |strategy, threads| {
@@ -227,6 +245,7 @@ fn a_worker_error_is_an_error() {
             id: Some(i64::MAX - 1),
             name: None,
             v: None,
+            tie: 0,
         })
         .collect();
     let mut o = options(Keys::Str, None, Strategy::Shard, 2);

@@ -13,6 +13,7 @@ use super::operator::WindowAggregator;
 use super::options::WindowAggregateOptions;
 use crate::arrow_io::{as_i64, column};
 use crate::error::Result;
+use crate::prefetch::min_max;
 
 /// Rows pushed between two promises: large enough that a push's fixed cost (binding checks, the emission of
 /// the windows that closed) is noise, small enough that the farm's stages overlap early.
@@ -130,7 +131,7 @@ fn plan(batches: &[RecordBatch], time: &str, rows: usize) -> Result<Vec<Piece>> 
         while start < batch.num_rows() {
             let len = rows.min(batch.num_rows() - start);
             let least = match &nulls {
-                None => ts[start..start + len].iter().copied().min(),
+                None => min_max(&ts[start..start + len]).map(|(lo, _)| lo),
                 Some(n) => (start..start + len)
                     .filter(|&i| n.is_valid(i))
                     .map(|i| ts[i])

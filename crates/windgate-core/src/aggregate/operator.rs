@@ -174,9 +174,6 @@ pub struct WindowAggregator {
 /// 1.15-1.45x (10 M smart-grid rows, 1000 plugs).
 const AUTO_FARM_PANES: i64 = 24;
 
-/// Whether `auto` runs large in-memory input (the batch function) on the sharded engine rather than the farm.
-const AUTO_SHARD: bool = true;
-
 /// A stream whose first push has at least this many rows runs `auto` on the farm (with few panes, more than one
 /// thread). Every push waits for the windows it closed, so small pushes cost the farm a barrier each: measured
 /// farm on 2 threads / pane engine, pushes of 8k, 16k, 32k, 64k, 256k rows: 0.85x, 1.03x, 1.19x, 1.25x, 1.36x.
@@ -344,9 +341,10 @@ impl WindowAggregator {
                 ));
             }
         }
-        // Large in-memory input runs on the sharded engine, whatever the panes per window (its cost per row is
-        // the pane engine's; see `AUTO_SHARD`); a stream of large pushes on the farm, if windows have few panes.
-        let parallel = if self.deferred && AUTO_SHARD {
+        // Large in-memory input (the batch function, `deferred`) runs on the sharded engine, whatever the panes
+        // per window (its cost per window is the pane engine's); a stream of large pushes on the farm, if windows
+        // have few panes (every push waits for its windows, which the farm's stages overlap).
+        let parallel = if self.deferred {
             Some(Strategy::Shard)
         } else {
             (spec.panes_per_window() <= AUTO_FARM_PANES).then_some(Strategy::Farm)

@@ -12,7 +12,8 @@ use crate::registry::{Capabilities, Role, strategies, unknown_strategy};
 /// How a strategy's engine is built.
 #[derive(Clone, Copy)]
 pub(crate) enum Build {
-    /// Resolved by the operator once it knows the input (see `WindowAggregator`): the pane engine, or the farm.
+    /// Resolved by the operator once it knows the input (see `WindowAggregator`): the pane engine, the sharded
+    /// engine or the farm.
     Auto,
     /// The single-threaded pane engine.
     Pane,
@@ -34,7 +35,7 @@ strategies! {
     /// Which engine runs a window aggregation. Every strategy returns the reference engine's rows in the same
     /// order, bit for bit.
     pub enum Strategy in STRATEGIES: Build, unknown = unknown_strategy {
-        /// The fastest engine for the call: the pane engine, or the farm for large input with few panes per window.
+        /// The fastest engine for the call: the pane engine, the shard for large tables, the farm for large pushes.
         Auto = "auto", Build::Auto, PARALLEL.farm_options();
         /// The plain single-threaded engine written from the definition: the tests' oracle.
         Reference = "reference", Build::Reference, SERIAL.role(Role::Reference);

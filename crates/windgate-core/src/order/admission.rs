@@ -6,7 +6,7 @@ use arrow_buffer::NullBuffer;
 
 use super::kslack::{Admission, KSlack, Lateness};
 use crate::error::{Error, ErrorKind, Result};
-use crate::prefetch::{ahead, prefetch};
+use crate::prefetch::min_max;
 
 /// `on_late=`: what happens to a row below its source's watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -156,7 +156,7 @@ fn admit_all(ks: &mut KSlack, ts: &[i64]) -> Option<(i64, i64)> {
     let (&first, &last) = (ts.first()?, ts.last()?);
     match ks.policy() {
         Lateness::Exact => {
-            let (lo, hi) = min_max(ts);
+            let (lo, hi) = min_max(ts)?;
             ks.observe(hi);
             Some((lo, hi))
         }
@@ -172,31 +172,6 @@ fn admit_all(ks: &mut KSlack, ts: &[i64]) -> Option<(i64, i64)> {
         }
         Lateness::Adaptive => None,
     }
-}
-
-/// The least and greatest of `ts` (not empty), in eight independent lanes: one running minimum is a chain of
-/// dependent compares, and this pass runs on the caller's thread for every row of every batch.
-fn min_max(ts: &[i64]) -> (i64, i64) {
-    let mut lo = [i64::MAX; 8];
-    let mut hi = [i64::MIN; 8];
-    let chunks = ts.chunks_exact(8);
-    let rest = chunks.remainder();
-    for (j, c) in chunks.enumerate() {
-        // The caller's first read of the column: ask for it ahead (see `crate::prefetch`).
-        prefetch(ts, j * 8 + ahead::<i64>());
-        for k in 0..8 {
-            lo[k] = lo[k].min(c[k]);
-            hi[k] = hi[k].max(c[k]);
-        }
-    }
-    for &t in rest {
-        lo[0] = lo[0].min(t);
-        hi[0] = hi[0].max(t);
-    }
-    (
-        lo.into_iter().min().unwrap_or(i64::MAX),
-        hi.into_iter().max().unwrap_or(i64::MIN),
-    )
 }
 
 #[cfg(test)]
