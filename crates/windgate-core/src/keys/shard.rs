@@ -113,47 +113,6 @@ impl KeySharder {
         Ok(())
     }
 
-    /// Appends the index of every row in `rows` of `columns` that `keep` admits to `out[shard]` of its key's
-    /// shard (`out` has a list per shard), in row order.
-    pub(crate) fn route(
-        &self,
-        columns: &[ArrayRef],
-        rows: std::ops::Range<usize>,
-        keep: Option<&[bool]>,
-        out: &mut [Vec<u32>],
-    ) -> Result<()> {
-        let keep_at = |i: usize| keep.is_none_or(|k| k[i]);
-        if self.shards == 1 || (self.converter.is_none() && !self.single_int) {
-            // One shard, or no key columns (one key, on shard 0).
-            out[0].extend(rows.filter(|&i| keep_at(i)).map(|i| i as u32));
-        } else if self.single_int {
-            let values = as_i64(&columns[0], "by")?;
-            let nulls = columns[0].logical_nulls().filter(|n| n.null_count() > 0);
-            let values = &values[..rows.end];
-            for i in rows {
-                prefetch(values, i + ahead::<i64>());
-                // The null key lives on shard 0.
-                let valid = nulls.as_ref().is_none_or(|nl| nl.is_valid(i));
-                if keep_at(i) {
-                    let shard = if valid { self.of_int(values[i]) } else { 0 };
-                    out[shard as usize].push(i as u32);
-                }
-            }
-        } else if let Some(converter) = &self.converter {
-            let len = rows.end - rows.start;
-            let sliced: Vec<ArrayRef> = columns.iter().map(|c| c.slice(rows.start, len)).collect();
-            let encoded = converter.convert_columns(&sliced)?;
-            for (k, row) in encoded.iter().enumerate() {
-                let i = rows.start + k;
-                if keep_at(i) {
-                    let shard = self.reduce(self.hasher.hash_one(row.as_ref()));
-                    out[shard as usize].push(i as u32);
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// The shard of an integer key: a multiplicative hash, its high bits mapped onto `0..shards`.
     #[inline]
     fn of_int(&self, v: i64) -> u32 {
@@ -204,15 +163,6 @@ mod tests {
                 }
                 for (i, o) in owner.iter().enumerate() {
                     assert_eq!(o.is_some(), keep[i]);
-                }
-                // Routing two halves gives every shard the rows `select` gives it.
-                let mut routed = vec![vec![]; shards as usize];
-                s.route(&cols, 0..77, Some(&keep), &mut routed).unwrap();
-                s.route(&cols, 77..200, Some(&keep), &mut routed).unwrap();
-                for me in 0..shards {
-                    let mut out = vec![];
-                    s.select(&cols, 200, Some(&keep), me, &mut out).unwrap();
-                    assert_eq!(routed[me as usize], out);
                 }
             }
         }

@@ -6,13 +6,9 @@
 //! its own, so the caller's thread does no per-row work at all: it admits the batch (a vectorised pass in the
 //! common cases) and shares it, whole and uncopied, with every worker.
 //!
-//! * Every worker takes an equal range of each batch's rows, routes them by key hash ([`KeySharder`]) and
-//!   gathers their columns into a bucket per worker, sends the others theirs (a channel per pair of workers),
-//!   and lifts its own bucket and those it receives into its own [`PaneEngine`] (the single-threaded engine,
-//!   reused, not copied). Each column of a batch is read from memory once, by one worker: the workers are
-//!   bound by memory on the machines measured, and reading every row on every worker cost more than the
-//!   exchange. (Partial-state inputs, whose rows are slots of a state, are not gathered: every worker masks
-//!   the rows that are not its own instead.)
+//! * Every worker reads the key columns of every row, keeps those whose key hashes to it ([`KeySharder`]),
+//!   gathers their columns and lifts them into its own [`PaneEngine`] (the single-threaded engine, reused, not
+//!   copied).
 //! * To emit windows up to `j`, the caller asks every worker; each combines and finishes its windows and answers
 //!   with its rows in `(window, key)` order under its own ids, plus the bytes of the keys it numbered since.
 //! * The caller learns those keys in the operator's dictionary (once per key), maps the workers' ids to the
@@ -77,26 +73,10 @@ impl ShardEngine {
         let (reply_tx, replies) = unbounded();
         let mut inputs = Vec::with_capacity(n);
         let mut spawned = Vec::with_capacity(n);
-        // A bucket channel per ordered pair of workers.
-        let mut to: Vec<Vec<Option<Sender<_>>>> =
-            (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
-        let mut from: Vec<Vec<Option<Receiver<_>>>> =
-            (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
-        for a in 0..n {
-            for b in (0..n).filter(|&b| b != a) {
-                let (tx, rx) = unbounded();
-                to[a][b] = Some(tx);
-                from[b][a] = Some(rx);
-            }
-        }
-        for (me, (to, from)) in to.into_iter().zip(from).enumerate() {
+        for me in 0..n {
             let (tx, rx) = bounded(QUEUE_BATCHES);
             let w = Worker {
                 me: me as u32,
-                shards: n,
-                to,
-                from,
-                routed: vec![Vec::new(); n],
                 sharder: KeySharder::new(key_types, n)?,
                 dict: KeyDict::new(by.to_vec(), key_types.to_vec())?,
                 pane: PaneEngine::new(spec, SlotStore::new(metas), SlotStore::new(metas)),

@@ -13,10 +13,14 @@ use super::super::Admitted;
 use crate::aggregate::emission::Emission;
 use crate::aggregate::pane_engine::PaneEngine;
 use crate::aggregate::state::{InputValues, RowOrder};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::keys::{KeyDict, KeySharder};
 use crate::prefetch::{ahead, prefetch};
 use crate::threads::panic_message;
+
+/// Rows gathered and lifted at a time: a chunk's gathered columns and slots stay in L2 between the gather and
+/// the lift.
+const CHUNK_ROWS: usize = 1 << 13;
 
 pub(super) enum ToWorker {
     Rows(Arc<Admitted>),
@@ -36,15 +40,6 @@ pub(super) struct Part {
     pub(super) columns: Result<Vec<ArrayRef>>,
 }
 
-/// The rows of one batch that a worker routed to another: their indices in the batch and their columns,
-/// gathered by the worker that read them (so each column is read from memory once, by one worker).
-pub(super) struct Bucket {
-    idx: Vec<u32>,
-    ts: Vec<i64>,
-    by: Option<Vec<i64>>,
-    inputs: Vec<InputValues>,
-}
-
 pub(super) enum FromWorker {
     Part(usize, Part),
     Failed(String),
@@ -52,14 +47,6 @@ pub(super) enum FromWorker {
 
 pub(super) struct Worker {
     pub(super) me: u32,
-    pub(super) shards: usize,
-    /// `to[s]`: buckets for worker `s`; `from[s]`: buckets from worker `s` (`None` for this worker). A channel
-    /// per pair, unbounded (a batch's bucket is at most the batch), so a send never waits and a worker that
-    /// stops is seen by the others as a closed channel.
-    pub(super) to: Vec<Option<Sender<Bucket>>>,
-    pub(super) from: Vec<Option<Receiver<Bucket>>>,
-    /// Scratch: this worker's rows of a batch routed per shard.
-    pub(super) routed: Vec<Vec<u32>>,
     pub(super) sharder: KeySharder,
     pub(super) dict: KeyDict,
     pub(super) pane: PaneEngine,
@@ -99,67 +86,45 @@ impl Worker {
         Ok(())
     }
 
-    /// Each worker routes its share of the batch's rows (an equal range) to their keys' shards, gathering their
-    /// columns per shard, sends the other workers their buckets, lifts its own and then those the others routed
-    /// to it. Rows are lifted in any order: every combine is exact and commutative, and a bucket's rows are
-    /// numbered from the first one's place in its source (see [`Self::lift`]).
     fn ingest(&mut self, rows: &Admitted, picked: &mut Vec<u32>) -> Result<()> {
+        picked.clear();
+        let n = rows.ts.len();
+        let keep = rows.keep.as_deref();
+        (self.sharder).select(&rows.key_columns, n, keep, self.me, picked)?;
+        if picked.is_empty() {
+            return Ok(());
+        }
         if rows
             .inputs
             .iter()
             .any(|v| matches!(v, InputValues::Partial(..)))
         {
-            picked.clear();
-            let n = rows.ts.len();
-            let keep = rows.keep.as_deref();
-            (self.sharder).select(&rows.key_columns, n, keep, self.me, picked)?;
             return self.ingest_masked(rows, picked);
         }
-        let (n, t, me) = (rows.ts.len(), self.shards, self.me as usize);
-        let mut routed = std::mem::take(&mut self.routed);
-        routed.iter_mut().for_each(Vec::clear);
-        let keep = rows.keep.as_deref();
-        let mine = n * me / t..n * (me + 1) / t;
-        let result = (self.sharder).route(&rows.key_columns, mine, keep, &mut routed);
-        if let Err(e) = result {
-            self.routed = routed;
-            return Err(e);
-        }
-        for (s, idx) in routed.iter().enumerate() {
-            if let Some(to) = &self.to[s] {
-                let bucket = gather_bucket(rows, idx, &mut self.pool);
-                if to.send(bucket).is_err() {
-                    self.routed = routed;
-                    return Err(peer_stopped(s));
-                }
-            }
-        }
-        let own = gather_bucket(rows, &routed[me], &mut self.pool);
-        self.routed = routed;
-        self.lift(rows, own)?;
-        for s in 0..t {
-            let Some(from) = &self.from[s] else { continue };
-            let bucket = from.recv().map_err(|_| peer_stopped(s))?;
-            self.lift(rows, bucket)?;
-        }
-        Ok(())
-    }
-
-    /// Lifts a bucket of `rows`. Its rows get consecutive numbers from the first one's place in its source:
-    /// increasing within the source, above every earlier row's and below every later one's (a restored
-    /// state's included), which is all the order of rows with equal times reads.
-    fn lift(&mut self, rows: &Admitted, bucket: Bucket) -> Result<()> {
-        if let Some(&first) = bucket.idx.first() {
-            let keys = self.dict.ids_at(&rows.key_columns, &bucket.idx)?;
+        for chunk in picked.chunks(CHUNK_ROWS) {
+            let mut ts = self.pool.take_ints();
+            gather_into(&rows.ts, chunk, &mut ts);
+            let by = rows.by.as_ref().map(|b| {
+                let mut by = self.pool.take_ints();
+                gather_into(b, chunk, &mut by);
+                by
+            });
+            let inputs: Vec<InputValues> = (rows.inputs.iter())
+                .map(|v| gather_input(v, chunk, &mut self.pool))
+                .collect();
+            let keys = self.ids(rows, chunk)?;
+            // Gathered rows are numbered from the first one's place in its source: the numbers stay increasing
+            // within the source, below every later row's and above every earlier one's (a restored state's
+            // included), which is all the order of rows with equal times reads.
             let order = RowOrder {
-                ts: &bucket.ts,
-                by: bucket.by.as_deref(),
+                ts: &ts,
+                by: by.as_deref(),
                 source: rows.source,
-                seq0: rows.seq0 + first as u64,
+                seq0: rows.seq0 + chunk[0] as u64,
             };
-            (self.pane).ingest(&bucket.ts, &keys, None, &bucket.inputs, order);
+            self.pane.ingest(&ts, &keys, None, &inputs, order);
+            self.pool.give_back(ts, by, inputs);
         }
-        self.pool.give_back(bucket.ts, bucket.by, bucket.inputs);
         Ok(())
     }
 
@@ -251,30 +216,6 @@ impl Pool {
             }
         }
     }
-}
-
-/// Rows `idx` of `rows`, gathered.
-fn gather_bucket(rows: &Admitted, idx: &[u32], pool: &mut Pool) -> Bucket {
-    let mut ts = pool.take_ints();
-    gather_into(&rows.ts, idx, &mut ts);
-    let by = rows.by.as_ref().map(|b| {
-        let mut by = pool.take_ints();
-        gather_into(b, idx, &mut by);
-        by
-    });
-    let inputs = (rows.inputs.iter())
-        .map(|v| gather_input(v, idx, pool))
-        .collect();
-    Bucket {
-        idx: idx.to_vec(),
-        ts,
-        by,
-        inputs,
-    }
-}
-
-fn peer_stopped(s: usize) -> Error {
-    Error::new(ErrorKind::Poisoned, format!("shard worker {s} stopped"))
 }
 
 fn gather_nulls(nulls: &Option<NullBuffer>, picked: &[u32]) -> Option<NullBuffer> {
