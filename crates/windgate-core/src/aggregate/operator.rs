@@ -342,8 +342,10 @@ impl WindowAggregator {
             }
         }
         // Large in-memory input (the batch function, `deferred`) runs on the sharded engine, whatever the panes
-        // per window (its cost per window is the pane engine's); a stream of large pushes on the farm, if windows
-        // have few panes (every push waits for its windows, which the farm's stages overlap).
+        // per window (its cost per window is the pane engine's). Measured on 2 cores, 8 M rows, 1000 random
+        // int64 keys, 60/10 windows, count+sum+max, best of 6: pane engine 0.303 s, farm (2 threads) 0.253 s,
+        // shard (2 threads) 0.190 s. A stream of large pushes runs on the farm, if windows have few panes
+        // (every push waits for its windows, which the farm's stages overlap; the shard is not measured there).
         let parallel = if self.deferred {
             Some(Strategy::Shard)
         } else {
