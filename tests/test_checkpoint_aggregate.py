@@ -151,7 +151,7 @@ def test_operator_crosses_to_another_process():
     assert pa.concat_tables([pa.Table.from_batches([first]), rest]).equals(want)
 
 
-@pytest.mark.parametrize("strategy", ["pane", "farm", "reference"])
+@pytest.mark.parametrize("strategy", ["pane", "farm", "shard", "reference"])
 def test_fixture_of_version_1_restores_and_continues(strategy):
     """A snapshot written by the first state version: every later windgate must keep reading it."""
     data = (FIXTURES / "window_aggregate_v1.snap").read_bytes()

@@ -26,7 +26,7 @@ from pathlib import Path
 LAYERS: list[tuple[str, list[str]]] = [
     # Errors, time and windows, the loom switch, Ctrl-C, Arrow column helpers, the strategy-table macro, exact
     # float summation.
-    ("foundation", ["error", "sync", "interrupt", "time", "arrow_io", "registry", "exact_sum", "snapshot"]),
+    ("foundation", ["error", "sync", "interrupt", "time", "arrow_io", "registry", "exact_sum", "snapshot", "prefetch"]),
     # Mechanisms every layer above may share: the group-key dictionary and row codec, thread plumbing.
     ("shared", ["keys", "threads"]),
     # Watermarks, late rows, admission, reorder buffers, hybrid queues, ScaleGate.

@@ -124,10 +124,12 @@ def window_aggregate(
         on_late: ``"drop"`` (dropped and counted) or ``"error"``.
         null_time: ``"error"`` or ``"drop"`` for rows whose time is null.
         threads: worker threads (``None``: all cores).
-        strategy: ``"auto"`` (the fastest engine measured on 2 cores: ``"farm"`` for in-memory input of at
-            least 2**20 rows, more than one thread and at most 24 panes per window, else ``"pane"``; the
-            streaming operator picks the farm when its first push has at least 2**15 rows),
+        strategy: ``"auto"`` (the fastest engine measured on 2 cores: ``"shard"`` for in-memory input of at
+            least 2**20 rows and more than one thread, else ``"pane"``; the streaming operator picks the farm
+            when its first push has at least 2**15 rows and windows have at most 24 panes),
             ``"pane"`` (single-threaded panes), ``"farm"`` (the parallel pane farm of Mencagli et al. 2017),
+            ``"shard"`` (key-partitioned pane engines: each worker numbers and aggregates the keys hashing to
+            it, the caller only shares batches and merges finished windows),
             ``"rrcpa"`` (the pane-based approach of Beicht's thesis on disjoint parallel sliding-window
             aggregation), ``"hsa"`` and ``"rra"`` (its line baselines), ``"hoa"`` and ``"rrca"`` (its ring
             baselines: hash-once and round-robin-cyclic), the multiway designs of Cederman et al. for several

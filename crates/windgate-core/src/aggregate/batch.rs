@@ -13,16 +13,17 @@ use super::operator::WindowAggregator;
 use super::options::WindowAggregateOptions;
 use crate::arrow_io::{as_i64, column};
 use crate::error::Result;
+use crate::prefetch::min_max;
 
 /// Rows pushed between two promises: large enough that a push's fixed cost (binding checks, the emission of
 /// the windows that closed) is noise, small enough that the farm's stages overlap early.
 pub const PIECE_ROWS: usize = 1 << 16;
 
-/// From this many input rows on, `strategy="auto"` runs in-memory input on the pane farm when it has more than
-/// one thread and windows have few panes (see the operator's `AUTO_FARM_PANES`). Measured on 2 cores (smart-grid
-/// rows, 60 s / 10 s windows, 1000 keys): the farm on 2 threads ties the pane engine at 1 M rows and is
-/// 1.2-1.5x faster from 3 M rows on; below, its threads' start-up and hand-offs cost more than the second core
-/// gives back.
+/// From this many input rows on, `strategy="auto"` runs in-memory input on the sharded engine when it has more
+/// than one thread (see the operator's `bind`). Measured on 2 cores (smart-grid rows, 60 s / 10 s windows, 1000
+/// keys): the farm on 2 threads tied the pane engine at 1 M rows and was 1.2-1.5x faster from 3 M rows on;
+/// the sharded engine beat the farm on 8 M random keys (see the operator's `bind`); below, threads' start-up and
+/// hand-offs cost more than the second core gives back.
 pub const AUTO_FARM_ROWS: usize = 1 << 20;
 
 /// The batch function over streamed input: `sources` holds each source's schema and batches, read once.
@@ -130,7 +131,7 @@ fn plan(batches: &[RecordBatch], time: &str, rows: usize) -> Result<Vec<Piece>> 
         while start < batch.num_rows() {
             let len = rows.min(batch.num_rows() - start);
             let least = match &nulls {
-                None => ts[start..start + len].iter().copied().min(),
+                None => min_max(&ts[start..start + len]).map(|(lo, _)| lo),
                 Some(n) => (start..start + len)
                     .filter(|&i| n.is_valid(i))
                     .map(|i| ts[i])

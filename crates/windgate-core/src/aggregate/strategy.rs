@@ -12,7 +12,8 @@ use crate::registry::{Capabilities, Role, strategies, unknown_strategy};
 /// How a strategy's engine is built.
 #[derive(Clone, Copy)]
 pub(crate) enum Build {
-    /// Resolved by the operator once it knows the input (see `WindowAggregator`): the pane engine, or the farm.
+    /// Resolved by the operator once it knows the input (see `WindowAggregator`): the pane engine, the sharded
+    /// engine or the farm.
     Auto,
     /// The single-threaded pane engine.
     Pane,
@@ -20,6 +21,9 @@ pub(crate) enum Build {
     Reference,
     /// A parallel engine, run by [`parallel::Driver`].
     Parallel(parallel::Build),
+    /// The key-partitioned engine, [`parallel::shard::ShardEngine`] (it numbers keys on its workers, so it
+    /// is not a [`parallel::ParallelEngine`]).
+    Shard,
 }
 
 const SERIAL: Capabilities = Capabilities::SERIAL;
@@ -31,7 +35,7 @@ strategies! {
     /// Which engine runs a window aggregation. Every strategy returns the reference engine's rows in the same
     /// order, bit for bit.
     pub enum Strategy in STRATEGIES: Build, unknown = unknown_strategy {
-        /// The fastest engine for the call: the pane engine, or the farm for large input with few panes per window.
+        /// The fastest engine for the call: the pane engine, the shard for large tables, the farm for large pushes.
         Auto = "auto", Build::Auto, PARALLEL.farm_options();
         /// The plain single-threaded engine written from the definition: the tests' oracle.
         Reference = "reference", Build::Reference, SERIAL.role(Role::Reference);
@@ -39,6 +43,8 @@ strategies! {
         Pane = "pane", Build::Pane, SERIAL;
         /// The parallel pane farm (Mencagli et al. 2017): worker farms for panes and for windows, adaptive splitting.
         Farm = "farm", Build::Parallel(farm::build), PARALLEL.farm_options();
+        /// Key-partitioned pane engines (Beicht): each worker numbers, lifts and emits the keys hashing to it.
+        Shard = "shard", Build::Shard, PARALLEL;
         /// Beicht's round-robin-cyclic pane-based approach: pane p on worker p mod P, windows passed along a line.
         Rrcpa = "rrcpa", Build::Parallel(rrcpa::build), BASELINE;
         /// Beicht's handshake approach: every row visits a line of workers, each owning windows by hash.

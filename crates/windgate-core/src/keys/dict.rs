@@ -116,17 +116,44 @@ impl KeyDict {
         Ok(ids)
     }
 
+    /// The key id of rows `rows` of `columns` (the `by` columns of one batch), in the order given: what
+    /// [`Self::ids`] of those rows taken out would return, without taking them out (the sharded engine's
+    /// workers number only their own rows of each batch).
+    pub(crate) fn ids_at(&mut self, columns: &[ArrayRef], rows: &[u32]) -> Result<Vec<u32>> {
+        if self.converter.is_none() {
+            return Ok(vec![0; rows.len()]);
+        }
+        if self.single_int {
+            return self.ids_single_int_at(&columns[0], rows.iter().map(|&i| i as usize));
+        }
+        let idx = arrow_array::UInt32Array::from(rows.to_vec());
+        let taken = (columns.iter())
+            .map(|c| arrow_select::take::take(c.as_ref(), &idx, None))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        self.ids(&taken, rows.len())
+    }
+
     fn ids_single_int(&mut self, column: &ArrayRef) -> Result<Vec<u32>> {
+        self.ids_single_int_at(column, 0..column.len())
+    }
+
+    /// The ids of rows `rows` of a single integer column.
+    fn ids_single_int_at(
+        &mut self,
+        column: &ArrayRef,
+        rows: impl ExactSizeIterator<Item = usize>,
+    ) -> Result<Vec<u32>> {
         let values = as_i64(column, &self.names[0])?;
-        let nulls = column.logical_nulls();
-        let mut ids = Vec::with_capacity(values.len());
+        let nulls = column.logical_nulls().filter(|n| n.null_count() > 0);
+        let mut ids = Vec::with_capacity(rows.len());
         // New keys get their ids now and their row bytes once the batch is read, in one conversion (a
         // conversion per new key cost more than everything else when a batch brings many new keys).
         let base = self.offsets.len() as u32 - 1;
         let mut fresh: Vec<u32> = Vec::new();
         // Runs of equal keys are common (sorted or clustered input): remember the last lookup.
         let mut last: Option<(i64, u32)> = None;
-        for (i, &v) in values.iter().enumerate() {
+        for i in rows {
+            let v = values[i];
             if nulls.as_ref().is_some_and(|n| n.is_null(i)) {
                 let id = *self.null_id.get_or_insert_with(|| {
                     fresh.push(i as u32);
@@ -214,6 +241,36 @@ impl KeyDict {
 
     fn bytes(&self, id: u32) -> &[u8] {
         &self.arena[self.offsets[id as usize]..self.offsets[id as usize + 1]]
+    }
+
+    /// The row bytes of key `id`, as another dictionary of the same columns takes them in [`Self::intern_rows`]
+    /// (empty without `by` columns, whose one key is id 0 everywhere).
+    pub(crate) fn key_bytes(&self, id: u32) -> &[u8] {
+        if self.converter.is_none() {
+            return &[];
+        }
+        self.bytes(id)
+    }
+
+    /// The ids of keys given by their row bytes ([`Self::key_bytes`] of a dictionary of the same columns), new
+    /// ones added in order. The sharded engine's workers number keys with dictionaries of their own; the
+    /// operator's dictionary learns a worker's keys this way, once per key, so that output keys are decoded
+    /// and ordered in one place whichever worker saw them.
+    pub(crate) fn intern_rows(&mut self, rows: &[&[u8]]) -> Result<Vec<u32>> {
+        let Some(converter) = &self.converter else {
+            return Ok(vec![0; rows.len()]);
+        };
+        if rows.is_empty() {
+            return Ok(vec![]);
+        }
+        if self.single_int {
+            // The integer path keys its maps by value, not bytes: decode the rows and look the values up.
+            let parser = converter.parser();
+            let parsed: Vec<_> = rows.iter().map(|r| parser.parse(r)).collect();
+            let column = converter.convert_rows(parsed)?.remove(0);
+            return self.ids_single_int(&column);
+        }
+        Ok(rows.iter().map(|r| self.intern(r)).collect())
     }
 
     /// The output order of keys (ascending by the `by` columns, nulls first), recomputed when keys were added.
@@ -315,6 +372,43 @@ mod tests {
             back[0].as_ref(),
             &Int32Array::from(vec![None, Some(-3), Some(5)]) as &dyn Array
         );
+    }
+
+    /// Keys learned by their bytes from another dictionary get the ids, order and columns they would have
+    /// had if the rows had come here, on both paths (one integer column, and the generic one).
+    #[test]
+    fn intern_rows_of_another_dictionary() {
+        for (dt, col) in [
+            (
+                DataType::Int32,
+                Arc::new(Int32Array::from(vec![Some(7), None, Some(-2), Some(7)])) as ArrayRef,
+            ),
+            (
+                DataType::Utf8,
+                Arc::new(StringArray::from(vec![
+                    Some("b"),
+                    None,
+                    Some("a"),
+                    Some("b"),
+                ])) as ArrayRef,
+            ),
+        ] {
+            let mut worker = KeyDict::new(vec!["k".into()], vec![dt.clone()]).unwrap();
+            let local = worker.ids(std::slice::from_ref(&col), 4).unwrap();
+            let mut global = KeyDict::new(vec!["k".into()], vec![dt.clone()]).unwrap();
+            // One key known already (as a streaming operator's own `ids` would have added it).
+            global.ids(&[col.slice(2, 1)], 1).unwrap();
+            let bytes: Vec<&[u8]> = (0..worker.len() as u32)
+                .map(|i| worker.key_bytes(i))
+                .collect();
+            let ids = global.intern_rows(&bytes).unwrap();
+            assert_eq!(ids, vec![1, 2, 0]);
+            let back = global.columns(&local.iter().map(|&l| ids[l as usize]).collect::<Vec<_>>());
+            assert_eq!(back.unwrap()[0].as_ref(), col.as_ref());
+            assert_eq!(global.order().sorted, &[2, 0, 1]);
+        }
+        let mut none = KeyDict::new(vec![], vec![]).unwrap();
+        assert_eq!(none.intern_rows(&[&[], &[]]).unwrap(), vec![0, 0]);
     }
 
     #[test]

@@ -9,9 +9,13 @@
 //! * [`RowCodec`] encodes and decodes chosen columns with per-column sort options, with [`ByteRows`] to store
 //!   encoded rows back to back and [`hash_key`] to partition by them: the columnar pipeline's operators, whose
 //!   state is keyed by the bytes themselves and which sort by arbitrary columns.
+//!
+//! [`KeySharder`] assigns rows to the workers of a key-partitioned engine by their key tuple.
 
 mod codec;
 mod dict;
+mod shard;
 
 pub(crate) use codec::{ByteRows, RowCodec, column_index, hash_key};
 pub use dict::{KeyDict, KeyOrder};
+pub(crate) use shard::KeySharder;

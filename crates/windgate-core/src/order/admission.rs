@@ -6,6 +6,7 @@ use arrow_buffer::NullBuffer;
 
 use super::kslack::{Admission, KSlack, Lateness};
 use crate::error::{Error, ErrorKind, Result};
+use crate::prefetch::min_max;
 
 /// `on_late=`: what happens to a row below its source's watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -155,9 +156,7 @@ fn admit_all(ks: &mut KSlack, ts: &[i64]) -> Option<(i64, i64)> {
     let (&first, &last) = (ts.first()?, ts.last()?);
     match ks.policy() {
         Lateness::Exact => {
-            let (lo, hi) = ts
-                .iter()
-                .fold((i64::MAX, i64::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+            let (lo, hi) = min_max(ts)?;
             ks.observe(hi);
             Some((lo, hi))
         }

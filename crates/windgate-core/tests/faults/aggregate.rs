@@ -32,11 +32,12 @@ fn counts(b: &RecordBatch) -> Vec<i64> {
     c.as_primitive::<Int64Type>().values().to_vec()
 }
 
-const STRATEGIES: [&str; 8] = [
+const STRATEGIES: [&str; 9] = [
     "auto",
     "pane",
     "reference",
     "farm",
+    "shard",
     "rrcpa",
     "hsa",
     "mq",

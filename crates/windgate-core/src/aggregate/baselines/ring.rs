@@ -570,6 +570,8 @@ mod tests {
         Admitted {
             ts: ScalarBuffer::from(ts),
             keys: (0..n as u32).map(|i| i % 3).collect(),
+            key_columns: vec![],
+            max_ts: None,
             keep: None,
             inputs: vec![InputValues::Star],
             source: 0,

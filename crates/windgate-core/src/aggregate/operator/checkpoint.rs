@@ -216,13 +216,15 @@ impl WindowAggregator {
         let rows = Admitted {
             ts,
             keys,
+            key_columns: by,
+            max_ts: None,
             keep: None,
             inputs,
             source: via as u32,
             seq0: 0,
             by: None,
         };
-        if matches!(b.engine, Engine::Parallel(_)) {
+        if b.engine.logs_rows() {
             self.log.push(b, &rows);
         }
         b.engine.ingest(rows)
@@ -277,7 +279,7 @@ fn open_panes(
             e.lift_into(&mut panes);
             pane_rows(b, &panes, first, ranks, time)
         }
-        Engine::Parallel(_) => pane_rows(b, log.panes(b), first, ranks, time),
+        Engine::Parallel(_) | Engine::Shard(_) => pane_rows(b, log.panes(b), first, ranks, time),
     }
 }
 

@@ -1,5 +1,7 @@
 //! The parallel window-aggregation engines as the operator sees them: one [`ParallelEngine`] trait that the pane
-//! farm, RRCPA and the research baselines implement, and the [`Driver`] that runs any of them.
+//! farm, RRCPA and the research baselines implement, and the [`Driver`] that runs any of them; and [`shard`], the
+//! key-partitioned engine, which numbers keys on its workers and so has an interface of its own (see
+//! `super::engine`).
 //!
 //! The shared pieces every engine builds on live here too, below the engines ([`rows`]: the admitted rows;
 //! [`window`]: a window's states; [`pane_query`]: aggregation as the pane farm's query), so an engine module
@@ -9,6 +11,7 @@
 pub(crate) mod farm;
 pub(crate) mod pane_query;
 pub(crate) mod rows;
+pub(crate) mod shard;
 pub(crate) mod window;
 
 use std::sync::Arc;
