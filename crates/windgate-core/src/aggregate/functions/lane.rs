@@ -71,14 +71,15 @@ impl BatchLane {
     }
 }
 
-/// The largest biased exponent of the finite values (0 when there are none).
+/// The largest biased exponent of the finite values (0 when there are none). The first pass over the column,
+/// so it asks for the memory ahead (see [`crate::prefetch`]).
 fn largest_biased_exponent(values: &[f64]) -> i64 {
-    values
-        .iter()
-        .map(|x| match (x.to_bits() >> 52) & 0x7ff {
-            0x7ff => 0,
-            biased => biased as i64,
-        })
-        .max()
-        .unwrap_or(0)
+    let mut top = 0;
+    crate::prefetch::each_prefetched(values, |_, x| {
+        let biased = ((x.to_bits() >> 52) & 0x7ff) as i64;
+        if biased != 0x7ff {
+            top = top.max(biased);
+        }
+    });
+    top
 }
