@@ -10,16 +10,21 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use arrow_array::{Float64Array, Int32Array, RecordBatch, TimestampMillisecondArray};
 
-/// `rows` smart-grid-like rows, one per millisecond, `keys` plugs drawn by a xorshift generator, in batches of
-/// `batch` rows. `disorder` shifts each row's time back by up to that many milliseconds (0: in order).
-pub fn smartgrid_batches(rows: usize, keys: u32, batch: usize, disorder: i64) -> Vec<RecordBatch> {
+/// A xorshift generator from a fixed seed: the benches' data is the same in every run.
+pub fn xorshift() -> impl FnMut() -> u64 {
     let mut state = 0x9e3779b97f4a7c15u64;
-    let mut next = move || {
+    move || {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         state
-    };
+    }
+}
+
+/// `rows` smart-grid-like rows, one per millisecond, `keys` plugs drawn by a xorshift generator, in batches of
+/// `batch` rows. `disorder` shifts each row's time back by up to that many milliseconds (0: in order).
+pub fn smartgrid_batches(rows: usize, keys: u32, batch: usize, disorder: i64) -> Vec<RecordBatch> {
+    let mut next = xorshift();
     let mut out = Vec::with_capacity(rows.div_ceil(batch));
     let mut start = 0usize;
     while start < rows {

@@ -28,13 +28,7 @@ fn main() {
     let regular = arg(7, "random") == "regular";
     let repeat: usize = arg(8, "3").parse().expect("REPEAT");
 
-    let mut state = 0x9e3779b97f4a7c15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = windgate_benches::xorshift();
     let ts: Vec<i64> = (0..rows as i64).collect();
     let k: Vec<i64> = (0..rows as u64)
         .map(|i| if regular { i % keys } else { next() % keys } as i64)

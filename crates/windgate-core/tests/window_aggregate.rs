@@ -7,7 +7,7 @@ mod common;
 use arrow_array::Array;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int32Type, Int64Type};
-use common::{Case, Row, aggs, batch, brute, case, run};
+use common::{Case, Row, aggs, arrival_case, batch, brute, case, run};
 use proptest::prelude::*;
 use windgate_core::aggregate::{
     LatenessOpt, Span, Strategy, WindowAggregateOptions, WindowAggregator,
@@ -63,27 +63,15 @@ fn long_window_case() -> impl proptest::strategy::Strategy<Value = Case> {
                 prop::collection::vec(0usize..400, 0..8),
             )
         })
-        .prop_map(|((size, slide, offset, lateness), rows, mut cuts)| {
-            let mut rows: Vec<(Row, i64)> = rows
+        .prop_map(|((size, slide, offset, lateness), rows, cuts)| {
+            let rows = rows
                 .into_iter()
                 .map(|(ts, key, v, iv, delay)| {
                     let v = v.map(|x| x as f64 * 0.125);
                     (Row { ts, key, v, iv }, delay)
                 })
                 .collect();
-            if let Some(k) = lateness {
-                rows.sort_by_key(|(r, _)| r.ts);
-                rows.sort_by_key(|(r, d)| r.ts + d % (k + 1));
-            }
-            cuts.sort();
-            Case {
-                size,
-                slide,
-                offset,
-                lateness,
-                rows: rows.into_iter().map(|(r, _)| r).collect(),
-                cuts,
-            }
+            arrival_case(size, slide, offset, lateness, rows, cuts)
         })
 }
 

@@ -8,7 +8,9 @@
 
 use arrow_array::{Array, ArrayRef};
 use arrow_row::{RowConverter, SortField};
-use arrow_schema::{DataType, SortOptions};
+use arrow_schema::DataType;
+
+use super::{KEY_ORDER, is_single_int};
 use foldhash::fast::FixedState;
 use hashbrown::{HashMap, HashTable};
 use std::hash::BuildHasher;
@@ -49,15 +51,8 @@ pub struct KeyOrder<'a> {
 impl KeyDict {
     /// A dictionary for the `by` columns with these types; no columns means one key for every row.
     pub fn new(names: Vec<String>, types: Vec<DataType>) -> Result<Self> {
-        let opts = SortOptions {
-            descending: false,
-            nulls_first: true,
-        };
-        let single_int = types.len() == 1
-            && matches!(
-                types[0],
-                DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
-            );
+        let opts = KEY_ORDER;
+        let single_int = is_single_int(&types);
         let converter = if types.is_empty() {
             None
         } else {

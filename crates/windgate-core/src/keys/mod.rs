@@ -19,3 +19,15 @@ mod shard;
 pub(crate) use codec::{ByteRows, RowCodec, column_index, hash_key};
 pub use dict::{KeyDict, KeyOrder};
 pub(crate) use shard::KeySharder;
+
+/// The order of keys in the row format: ascending, nulls first (the output order of every operator).
+const KEY_ORDER: arrow_schema::SortOptions = arrow_schema::SortOptions {
+    descending: false,
+    nulls_first: true,
+};
+
+/// Whether the key is a single integer column: the shape that skips the row encoding on the hot path.
+fn is_single_int(types: &[arrow_schema::DataType]) -> bool {
+    use arrow_schema::DataType::*;
+    matches!(types, [Int8 | Int16 | Int32 | Int64])
+}

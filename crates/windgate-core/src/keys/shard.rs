@@ -9,7 +9,9 @@
 
 use arrow_array::{Array, ArrayRef};
 use arrow_row::{RowConverter, SortField};
-use arrow_schema::{DataType, SortOptions};
+use arrow_schema::DataType;
+
+use super::{KEY_ORDER, is_single_int};
 use foldhash::fast::FixedState;
 use std::hash::BuildHasher;
 
@@ -29,15 +31,8 @@ pub(crate) struct KeySharder {
 impl KeySharder {
     /// A sharder of key columns of these types over `shards` owners.
     pub(crate) fn new(types: &[DataType], shards: usize) -> Result<Self> {
-        let opts = SortOptions {
-            descending: false,
-            nulls_first: true,
-        };
-        let single_int = types.len() == 1
-            && matches!(
-                types[0],
-                DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
-            );
+        let opts = KEY_ORDER;
+        let single_int = is_single_int(&types);
         let converter = if types.is_empty() || single_int {
             None
         } else {

@@ -101,23 +101,34 @@ pub fn case() -> impl proptest::strategy::Strategy<Value = Case> {
                 prop::collection::vec(0usize..120, 0..6),
             )
         })
-        .prop_map(|((size, slide, offset, lateness), rows, mut cuts)| {
-            // With a bound K, arrival is event order perturbed by a delay <= K, so no row is late.
-            let mut rows = rows;
-            if let Some(k) = lateness {
-                rows.sort_by_key(|(r, _)| r.ts);
-                rows.sort_by_key(|(r, d)| r.ts + d % (k + 1));
-            }
-            cuts.sort();
-            Case {
-                size,
-                slide,
-                offset,
-                lateness,
-                rows: rows.into_iter().map(|(r, _)| r).collect(),
-                cuts,
-            }
+        .prop_map(|((size, slide, offset, lateness), rows, cuts)| {
+            arrival_case(size, slide, offset, lateness, rows, cuts)
         })
+}
+
+/// A case whose rows arrive in the order their delays give: with a bound K, arrival is event order perturbed
+/// by a delay <= K, so no row is late; without one, rows arrive as drawn.
+pub fn arrival_case(
+    size: i64,
+    slide: i64,
+    offset: i64,
+    lateness: Option<i64>,
+    mut rows: Vec<(Row, i64)>,
+    mut cuts: Vec<usize>,
+) -> Case {
+    if let Some(k) = lateness {
+        rows.sort_by_key(|(r, _)| r.ts);
+        rows.sort_by_key(|(r, d)| r.ts + d % (k + 1));
+    }
+    cuts.sort();
+    Case {
+        size,
+        slide,
+        offset,
+        lateness,
+        rows: rows.into_iter().map(|(r, _)| r).collect(),
+        cuts,
+    }
 }
 
 pub fn run(c: &Case, strategy: Strategy, split: bool) -> RecordBatch {
