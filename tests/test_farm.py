@@ -144,7 +144,11 @@ def test_unknown_strategy_lists_the_choices():
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(window_case(), st.sampled_from([1, 2, 3]), st.sampled_from(["pane", "farm", "shard", "rrcpa", "reference"]))
+@given(
+    window_case(),
+    st.sampled_from([1, 2, 3]),
+    st.sampled_from(["pane", "farm", "shard", "rrcpa", "reference"]),
+)
 def test_in_memory_and_streamed_input_give_the_same_rows(case, threads, strategy):
     # A table is read whole and windows close as soon as they are exact; a reader is streamed and every
     # window waits for the end. The rows must not differ.

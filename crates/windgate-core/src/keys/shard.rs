@@ -32,7 +32,7 @@ impl KeySharder {
     /// A sharder of key columns of these types over `shards` owners.
     pub(crate) fn new(types: &[DataType], shards: usize) -> Result<Self> {
         let opts = KEY_ORDER;
-        let single_int = is_single_int(&types);
+        let single_int = is_single_int(types);
         let converter = if types.is_empty() || single_int {
             None
         } else {
