@@ -100,7 +100,7 @@ impl Sliding {
         if self.evicted < upto {
             for (_, pane) in panes.range(self.evicted..upto) {
                 for &(key, _) in &pane.entries {
-                    self.evict(key, first, pane_store);
+                    self.evict(key, first);
                 }
             }
         }
@@ -134,8 +134,8 @@ impl Sliding {
         self.pushed = last + 1;
     }
 
-    /// Evicts the panes of the window that are now gone: `panes` were dropped by the pane engine (their last
-    /// window is out), so every later window starts after them.
+    /// Evicts pane `pane`, which the pane engine dropped (its last window is out): every later window starts
+    /// after it.
     pub(crate) fn evict_dropped(
         &mut self,
         pane: i64,
@@ -144,7 +144,7 @@ impl Sliding {
     ) {
         if pane >= self.evicted && pane < self.pushed {
             for &(key, _) in entries {
-                self.evict(key, pane + 1, pane_store);
+                self.evict(key, pane + 1);
             }
             self.run_flips(pane_store);
         }
@@ -153,7 +153,7 @@ impl Sliding {
 
     /// Drops `key`'s panes before `first`: pops the front, and flips the back into the front when the front
     /// runs dry.
-    fn evict(&mut self, key: u32, first: i64, _pane_store: &SlotStore) {
+    fn evict(&mut self, key: u32, first: i64) {
         let k = key as usize;
         // A key in several evicted panes loses them all at its first eviction.
         let Some(ks) = self.keys.get_mut(k).filter(|ks| !ks.is_empty()) else {
