@@ -27,18 +27,20 @@ def report(**kw):
 
 # Each body prints "ready" once set up, then runs a call that takes many seconds uninterrupted.
 LONG_CALLS = {
-    # 10k rows each in 20,000 windows: the emission, on the caller's thread, takes seconds.
+    # Millions of windows of 20,000 panes: the emission, on the caller's thread, takes seconds. (Long windows
+    # cost two combines each through the pane engine's two stacks, so the length comes from their number.)
     "window_aggregate": """
-t = pa.table({"ts": np.arange(10_000, dtype=np.int64), "v": np.ones(10_000)})
+t = pa.table({"ts": np.arange(4_000_000, dtype=np.int64), "v": np.ones(4_000_000)})
 print("ready", flush=True)
 windgate.window_aggregate(t, time="ts", size=20_000, slide=1, aggs={"v": ["sum", "var"]}, strategy="pane")
 """,
+    # The first push closes no window (lateness 10^8); the second closes all 3M of them at once.
     "push": """
-agg = windgate.WindowAggregator(time="ts", size=20_000, slide=1, aggs={"v": ["sum", "var"]}, lateness=0)
-t = pa.record_batch({"ts": np.arange(10_000, dtype=np.int64), "v": np.ones(10_000)})
+agg = windgate.WindowAggregator(time="ts", size=20_000, slide=1, aggs={"v": ["sum", "var"]}, lateness=10**8)
+t = pa.record_batch({"ts": np.arange(3_000_000, dtype=np.int64), "v": np.ones(3_000_000)})
 agg.push(t)
 print("ready", flush=True)
-agg.push(pa.record_batch({"ts": np.array([10**6], dtype=np.int64), "v": [1.0]}))
+agg.push(pa.record_batch({"ts": np.array([10**9], dtype=np.int64), "v": [1.0]}))
 """,
     "generator": """
 def gen():
