@@ -47,7 +47,11 @@ def agg(**kw):
         (dict(size="10 parsecs"), errors.InvalidParameterError, r"size: cannot read duration .*parsecs"),
         (dict(size=1.5), errors.ColumnTypeError, r"size: expected an int, a duration string"),
         (dict(strategy="farm2"), errors.InvalidParameterError, r'strategy: unknown strategy "farm2"'),
-        (dict(on_late="ignore"), errors.InvalidParameterError, r"on_late: expected \"drop\" or \"error\""),
+        (
+            dict(on_late="ignore"),
+            errors.InvalidParameterError,
+            r"on_late: expected \"drop\", \"keep\" or \"error\"",
+        ),
         (dict(null_time="keep"), errors.InvalidParameterError, r"null_time: expected"),
         (dict(threads=0), errors.InvalidParameterError, r"threads: expected a positive"),
         (dict(aggs={"v": "median"}), errors.InvalidParameterError, r"aggs: unknown function \"median\""),

@@ -39,7 +39,8 @@ fn options(strategy: Strategy, threads: usize, farm: FarmOptions) -> WindowAggre
 fn run_batch(batches: &[arrow_array::RecordBatch], opts: &WindowAggregateOptions) -> usize {
     let schema = batches[0].schema();
     let input = batches.iter().cloned().map(Ok);
-    let (_, out) = window_aggregate(vec![(schema, input)], opts.clone(), || Ok(())).expect("runs");
+    let wg = window_aggregate(vec![(schema, input)], opts.clone(), || Ok(())).expect("runs");
+    let out = wg.batches;
     out.iter().map(|b| b.num_rows()).sum()
 }
 
@@ -58,7 +59,8 @@ fn run_in_memory(batches: &[arrow_array::RecordBatch], opts: &WindowAggregateOpt
     let mut o = opts.clone();
     o.lateness = LatenessOpt::Exact;
     let input = vec![(batches[0].schema(), batches.to_vec())];
-    let (_, out) = window_aggregate_in_memory(input, o, || Ok(())).expect("runs");
+    let wg = window_aggregate_in_memory(input, o, || Ok(())).expect("runs");
+    let out = wg.batches;
     out.iter().map(|b| b.num_rows()).sum()
 }
 

@@ -13,7 +13,7 @@ arrival timing, every operator returns its single-threaded reference engine's ro
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -45,6 +45,7 @@ __version__: str = _native.__version__
 __all__ = [
     "window_aggregate",
     "WindowAggregator",
+    "WindowsAndLate",
     "band_join",
     "BandJoiner",
     "band",
@@ -80,6 +81,15 @@ __all__ = [
 Aggs = Mapping[str, "str | list[str] | tuple[str, ...]"]
 
 
+class WindowsAndLate(NamedTuple):
+    """What :func:`window_aggregate` returns with ``on_late="keep"``: the windows (exactly the table
+    ``on_late="drop"`` returns) and the late rows, each with every input column, then ``source`` (several
+    sources only) and the ``watermark`` it met on arrival, in arrival order."""
+
+    windows: pa.Table
+    late: pa.Table
+
+
 def window_aggregate(
     data: Any,
     *,
@@ -99,7 +109,7 @@ def window_aggregate(
     input: str = "rows",
     output: str = "windows",
     row_offset: int = 0,
-) -> pa.Table:
+) -> pa.Table | WindowsAndLate:
     """Sliding- or tumbling-window aggregation, per group, over a whole input.
 
     Windows are aligned like Spark's ``window()``: window ``j`` covers ``[j*slide + offset, j*slide + offset +
@@ -121,7 +131,10 @@ def window_aggregate(
         lateness: ``None`` (exact over all rows whatever their order), a bound K (rows more than K behind the
             largest time seen are late), or ``"adaptive"`` (an adaptive lateness bound, K-slack, as in
             Mencagli et al. 2017).
-        on_late: ``"drop"`` (dropped and counted) or ``"error"``.
+        on_late: what happens to a late row (one below its source's watermark on arrival; only with
+            ``lateness``): ``"drop"`` (dropped and counted in ``stats["late_rows"]``), ``"error"`` (the
+            call raises :class:`windgate.errors.LateRowError`), or ``"keep"``: dropped from the windows as
+            with ``"drop"``, and returned as well (see Returns).
         null_time: ``"error"`` or ``"drop"`` for rows whose time is null.
         threads: worker threads (``None``: all cores).
         strategy: ``"auto"`` (the fastest engine measured on 2 cores: ``"shard"`` for in-memory input of at
@@ -160,6 +173,9 @@ def window_aggregate(
         A pyarrow Table: the ``by`` columns, ``window_start``, ``window_end``, then ``count`` and
         ``<func>_<column>`` in the order given, ordered by ``(window_start, by...)`` with nulls first.
         With ``output="partials"``: the partial-state rows, ordered by ``(pane start, by...)``.
+        With ``on_late="keep"``: a :class:`WindowsAndLate` pair ``(windows, late)``; ``windows`` is the table
+        above, ``late`` the late rows with every input column, then ``source`` (several sources only) and the
+        ``watermark`` each met, in arrival order.
 
     Example:
         >>> import pyarrow as pa, windgate
@@ -175,10 +191,22 @@ def window_aggregate(
         >>> b = windgate.window_aggregate(t.slice(2), output="partials", row_offset=2, **q)
         >>> windgate.window_aggregate([pa.concat_tables([b, a])], input="partials", **q).equals(out)
         True
+
+        Late rows as a side output: with a lateness of 2, the row at 3 arrives after 20 moved the watermark
+        to 18.
+
+        >>> s = pa.table({"ts": [1, 20, 3, 19], "v": [1, 2, 3, 4]})
+        >>> windows, late = windgate.window_aggregate(
+        ...     s, time="ts", size=10, aggs={"v": "sum"}, lateness=2, on_late="keep")
+        >>> windows.to_pydict()
+        {'window_start': [0, 10, 20], 'window_end': [10, 20, 30], 'sum_v': [1, 4, 2]}
+        >>> late.to_pydict()
+        {'ts': [3], 'v': [3], 'watermark': [18]}
     """
     kwargs = _options.WINDOW_AGGREGATE.forward("windgate.window_aggregate", locals())
     sources = _specs.sources(data)
-    return _native.window_aggregate(sources, **kwargs, in_memory=_specs.in_memory(sources))
+    out = _native.window_aggregate(sources, **kwargs, in_memory=_specs.in_memory(sources))
+    return WindowsAndLate(*out) if isinstance(out, tuple) else out
 
 
 class WindowAggregator(Checkpointed):
@@ -260,10 +288,31 @@ class WindowAggregator(Checkpointed):
         """End of stream: returns every window still open. The operator takes no more batches after it."""
         return self._call(self._inner.flush)
 
+    def late_rows(self) -> pa.RecordBatch:
+        """With ``on_late="keep"``: every late row since the last call, in arrival order, with every input
+        column, then ``source`` (several sources only) and the ``watermark`` it met on arrival.
+
+        Late rows are dropped from the windows as with ``on_late="drop"``; they wait here until taken, so take
+        them as often as you push (a checkpoint carries the ones not yet taken).
+
+        Example:
+            >>> import pyarrow as pa, windgate
+            >>> agg = windgate.WindowAggregator(
+            ...     time="ts", size=10, aggs={"*": "count"}, lateness=2, on_late="keep")
+            >>> agg.push(pa.record_batch({"ts": [1, 20, 3]})).to_pydict()
+            {'window_start': [0], 'window_end': [10], 'count': [1]}
+            >>> agg.late_rows().to_pydict()
+            {'ts': [3], 'watermark': [18]}
+            >>> agg.late_rows().num_rows
+            0
+        """
+        return self._call(self._inner.late_rows)
+
     @property
     def stats(self) -> dict[str, Any]:
-        """Counters: ``rows_in``, ``pending_rows`` and ``backpressured`` (credits), ``late_rows``,
-        ``null_time_rows``, ``rows_out``, ``windows_out``,
+        """Counters: ``rows_in``, ``pending_rows`` and ``backpressured`` (credits), ``late_rows`` (and
+        ``late_rows_pending``: kept by ``on_late="keep"``, not yet taken), ``null_time_rows``, ``rows_out``,
+        ``windows_out``,
         ``open_panes``, ``keys``, ``watermark``, ``slack``, ``threads``, ``strategy``; with the pane farm also
         ``plq_busy_s`` and ``wlq_busy_s`` (busy seconds per pane-level query (PLQ) and window-level
         query (WLQ) worker), ``punctuations``, ``panes_closed``,

@@ -60,7 +60,8 @@ fn streamed(input: &[Vec<RecordBatch>], o: WindowAggregateOptions) -> RecordBatc
             )
         })
         .collect();
-    let (schema, outs) = window_aggregate(inputs, o, || Ok(())).unwrap();
+    let wg = window_aggregate(inputs, o, || Ok(())).unwrap();
+    let (schema, outs) = (wg.schema, wg.batches);
     concat_batches(&schema, &outs).unwrap()
 }
 
@@ -70,7 +71,8 @@ fn in_pieces(input: &[Vec<RecordBatch>], o: WindowAggregateOptions, piece: usize
         .iter()
         .map(|bs| (schema.clone(), bs.clone()))
         .collect();
-    let (schema, outs) = window_aggregate_in_pieces(inputs, o, piece, || Ok(())).unwrap();
+    let wg = window_aggregate_in_pieces(inputs, o, piece, || Ok(())).unwrap();
+    let (schema, outs) = (wg.schema, wg.batches);
     concat_batches(&schema, &outs).unwrap()
 }
 
@@ -141,8 +143,8 @@ fn windows_close_before_the_end_of_sorted_input() {
             .iter()
             .map(|bs| (schema.clone(), bs.clone()))
             .collect();
-        let (_, outs) =
-            window_aggregate_in_pieces(inputs, opts(&c, engine, 2), 100, || Ok(())).unwrap();
+        let wg = window_aggregate_in_pieces(inputs, opts(&c, engine, 2), 100, || Ok(())).unwrap();
+        let outs = wg.batches;
         let last = outs.last().unwrap().num_rows();
         let total: usize = outs.iter().map(|b| b.num_rows()).sum();
         assert_eq!(total, 101 * 3, "{engine:?}");

@@ -128,7 +128,8 @@ fn whole(c: &Case, strategy: Strategy) -> RecordBatch {
             (b.schema(), vec![Ok(b)])
         })
         .collect();
-    let (schema, outs) = window_aggregate(inputs, opts(c, strategy), || Ok(())).unwrap();
+    let wg = window_aggregate(inputs, opts(c, strategy), || Ok(())).unwrap();
+    let (schema, outs) = (wg.schema, wg.batches);
     concat_batches(&schema, &outs).unwrap()
 }
 
@@ -142,8 +143,8 @@ fn in_memory(c: &Case, strategy: Strategy) -> RecordBatch {
             (b.schema(), vec![b])
         })
         .collect();
-    let (schema, outs) =
-        window_aggregate_in_pieces(inputs, opts(c, strategy), 3, || Ok(())).unwrap();
+    let wg = window_aggregate_in_pieces(inputs, opts(c, strategy), 3, || Ok(())).unwrap();
+    let (schema, outs) = (wg.schema, wg.batches);
     concat_batches(&schema, &outs).unwrap()
 }
 

@@ -75,8 +75,8 @@ fn whole(engine: Strategy, size: i64, slide: i64, sources: &[RecordBatch]) -> Re
         .iter()
         .map(|b| (b.schema(), vec![Ok(b.clone())]))
         .collect();
-    let (schema, outs) =
-        window_aggregate(inputs, opts(engine, sources.len(), size, slide), || Ok(())).unwrap();
+    let wg = window_aggregate(inputs, opts(engine, sources.len(), size, slide), || Ok(())).unwrap();
+    let (schema, outs) = (wg.schema, wg.batches);
     concat_batches(&schema, &outs).unwrap()
 }
 
@@ -263,7 +263,8 @@ fn e15_tumlmc_without_groups_or_with_more_updaters_than_keys() {
                 .into_iter()
                 .map(|b| (b.schema(), vec![Ok(b)]))
                 .collect();
-            let (schema, outs) = window_aggregate(inputs, o, || Ok(())).unwrap();
+            let wg = window_aggregate(inputs, o, || Ok(())).unwrap();
+            let (schema, outs) = (wg.schema, wg.batches);
             concat_batches(&schema, &outs).unwrap()
         };
         for by in [false, true] {

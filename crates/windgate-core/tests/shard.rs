@@ -108,8 +108,8 @@ fn stream(rows: &[Row], cuts: &[usize], o: WindowAggregateOptions) -> (RecordBat
 
 fn in_memory(rows: &[Row], o: WindowAggregateOptions) -> RecordBatch {
     let b = batch(rows);
-    let (schema, out) =
-        window_aggregate_in_memory(vec![(b.schema(), vec![b])], o, || Ok(())).unwrap();
+    let wg = window_aggregate_in_memory(vec![(b.schema(), vec![b])], o, || Ok(())).unwrap();
+    let (schema, out) = (wg.schema, wg.batches);
     concat_batches(&schema, &out).unwrap()
 }
 

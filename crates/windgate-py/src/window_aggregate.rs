@@ -3,8 +3,8 @@
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use pyo3_arrow::PyTable;
 use pyo3_arrow::input::AnyRecordBatch;
+use pyo3_arrow::{PyRecordBatch, PyTable};
 use windgate_core::Error;
 use windgate_core::aggregate as core;
 
@@ -63,7 +63,7 @@ pub fn window_aggregate<'py>(
         .collect::<PyResult<Vec<_>>>()?;
     // In-memory input (tables, record batches, data frames) is read whole up front: that costs nothing
     // and lets windows close as soon as they are exact; a stream is read once, batch by batch.
-    let (schema, batches) = detached_batch_call(py, "window_aggregate", |check| {
+    let out = detached_batch_call(py, "window_aggregate", |check| {
         if in_memory {
             let inputs = readers
                 .into_iter()
@@ -80,7 +80,15 @@ pub fn window_aggregate<'py>(
             .collect();
         core::window_aggregate(inputs, opts, check)
     })?;
-    PyTable::try_new(batches, schema)?.into_pyarrow(py)
+    let windows = PyTable::try_new(out.batches, out.schema)?.into_pyarrow(py)?;
+    // `on_late="keep"`: the windows and the late rows (the Python wrapper names the pair).
+    match out.late {
+        Some(late) => {
+            let late = PyTable::try_new(vec![late.clone()], late.schema())?.into_pyarrow(py)?;
+            Ok((windows, late).into_pyobject(py)?.into_any())
+        }
+        None => Ok(windows),
+    }
 }
 
 /// The partial-state keywords (`input`, `output`, `row_offset`) into the options.
@@ -217,6 +225,22 @@ impl WindowAggregator {
         self.finish(py, out)
     }
 
+    /// `on_late="keep"`: the late rows since the last call (see `windgate.WindowAggregator.late_rows`).
+    fn late_rows<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.inner.options().on_late != core::OnLate::Keep {
+            return Err(to_py(Error::param(
+                "on_late",
+                "late rows are kept only with on_late=\"keep\" (this operator drops or refuses them)",
+            )));
+        }
+        let inner = &mut self.inner;
+        let out = detached(py, "late_rows", || inner.take_late_rows()).map_err(to_py)?;
+        match out {
+            Some(b) => PyRecordBatch::new(b).into_pyarrow(py),
+            None => Ok(py.None().into_bound(py)),
+        }
+    }
+
     /// Counters: rows in, late rows, windows and rows out, open panes, keys, watermark, ...
     #[getter]
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -227,6 +251,7 @@ impl WindowAggregator {
         d.set_item("pending_rows", s.pending_rows)?;
         d.set_item("backpressured", s.backpressured)?;
         d.set_item("late_rows", s.late_rows)?;
+        d.set_item("late_rows_pending", s.late_rows_pending)?;
         d.set_item("null_time_rows", s.null_time_rows)?;
         d.set_item("rows_out", s.rows_out)?;
         d.set_item("windows_out", s.windows_out)?;

@@ -26,6 +26,17 @@ pub const PIECE_ROWS: usize = 1 << 16;
 /// hand-offs cost more than the second core gives back.
 pub const AUTO_FARM_ROWS: usize = 1 << 20;
 
+/// What a batch function returns.
+#[derive(Debug)]
+pub struct BatchOutput {
+    /// The windows' schema.
+    pub schema: SchemaRef,
+    /// The windows, in the operator's output order.
+    pub batches: Vec<RecordBatch>,
+    /// `on_late="keep"`: the late rows, in arrival order (see [`WindowAggregator::take_late_rows`]).
+    pub late: Option<RecordBatch>,
+}
+
 /// The batch function over streamed input: `sources` holds each source's schema and batches, read once.
 ///
 /// With `lateness`, late rows of each source are dropped (or raise) as in the streaming operator. `on_batch`
@@ -34,7 +45,7 @@ pub fn window_aggregate<I>(
     sources: Vec<(SchemaRef, I)>,
     opts: WindowAggregateOptions,
     mut on_batch: impl FnMut() -> Result<()>,
-) -> Result<(SchemaRef, Vec<RecordBatch>)>
+) -> Result<BatchOutput>
 where
     I: IntoIterator<Item = Result<RecordBatch>>,
 {
@@ -62,15 +73,15 @@ where
 ///     ("ts", Arc::new(Int64Array::from(vec![1, 5, 12, 3, 25])) as _),
 /// ]).unwrap();
 /// let opts = WindowAggregateOptions::new("ts", Span::Units(10), vec![("*".into(), vec!["count".into()])]);
-/// let (_, out) = window_aggregate_in_memory(vec![(batch.schema(), vec![batch])], opts, || Ok(())).unwrap();
-/// let rows: usize = out.iter().map(|b| b.num_rows()).sum();
+/// let out = window_aggregate_in_memory(vec![(batch.schema(), vec![batch])], opts, || Ok(())).unwrap();
+/// let rows: usize = out.batches.iter().map(|b| b.num_rows()).sum();
 /// assert_eq!(rows, 3); // [0,10) holds 1, 5 and the late-arriving 3; then [10,20) and [20,30)
 /// ```
 pub fn window_aggregate_in_memory(
     sources: Vec<(SchemaRef, Vec<RecordBatch>)>,
     opts: WindowAggregateOptions,
     on_batch: impl FnMut() -> Result<()>,
-) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+) -> Result<BatchOutput> {
     window_aggregate_in_pieces(sources, opts, PIECE_ROWS, on_batch)
 }
 
@@ -81,7 +92,7 @@ pub fn window_aggregate_in_pieces(
     opts: WindowAggregateOptions,
     piece_rows: usize,
     mut on_batch: impl FnMut() -> Result<()>,
-) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+) -> Result<BatchOutput> {
     let plans = sources
         .iter()
         .map(|(_, batches)| plan(batches, &opts.time, piece_rows.max(1)))
@@ -161,11 +172,11 @@ fn keep(out: &mut Vec<RecordBatch>, batch: RecordBatch) {
     }
 }
 
-fn finish(
-    mut agg: WindowAggregator,
-    mut out: Vec<RecordBatch>,
-) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+fn finish(mut agg: WindowAggregator, mut out: Vec<RecordBatch>) -> Result<BatchOutput> {
     out.push(agg.flush()?);
-    let schema = agg.output_schema().expect("bound");
-    Ok((schema, out))
+    Ok(BatchOutput {
+        schema: agg.output_schema().expect("bound"),
+        batches: out,
+        late: agg.take_late_rows()?,
+    })
 }

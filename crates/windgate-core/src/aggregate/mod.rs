@@ -22,7 +22,7 @@ pub(crate) mod state;
 pub(crate) mod strategy;
 pub mod w_hive;
 
-pub use batch::{window_aggregate, window_aggregate_in_memory};
+pub use batch::{BatchOutput, window_aggregate, window_aggregate_in_memory};
 pub use function::{AggFunc, AggSpec};
 pub use operator::{Stats, WindowAggregator};
 pub use options::{Strategy, WindowAggregateOptions};

@@ -38,15 +38,17 @@ use crate::arrow_io::{
 };
 use crate::error::{Error, ErrorKind, Lifecycle, Result};
 use crate::keys::KeyDict;
-use crate::order::admission::{Rules, admit};
+use crate::order::admission::{OnLate, Rules, admit};
 use crate::order::kslack::{KSlack, Lateness};
 use crate::runtime::farm::FarmStats;
 use crate::threads::resolve_threads;
 use crate::time::WindowSpec;
 
 mod checkpoint;
+mod late_rows;
 mod row_log;
 
+use late_rows::LateRows;
 use row_log::RowLog;
 
 /// Rows ingested at a time: large batches are sliced so that per-row scratch stays in cache.
@@ -67,6 +69,8 @@ pub struct Stats {
     /// Pushes refused because a source's credits were used up.
     pub backpressured: u64,
     pub late_rows: u64,
+    /// Late rows kept by `on_late="keep"` and not yet taken.
+    pub late_rows_pending: u64,
     pub null_time_rows: u64,
     pub rows_out: u64,
     pub windows_out: u64,
@@ -166,6 +170,8 @@ pub struct WindowAggregator {
     /// A parallel engine's open state as the checkpoint reads it: the engines keep state in their own
     /// layouts, so a checkpoint lifts the admitted rows of the open panes instead (see `row_log`).
     log: RowLog,
+    /// `on_late="keep"`: the late rows not yet taken.
+    late: LateRows,
 }
 
 /// Most panes per window for which `auto` picks the farm over the pane engine. The farm's window-level query
@@ -220,6 +226,7 @@ impl WindowAggregator {
             emitted: None,
             floor: None,
             log: RowLog::default(),
+            late: LateRows::default(),
         })
     }
 
@@ -235,6 +242,7 @@ impl WindowAggregator {
     pub fn stats(&self) -> Stats {
         let mut s = self.stats.clone();
         s.pending_rows = self.sources.iter().map(|s| s.pending_rows).sum();
+        s.late_rows_pending = self.late.pending() as u64;
         if let Some(b) = &self.bound {
             s.keys = b.keys.len() as u64;
             match &b.engine {
@@ -297,6 +305,9 @@ impl WindowAggregator {
             out_fields.push(Field::new(b, f.data_type().clone(), true));
         }
         let window_type = resolved.window_type;
+        if o.on_late == OnLate::Keep {
+            self.late.bind(schema, &window_type, o.sources)?;
+        }
         out_fields.push(Field::new("window_start", window_type.clone(), false));
         out_fields.push(Field::new("window_end", window_type, false));
         if o.output == OutputKind::Partials {
@@ -656,6 +667,34 @@ impl WindowAggregator {
         Ok(())
     }
 
+    /// `on_late="keep"`: every late row since the last call, in arrival order, with the input's columns (then
+    /// `source` when the operator has several sources) and the `watermark` each met; `None` before the input
+    /// schema is known or when late rows are not kept.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use arrow_array::{Int64Array, RecordBatch};
+    /// use windgate_core::aggregate::{LatenessOpt, OnLate, Span, WindowAggregateOptions, WindowAggregator};
+    ///
+    /// let mut opts = WindowAggregateOptions::new("ts", Span::Units(10), vec![("*".into(), vec!["count".into()])]);
+    /// opts.lateness = LatenessOpt::Bound(Span::Units(2));
+    /// opts.on_late = OnLate::Keep;
+    /// let mut agg = WindowAggregator::new(opts).unwrap();
+    /// let batch = RecordBatch::try_from_iter([("ts", Arc::new(Int64Array::from(vec![1, 20, 3, 19])) as _)]).unwrap();
+    /// agg.push(&batch, 0).unwrap();
+    /// let late = agg.take_late_rows().unwrap().unwrap();
+    /// assert_eq!(late.num_rows(), 1); // ts 3 came after the watermark 20 - 2 = 18; 19 did not
+    /// assert_eq!(late.schema().field(1).name(), "watermark");
+    /// ```
+    pub fn take_late_rows(&mut self) -> Result<Option<RecordBatch>> {
+        self.late.take()
+    }
+
+    /// The schema of [`Self::take_late_rows`]' batches, once the input schema is known (`on_late="keep"`).
+    pub fn late_rows_schema(&self) -> Option<SchemaRef> {
+        self.late.schema().cloned()
+    }
+
     /// Marks the operator unusable (used by the bindings when a panic was caught).
     pub fn poison(&mut self, why: impl Into<String>) {
         self.life.poison(why);
@@ -781,7 +820,13 @@ impl WindowAggregator {
             b.keys.ids(&by_cols, n)?
         };
 
+        let late = match read.admitted.kept_late.is_empty() {
+            true => None,
+            false => Some(self.late.gather(batch, &read.admitted.kept_late, source)?),
+        };
+
         // Commit.
+        self.late.push(late);
         let src = &mut self.sources[source];
         src.kslack = read.kslack;
         let rows = Admitted {

@@ -253,6 +253,7 @@ impl BandJoinOptions {
                 }
             }
         }
+        crate::order::admission::refuse_keep(self.on_late, "the band join")?;
         match self.threads {
             Some(0) => {
                 return Err(Error::param(

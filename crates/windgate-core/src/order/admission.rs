@@ -11,8 +11,13 @@ use crate::prefetch::min_max;
 /// `on_late=`: what happens to a row below its source's watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum OnLate {
+    /// Dropped and counted.
     Drop,
+    /// The push fails (and changes nothing).
     Error,
+    /// Dropped from the windows and counted, and handed to the caller as a side output (the row itself and
+    /// the watermark it met), like Flink's late-data side output.
+    Keep,
 }
 
 impl OnLate {
@@ -20,12 +25,27 @@ impl OnLate {
         match name {
             "drop" => Ok(OnLate::Drop),
             "error" => Ok(OnLate::Error),
+            "keep" => Ok(OnLate::Keep),
             other => Err(Error::param(
                 "on_late",
-                format!("expected \"drop\" or \"error\", got {other:?}"),
+                format!("expected \"drop\", \"keep\" or \"error\", got {other:?}"),
             )),
         }
     }
+}
+
+/// Refuses `on_late="keep"` for an operator (`who`) that has no side output for late rows.
+pub fn refuse_keep(on_late: OnLate, who: &str) -> Result<()> {
+    if on_late == OnLate::Keep {
+        return Err(Error::param(
+            "on_late",
+            format!(
+                "on_late=\"keep\" (late rows as a side output) is supported by window aggregation; \
+                 {who} take \"drop\" or \"error\""
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `null_time=`: what happens to a row whose time is null.
@@ -75,6 +95,8 @@ pub struct BatchAdmission {
     pub null_time: u64,
     /// Smallest and largest admitted time.
     pub range: Option<(i64, i64)>,
+    /// Under `on_late="keep"`: each late row's index in the slice and the watermark it met, in row order.
+    pub kept_late: Vec<(u32, i64)>,
 }
 
 /// Runs `ts` (with `nulls`) through `ks`. On error `ks` may have moved: callers work on a copy.
@@ -139,6 +161,9 @@ pub fn admit(
             }
             a.late += 1;
             a.keep.get_or_insert_with(|| vec![true; n])[i] = false;
+            if r.on_late == OnLate::Keep {
+                a.kept_late.push((i as u32, watermark));
+            }
             continue;
         }
         lo = lo.min(t);

@@ -137,6 +137,7 @@ impl PreferenceOptions {
 
     pub fn validate(&self) -> Result<()> {
         self.window.validate()?;
+        crate::order::admission::refuse_keep(self.window.on_late, "the preference queries")?;
         self.query.validate()
     }
 }

@@ -77,6 +77,9 @@ impl WindowAggregator {
             let panes = open_panes(b, &mut self.log, first, &ranks, time)?;
             w.batches("panes", &partial_schema(b, time), &[panes])?;
             w.batches("carry", &b.output_schema, &self.carry)?;
+            if let Some(schema) = self.late.schema() {
+                w.batches("late", schema, self.late.kept())?;
+            }
         }
         w.finish()
     }
@@ -112,6 +115,9 @@ impl WindowAggregator {
             }
             agg.close_restored_sources()?;
             agg.carry = r.batches("carry")?.1;
+            if agg.late.schema().is_some() {
+                agg.late.restore(r.batches("late")?.1);
+            }
         } else {
             agg.restore_sources(&state.sources);
         }
