@@ -181,3 +181,63 @@ def test_band_join_of_two_streams_survives_restarts(spark, tmp_path, how):
     assert sizes["shard"].tolist() == [0, 1] and sizes["late_rows"].tolist() == [0, 0]
     got = got.select(want.column_names).cast(want.schema)
     assert _canonical(got, keys).equals(_canonical(want, keys))
+
+
+def test_late_rows_of_a_stream_come_out_as_a_second_dataframe(spark, tmp_path):
+    """``on_late="keep"``: three micro-batches (one file each); the second holds rows behind Spark's watermark
+    after the first. Those rows, and only those, come out of the late DataFrame, with the watermark they met;
+    the windows DataFrame is the batch call over every other row."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from windgate import spark as wspark
+
+    src = tmp_path / "in"
+    src.mkdir()
+    first = _rows(200, 1000, seed=1)
+    behind = _rows(40, 900, seed=2)  # 900..993 s: below 1000 + 2 * 199 - 15 s whatever the jitter
+    second = pa.concat_tables([behind, _rows(100, 1500, seed=3)])
+    far = _rows(1, 100_000, seed=9)
+    for i, t in enumerate([first, second, far]):
+        _write(src, f"part-{i}.parquet", t)
+    stream = spark.readStream.schema(from_arrow_schema(first.schema)).option("maxFilesPerTrigger", 1)
+    pair = wspark.window_aggregate(
+        stream.parquet(str(src)),
+        time="ts",
+        size=job.SIZE,
+        slide=job.SLIDE,
+        by="k",
+        aggs={"*": "count", "v": "sum"},
+        lateness=job.LATENESS,
+        on_late="keep",
+        shards=2,
+    )
+    assert isinstance(pair, windgate.WindowsAndLate)
+    for name, df in zip(("windows", "late"), pair, strict=True):
+        q = (
+            df.writeStream.format("parquet")
+            .option("path", str(tmp_path / name))
+            .option("checkpointLocation", str(tmp_path / f"ckpt-{name}"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        q.awaitTermination()
+        assert q.exception() is None
+    late = spark.read.parquet(str(tmp_path / "late")).toArrow()
+    windows = spark.read.parquet(str(tmp_path / "windows")).toArrow()
+    assert late.column_names == ["ts", "k", "v", "i", "watermark"]
+    # Each shard's watermark: Spark's (milliseconds), or its own largest time minus the lateness if higher.
+    top = pc.max(pc.cast(first.column("ts"), pa.int64())).as_py() - job.LATENESS_S * SECOND
+    met = pc.cast(late.column("watermark"), pa.int64()).to_pylist()
+    assert set(met) <= {top // 1000 * 1000, top}
+    assert all(t < w for t, w in zip(pc.cast(late.column("ts"), pa.int64()).to_pylist(), met, strict=True))
+    got_late = _canonical(late.select(behind.column_names).cast(behind.schema), ["ts"])
+    assert got_late.equals(_canonical(behind, ["ts"]))
+    kept = pa.concat_tables([first, second.slice(behind.num_rows), far])
+    want = windgate.window_aggregate(
+        kept, time="ts", size=job.SIZE, slide=job.SLIDE, by="k", aggs={"*": "count", "v": "sum"}
+    )
+    want = _closed(want, pc.max(pc.cast(far.column("ts"), pa.int64())).as_py() - job.LATENESS_S * SECOND)
+    keys = ["k", "window_start"]
+    assert _canonical(windows.select(want.column_names).cast(want.schema), keys).equals(
+        _canonical(want, keys)
+    )

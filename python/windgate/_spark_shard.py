@@ -32,12 +32,15 @@ class WindgateShard(StatefulProcessor):
         schema: pa.Schema,
         spec: Mapping[str, Any],
         order_by: str | None,
+        combined: pa.Schema | None = None,
     ) -> None:
         self.cls = cls
         self.op_kwargs = op_kwargs
         self.schema = schema
         self.spec = dict(spec)
         self.order_by = order_by
+        #: ``on_late="keep"``: windows and late rows in one output (see :func:`combined_schema`).
+        self.combined = combined
 
     def init(self, handle: Any) -> None:
         self.handle = handle
@@ -100,14 +103,22 @@ class WindgateShard(StatefulProcessor):
         return op.push(clock_row(self.schema, self.spec["time"], spark_wm + self.spec["lateness"]))
 
     def _finish(self, op: Any, max_time: int | None, outs: list[Any]) -> Iterator[Any]:
+        # The late rows are taken before the snapshot, so the state never holds them twice.
+        late = op.late_rows() if self.combined is not None else None
         self.state.update((op.snapshot(), max_time))
         self._set_timer(op, max_time)
         for out in outs:
             if out is None or not out.num_rows:
                 continue
             mine = out.filter(pc.equal(out.column(CLOCK), 0)).drop_columns([CLOCK])
+            if mine.num_rows and self.combined is not None:
+                mine = combine(self.combined, mine, late=False)
             if mine.num_rows:
                 yield mine.to_pandas()
+        if late is not None and late.num_rows:
+            # Clock rows are never late (each is at Spark's watermark plus the lateness).
+            rows = pa.Table.from_batches([late]).drop_columns([CLOCK])
+            yield combine(self.combined, rows, late=True).to_pandas()
 
     def _set_timer(self, op: Any, max_time: int | None) -> None:
         """One timer, at the end of the shard's next window, while a window holding its rows is open."""
@@ -124,6 +135,31 @@ class WindgateShard(StatefulProcessor):
         base = max_time - size if wm is None else wm
         end = ((base - offset - size) // slide + 1) * slide + offset + size
         self.handle.registerTimer(max(1, math.ceil(end / _PER_MS[s["unit"]])))
+
+
+#: ``on_late="keep"``: the column that tells late rows (true) from windows (false) in the combined output.
+LATE = "__windgate_late"
+
+
+def combined_schema(windows: pa.Schema, late: pa.Schema) -> pa.Schema:
+    """The one output of a streaming operator with ``on_late="keep"`` (Spark's stateful operators have one
+    output): :data:`LATE`, the window columns, then the late rows' columns as ``__late_<i>``, all nullable; a
+    row is either a window (the late columns null) or a late row (the window columns null)."""
+    fields = [pa.field(LATE, pa.bool_(), nullable=False)]
+    fields += [f.with_nullable(True) for f in windows]
+    fields += [pa.field(f"__late_{i}", f.type) for i, f in enumerate(late)]
+    return pa.schema(fields)
+
+
+def combine(schema: pa.Schema, part: pa.Table, *, late: bool) -> pa.Table:
+    """Windows (``late=False``) or late rows as rows of the combined ``schema``."""
+    n = part.num_rows
+    columns, names = [pa.array([late] * n, pa.bool_())], schema.names
+    own = iter(part.columns)
+    for f in schema.remove(0):
+        mine = f.name.startswith("__late_") == late
+        columns.append(next(own) if mine else pa.nulls(n, f.type))
+    return pa.Table.from_arrays(columns, names=names).cast(schema)
 
 
 def _sortable(t: pa.DataType) -> bool:

@@ -47,6 +47,8 @@ from .spark_session import check_executors, default_parallelism, input_schema, o
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
+    from . import WindowsAndLate
+
 __all__ = [
     "window_aggregate",
     "skyline",
@@ -115,7 +117,7 @@ def window_aggregate(
     lateness: _specs.Span | None = None,
     on_late: str = "drop",
     shards: int | None = None,
-) -> DataFrame:
+) -> DataFrame | WindowsAndLate:
     """:func:`windgate.window_aggregate` over a Spark DataFrame; returns a Spark DataFrame.
 
     Two plans (``plan=``), both with the local call's rows:
@@ -150,14 +152,17 @@ def window_aggregate(
             the states). ``None``: sorted only for file input of more than 2**22 rows per shuffle partition.
         lateness, on_late: streaming DataFrames only (required there): the disorder bound, from which
             Spark's watermark is set, and what happens to a row behind it (``"drop"``: dropped and counted,
-            ``"error"``: the query fails), as in :class:`windgate.WindowAggregator`.
+            ``"error"``: the query fails, ``"keep"``: see below), as in :class:`windgate.WindowAggregator`.
         shards: streaming DataFrames only: how many operators the keys are hashed into (default
             ``spark.sql.shuffle.partitions`` with ``by``, 1 without). Keep it across restarts.
 
     A batch DataFrame is one finite stream, so the result is exact (no rows are late). A streaming
     DataFrame (``df.isStreaming``) gives a streaming DataFrame in append mode: each window once, when
     Spark's watermark passes its end, the operators' state in Spark's checkpointed state store
-    (:mod:`windgate.spark_streaming`; "Structured Streaming" in ``docs/spark.md``).
+    (:mod:`windgate.spark_streaming`; "Structured Streaming" in ``docs/spark.md``). With ``on_late="keep"``
+    it returns a :class:`windgate.WindowsAndLate` pair of streaming DataFrames: the windows, and the late rows
+    (every column of ``df``, then the ``watermark`` each met). Both select from one stateful operator's output;
+    each started query runs that operator, and as windgate is deterministic the two agree.
     """
     if getattr(df, "isStreaming", False) is True:
         names = _options.WINDOW_AGGREGATE.shared
@@ -171,6 +176,7 @@ def window_aggregate(
             columns=[time, *_specs.by_columns(by), *(c for c in aggs if c != "*")],
             by=_specs.by_columns(by),
             shards=shards,
+            carry=on_late == "keep",  # late rows come out whole
         )
     _batch_only(lateness=lateness, on_late=on_late, shards=shards)
     plan = _specs.choice(plan, "plan")

@@ -19,8 +19,10 @@ The clock row: the operator groups by the ``by`` columns plus a hidden ``__windg
 every input row). To move its watermark to Spark's watermark ``W``, the shard pushes one row of group
 ``__windgate_clock = 1`` at time ``W + lateness``; the operator's watermark becomes ``W`` (rows of the
 shard more than ``lateness`` behind are late from then on, as in Spark), and the clock group's own output is
-filtered out. Late rows are the operator's: dropped and counted in its ``stats`` (``on_late="drop"``) or a
-:class:`windgate.LateRowError` that fails the query (``on_late="error"``).
+filtered out. Late rows are the operator's: dropped and counted in its ``stats`` (``on_late="drop"``), a
+:class:`windgate.LateRowError` that fails the query (``on_late="error"``), or a second DataFrame
+(``on_late="keep"``): the stateful operator's one output then carries windows and late rows together, and
+the helper returns a :class:`windgate.WindowsAndLate` pair of DataFrames that select each from it.
 
 Exactly once: Spark re-runs a failed micro-batch from the state of the last committed one with the same
 input rows (its offset log); the shard's rows are sorted before they are pushed, so the re-run produces the
@@ -99,7 +101,7 @@ def windowed_stream(
     from pyspark.sql import functions as F
 
     from ._spark_shard import CLOCK as _CLOCK
-    from ._spark_shard import WindgateShard
+    from ._spark_shard import WindgateShard, combined_schema
 
     arrow_in = input_schema(df, streaming=True)
     for col in columns:
@@ -136,8 +138,14 @@ def windowed_stream(
     op_kwargs = {**kwargs, "by": [*by, _CLOCK]}
     import windgate
 
-    out_schema = getattr(windgate, batch)(schema.empty_table(), **op_kwargs).schema
+    probe = getattr(windgate, batch)(schema.empty_table(), **op_kwargs)
+    keep = isinstance(probe, windgate.WindowsAndLate)
+    out_schema = (probe.windows if keep else probe).schema
     out_schema = out_schema.remove(out_schema.get_field_index(_CLOCK))
+    combined = None
+    if keep:
+        late_schema = probe.late.schema.remove(probe.late.schema.get_field_index(_CLOCK))
+        combined = combined_schema(out_schema, late_schema)
     spec = {"time": time, "time_type": time_type, "size": None, "slide": None, "offset": None}
     window = {n: _specs.span(kwargs.get(n), n) for n in ("size", "slide", "offset")}
     size, slide, offset = _specs.window_units(window, unit)
@@ -148,18 +156,38 @@ def windowed_stream(
     watermarked = df.select(*dict.fromkeys(columns)).withWatermark(time, watermark_delay(lateness, unit))
     shard = F.pmod(F.xxhash64(*by), F.lit(shards)) if by else F.lit(0).cast("long")
     rows = watermarked.withColumn(time, F.col(time) + F.expr("INTERVAL 0 SECONDS")).withColumn(_SHARD, shard)
-    processor = WindgateShard(cls, op_kwargs, schema, spec, kwargs.get("order_by"))
+    processor = WindgateShard(cls, op_kwargs, schema, spec, kwargs.get("order_by"), combined)
     out = rows.groupBy(_SHARD).transformWithStateInPandas(
         statefulProcessor=processor,
-        outputStructType=output_schema(out_schema),
+        outputStructType=output_schema(combined or out_schema),
         outputMode="Append",
         timeMode="EventTime",
     )
-    out.windgate_plan = (
+    plan = (
         f"streaming: {cls} per shard ({shards} shard(s)) in transformWithStateInPandas, its snapshot in "
         f"the state store; watermark {time} - {kwargs.get('lateness')!r}"
     )
-    return out
+    if combined is None:
+        out.windgate_plan = plan
+        return out
+    return _split(out, out_schema, late_schema, plan)
+
+
+def _split(out: DataFrame, windows: pa.Schema, late: pa.Schema, plan: str) -> Any:
+    """The windows and the late rows of a combined output (``on_late="keep"``) as two DataFrames."""
+    from pyspark.sql import functions as F
+
+    import windgate
+
+    from ._spark_shard import LATE
+
+    pair = windgate.WindowsAndLate(
+        out.filter(~F.col(LATE)).select(*[F.col(f.name) for f in windows]),
+        out.filter(F.col(LATE)).select(*[F.col(f"__late_{i}").alias(f.name) for i, f in enumerate(late)]),
+    )
+    for df in pair:
+        df.windgate_plan = f"{plan}; on_late=keep: windows and late rows from one operator output"
+    return pair
 
 
 def state_sizes(spark: SparkSession, checkpoint: str) -> Any:
