@@ -161,8 +161,8 @@ def window_aggregate(
     Spark's watermark passes its end, the operators' state in Spark's checkpointed state store
     (:mod:`windgate.spark_streaming`; "Structured Streaming" in ``docs/spark.md``). With ``on_late="keep"``
     it returns a :class:`windgate.WindowsAndLate` pair of streaming DataFrames: the windows, and the late rows
-    (every column of ``df``, then the ``watermark`` each met). Both select from one stateful operator's output;
-    each started query runs that operator, and as windgate is deterministic the two agree.
+    (every column of ``df``, then the ``watermark`` each met). Both select from one stateful operator's
+    output; each started query runs that operator, and as windgate is deterministic the two agree.
     """
     if getattr(df, "isStreaming", False) is True:
         names = _options.WINDOW_AGGREGATE.shared
