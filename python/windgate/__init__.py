@@ -109,6 +109,9 @@ def window_aggregate(
     input: str = "rows",
     output: str = "windows",
     row_offset: int = 0,
+    allowed_lateness: _specs.Span | None = None,
+    emit: str = "final",
+    interval: _specs.Span | None = None,
 ) -> pa.Table | WindowsAndLate:
     """Sliding- or tumbling-window aggregation, per group, over a whole input.
 
@@ -168,11 +171,23 @@ def window_aggregate(
         row_offset: arrival number of the first row (default 0). Rows aggregated in several places keep
             their place in the whole input's arrival order, which breaks ``first``/``last`` ties: give each
             place the number of rows before its part.
+        allowed_lateness: update mode (needs ``lateness``): a fired window keeps taking late rows for this
+            much longer and fires again with each, marked by an extra ``revision`` column (0 on the on-time
+            firing); a late row counts in each of its windows whose end is above the watermark it met minus
+            ``allowed_lateness``, and is dropped only when it has none (Flink's allowed lateness, Spark's
+            update mode). ``docs/architecture.md``, "Update mode".
+        emit: ``"final"`` (default: each window once) or ``"early"``: also, each time the watermark crosses a
+            multiple of ``interval``, the open windows that took rows since their last firing fire their
+            partial result, marked by an extra ``final`` column (false for early firings; the on-time row is
+            the one ``"final"`` emits).
+        interval: the period of ``emit="early"`` in event time.
 
     Returns:
         A pyarrow Table: the ``by`` columns, ``window_start``, ``window_end``, then ``count`` and
         ``<func>_<column>`` in the order given, ordered by ``(window_start, by...)`` with nulls first.
         With ``output="partials"``: the partial-state rows, ordered by ``(pane start, by...)``.
+        In the update mode, ``revision`` (``allowed_lateness``) and ``final`` (``emit="early"``) follow the
+        aggregates, and a call's rows are revisions of older windows, on-time windows, then early firings.
         With ``on_late="keep"``: a :class:`WindowsAndLate` pair ``(windows, late)``; ``windows`` is the table
         above, ``late`` the late rows with every input column, then ``source`` (several sources only) and the
         ``watermark`` each met, in arrival order.
@@ -202,6 +217,24 @@ def window_aggregate(
         {'window_start': [0, 10, 20], 'window_end': [10, 20, 30], 'sum_v': [1, 4, 2]}
         >>> late.to_pydict()
         {'ts': [3], 'v': [3], 'watermark': [18]}
+
+        Allowed lateness: a window that fired takes a late row within 10 of the watermark and fires again.
+
+        >>> agg = windgate.WindowAggregator(
+        ...     time="ts", size=10, aggs={"v": "sum"}, lateness=2, allowed_lateness=10)
+        >>> agg.push(pa.record_batch({"ts": [1, 20], "v": [1, 2]})).to_pydict()
+        {'window_start': [0], 'window_end': [10], 'sum_v': [1], 'revision': [0]}
+        >>> agg.push(pa.record_batch({"ts": [3], "v": [3]})).to_pydict()
+        {'window_start': [0], 'window_end': [10], 'sum_v': [4], 'revision': [1]}
+
+        Early results: open windows fire their partial sums each time the watermark crosses a multiple of 5.
+
+        >>> agg = windgate.WindowAggregator(
+        ...     time="ts", size=10, aggs={"v": "sum"}, lateness=0, emit="early", interval=5)
+        >>> agg.push(pa.record_batch({"ts": [1, 6], "v": [1, 2]})).to_pydict()
+        {'window_start': [0], 'window_end': [10], 'sum_v': [3], 'final': [False]}
+        >>> agg.push(pa.record_batch({"ts": [12], "v": [4]})).to_pydict()
+        {'window_start': [0, 10], 'window_end': [10, 20], 'sum_v': [3, 4], 'final': [True, False]}
     """
     kwargs = _options.WINDOW_AGGREGATE.forward("windgate.window_aggregate", locals())
     sources = _specs.sources(data)
@@ -264,6 +297,9 @@ class WindowAggregator(Checkpointed):
         input: str = "rows",
         output: str = "windows",
         row_offset: int = 0,
+        allowed_lateness: _specs.Span | None = None,
+        emit: str = "final",
+        interval: _specs.Span | None = None,
     ) -> None:
         self._build(_options.WINDOW_AGGREGATE.forward("windgate.WindowAggregator", locals()))
 

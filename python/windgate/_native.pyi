@@ -27,6 +27,9 @@ def window_aggregate(
     input: str = "rows",
     output: str = "windows",
     row_offset: int = 0,
+    allowed_lateness: int | str | None = None,
+    emit: str = "final",
+    interval: int | str | None = None,
 ) -> pa.Table | tuple[pa.Table, pa.Table]: ...
 
 class WindowAggregator:
@@ -51,6 +54,9 @@ class WindowAggregator:
         input: str = "rows",
         output: str = "windows",
         row_offset: int = 0,
+        allowed_lateness: int | str | None = None,
+        emit: str = "final",
+        interval: int | str | None = None,
     ) -> None: ...
     def push(self, batch: Any, source: int = 0) -> pa.RecordBatch: ...
     def close_source(self, source: int) -> pa.RecordBatch: ...

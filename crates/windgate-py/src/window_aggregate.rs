@@ -9,14 +9,15 @@ use windgate_core::Error;
 use windgate_core::aggregate as core;
 
 use crate::checkpoint::{Runtime, annotations, snapshot_bytes};
-use crate::convert::{concat_batches, farm_stats, options, py_schema};
+use crate::convert::{concat_batches, farm_stats, options, py_schema, span};
 use crate::errors::{detached, detached_batch_call, finish_batch, to_py};
 
 /// Batch window aggregation over one or several sources (see `windgate.window_aggregate`).
 #[pyfunction]
 #[pyo3(signature = (sources, *, time, size, slide=None, offset=None, by=vec![], aggs, lateness=None,
                     on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
-                    order_by=None, in_memory=false, input="rows", output="windows", row_offset=0))]
+                    order_by=None, in_memory=false, input="rows", output="windows", row_offset=0,
+                    allowed_lateness=None, emit="final", interval=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn window_aggregate<'py>(
     py: Python<'py>,
@@ -38,6 +39,9 @@ pub fn window_aggregate<'py>(
     input: &str,
     output: &str,
     row_offset: i64,
+    allowed_lateness: Option<&Bound<'py, PyAny>>,
+    emit: &str,
+    interval: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut opts = options(
         time,
@@ -56,6 +60,7 @@ pub fn window_aggregate<'py>(
     )?;
     opts.order_by = order_by;
     two_phase(&mut opts, input, output, row_offset)?;
+    update_mode(&mut opts, allowed_lateness, emit, interval)?;
     opts.validate().map_err(to_py)?;
     let readers = sources
         .into_iter()
@@ -109,6 +114,25 @@ fn two_phase(
     Ok(())
 }
 
+/// The update-mode keywords (`allowed_lateness`, `emit`, `interval`) into the options.
+fn update_mode(
+    opts: &mut core::WindowAggregateOptions,
+    allowed_lateness: Option<&Bound<'_, PyAny>>,
+    emit: &str,
+    interval: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    opts.allowed_lateness = allowed_lateness
+        .filter(|v| !v.is_none())
+        .map(|v| span(v, "allowed_lateness"))
+        .transpose()?;
+    let interval = interval
+        .filter(|v| !v.is_none())
+        .map(|v| span(v, "interval"))
+        .transpose()?;
+    opts.emit = core::Emit::parse(emit, interval).map_err(to_py)?;
+    Ok(())
+}
+
 /// The streaming operator (see `windgate.WindowAggregator`).
 #[pyclass(module = "windgate._native")]
 pub struct WindowAggregator {
@@ -121,7 +145,8 @@ impl WindowAggregator {
     #[pyo3(signature = (*, time, size, slide=None, offset=None, by=vec![], aggs, lateness=None,
                         on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
                         sources=1, credits=Some(1 << 20), order_by=None, input="rows",
-                        output="windows", row_offset=0))]
+                        output="windows", row_offset=0, allowed_lateness=None, emit="final",
+                        interval=None))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
         time: String,
@@ -142,6 +167,9 @@ impl WindowAggregator {
         input: &str,
         output: &str,
         row_offset: i64,
+        allowed_lateness: Option<&Bound<'py, PyAny>>,
+        emit: &str,
+        interval: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Self> {
         if sources < 1 {
             return Err(to_py(Error::param(
@@ -173,6 +201,7 @@ impl WindowAggregator {
         opts.credits = credits.map(|c| c as u64);
         opts.order_by = order_by;
         two_phase(&mut opts, input, output, row_offset)?;
+        update_mode(&mut opts, allowed_lateness, emit, interval)?;
         opts.validate().map_err(to_py)?;
         Ok(Self {
             inner: core::WindowAggregator::new(opts).map_err(to_py)?,

@@ -15,6 +15,8 @@ pub struct Emission {
     /// Windows finished by the engine, in order: per window, one column per aggregate indexed by the window's
     /// own slots. When set, row `i`'s aggregates are row `slots[i]` of its window's columns.
     pub finished: Vec<Vec<ArrayRef>>,
+    /// Update mode only (`allowed_lateness`, `emit="early"`): each row's `(revision, final)`.
+    pub marks: Vec<(u32, bool)>,
 }
 
 impl Emission {
@@ -70,6 +72,9 @@ impl Emission {
         self.windows.drain(..cut);
         self.keys.drain(..cut);
         self.slots.drain(..cut);
+        if !self.marks.is_empty() {
+            self.marks.drain(..cut);
+        }
         if !self.finished.is_empty() {
             self.finished.drain(..dropped);
         }

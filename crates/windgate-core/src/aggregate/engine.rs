@@ -13,6 +13,7 @@ use super::parallel::shard::ShardEngine;
 use super::parallel::{Admitted, Driver};
 use super::reference::ReferenceEngine;
 use super::slots::SlotStore;
+use super::updates::UpdatingEngine;
 use crate::error::Result;
 use crate::keys::KeyDict;
 
@@ -23,6 +24,8 @@ pub(super) enum Engine {
     Parallel(Box<Driver>),
     /// Key-partitioned pane engines on worker threads.
     Shard(Box<ShardEngine>),
+    /// Windows that fire more than once (`allowed_lateness`, `emit="early"`).
+    Updating(Box<UpdatingEngine>),
 }
 
 impl Engine {
@@ -35,6 +38,7 @@ impl Engine {
             }
             Engine::Parallel(e) => return e.ingest(rows),
             Engine::Shard(e) => return e.ingest(rows),
+            Engine::Updating(e) => e.ingest(&rows),
         }
         Ok(())
     }
@@ -54,6 +58,15 @@ impl Engine {
             Engine::Reference(e) => e.emit_until(last, keys.order(), out),
             Engine::Parallel(e) => e.emit_until(last, keys.order(), out, wait),
             Engine::Shard(e) => e.emit_until(last, keys, out, wait),
+            Engine::Updating(e) => e.emit_until(last, keys.order(), out),
+        }
+    }
+
+    /// The operator's watermark before an emission (`i64::MAX` at the end): the update mode's early firings
+    /// and purges follow it.
+    pub(super) fn observe_watermark(&mut self, watermark: i64) {
+        if let Engine::Updating(e) = self {
+            e.observe(watermark);
         }
     }
 
@@ -76,6 +89,7 @@ impl Engine {
         match self {
             Engine::Pane(e) => forget_idle_keys(e, keys),
             Engine::Reference(e) => forget_idle_keys(e, keys),
+            Engine::Updating(e) => forget_idle_keys(e.as_mut(), keys),
             Engine::Parallel(_) | Engine::Shard(_) => {}
         }
     }
@@ -86,6 +100,7 @@ impl Engine {
             Engine::Reference(e) => e.last_window(),
             Engine::Parallel(e) => e.last_window(),
             Engine::Shard(e) => e.last_window(),
+            Engine::Updating(e) => e.last_window(),
         }
     }
 
@@ -95,6 +110,7 @@ impl Engine {
             Engine::Reference(e) => &mut e.scratch,
             Engine::Parallel(e) => &mut e.scratch,
             Engine::Shard(e) => &mut e.scratch,
+            Engine::Updating(e) => e.scratch(),
         }
     }
 }

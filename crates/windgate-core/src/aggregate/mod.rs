@@ -20,12 +20,13 @@ mod sliding;
 pub(crate) mod slots;
 pub(crate) mod state;
 pub(crate) mod strategy;
+mod updates;
 pub mod w_hive;
 
 pub use batch::{BatchOutput, window_aggregate, window_aggregate_in_memory};
 pub use function::{AggFunc, AggSpec};
 pub use operator::{Stats, WindowAggregator};
-pub use options::{Strategy, WindowAggregateOptions};
+pub use options::{Emit, Strategy, WindowAggregateOptions};
 // The window and late-row types every windowed operator shares live below the operators; they are named here
 // too, where `window_aggregate`'s callers look for them.
 pub use crate::order::admission::{NullTime, OnLate};

@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, UInt32Array};
 use arrow_buffer::ScalarBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use arrow_select::interleave::interleave;
@@ -32,6 +32,7 @@ use super::reference::ReferenceEngine;
 use super::slots::SlotStore;
 use super::state::{AggMeta, InputValues};
 use super::strategy::{Build, Strategy};
+use super::updates::{UpdateMode, UpdatingEngine, accept_allowed};
 use crate::arrow_io::{
     as_i64, check_same_type, check_unambiguous, column, decode_dictionaries, int_column_as,
     plain_schema,
@@ -95,6 +96,8 @@ struct Bound {
     metas: Vec<Arc<AggMeta>>,
     engine: Engine,
     output_schema: SchemaRef,
+    /// `allowed_lateness` and `emit="early"`, resolved (see [`super::updates`]).
+    update: UpdateMode,
 }
 
 struct Source {
@@ -252,6 +255,7 @@ impl WindowAggregator {
                 }
                 Engine::Reference(e) => s.open_slots = e.retained_rows() as u64,
                 Engine::Parallel(e) => s.farm = Some(e.stats()),
+                Engine::Updating(e) => s.open_slots = e.retained_rows() as u64,
                 Engine::Shard(_) => {}
             }
         }
@@ -367,8 +371,18 @@ impl WindowAggregator {
             self.stats.strategy = s.name();
             self.stats.threads = resolve_threads(o.threads) as u64;
         }
+        let update = o.update_mode(&time_type)?;
+        if update.allowed.is_some() {
+            out_fields.push(Field::new("revision", DataType::UInt32, false));
+        }
+        if update.early.is_some() {
+            out_fields.push(Field::new("final", DataType::Boolean, false));
+        }
         let store = || SlotStore::new(&metas);
         let engine = match self.strategy.entry().engine {
+            _ if update.is_on() => {
+                Engine::Updating(Box::new(UpdatingEngine::new(spec, store(), update)))
+            }
             Build::Reference => Engine::Reference(ReferenceEngine::new(spec, store())),
             // `new` resolves `auto` to the pane engine; it runs on the farm only if switched above.
             Build::Auto | Build::Pane => Engine::Pane(PaneEngine::new(spec, store(), store())),
@@ -401,6 +415,7 @@ impl WindowAggregator {
             keys: KeyDict::new(o.by.clone(), key_types)?,
             metas,
             engine,
+            update,
             output_schema: Arc::new(match o.output {
                 OutputKind::Windows => Schema::new(out_fields),
                 OutputKind::Partials => Schema::new_with_metadata(out_fields, partial::metadata()),
@@ -609,6 +624,7 @@ impl WindowAggregator {
             if this.opts.output == OutputKind::Partials {
                 return this.emit_panes_through(i64::MAX);
             }
+            b.engine.observe_watermark(i64::MAX);
             match b.engine.last_window() {
                 Some(last) => this.emit_through(last, true),
                 None => Ok(RecordBatch::new_empty(b.output_schema.clone())),
@@ -742,6 +758,11 @@ impl WindowAggregator {
             },
             Some(wm) => {
                 let last = b.spec.last_closed_window(wm);
+                self.bound
+                    .as_mut()
+                    .expect("bound")
+                    .engine
+                    .observe_watermark(wm);
                 self.emit_through(last, wait)
             }
             None => Ok(RecordBatch::new_empty(b.output_schema.clone())),
@@ -820,9 +841,9 @@ impl WindowAggregator {
             b.keys.ids(&by_cols, n)?
         };
 
-        let late = match read.admitted.kept_late.is_empty() {
-            true => None,
-            false => Some(self.late.gather(batch, &read.admitted.kept_late, source)?),
+        let late = match o.on_late == OnLate::Keep && !read.admitted.late_at.is_empty() {
+            false => None,
+            true => Some(self.late.gather(batch, &read.admitted.late_at, source)?),
         };
 
         // Commit.
@@ -848,6 +869,9 @@ impl WindowAggregator {
         if !self.deferred && b.engine.logs_rows() {
             // The checkpoint's copy of a parallel engine's rows (shares the columns).
             self.log.push(b, &rows);
+        }
+        if let Engine::Updating(e) = &mut b.engine {
+            e.expect_accepted(read.accepted);
         }
         b.engine.ingest(rows)
     }
@@ -912,7 +936,11 @@ impl WindowAggregator {
             what: &what,
             first_row,
         };
-        let admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
+        let mut admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
+        let accepted = match b.update.allowed {
+            Some(allowed) => accept_allowed(&mut admitted, &ts, &b.spec, allowed),
+            None => Vec::new(),
+        };
         if let Some((lo, hi)) = admitted.range {
             b.spec.check_range(lo, hi, &o.time)?;
         }
@@ -921,6 +949,7 @@ impl WindowAggregator {
             order_by,
             inputs,
             admitted,
+            accepted,
             kslack,
         })
     }
@@ -932,6 +961,8 @@ struct Read {
     order_by: Option<ScalarBuffer<i64>>,
     inputs: Vec<InputValues>,
     admitted: crate::order::admission::BatchAdmission,
+    /// `allowed_lateness`: the late rows that still count in some windows (index, first such window).
+    accepted: Vec<(u32, i64)>,
     /// The source's K-slack after the batch.
     kslack: KSlack,
 }
@@ -996,6 +1027,16 @@ fn assemble(b: &mut Bound, e: &Emission) -> Result<RecordBatch> {
             let windows: Vec<&dyn Array> = e.finished.iter().map(|w| w[a].as_ref()).collect();
             columns.push(interleave(&windows, &picks).map_err(Error::output)?);
         }
+    }
+    if b.update.allowed.is_some() {
+        columns.push(Arc::new(UInt32Array::from_iter_values(
+            e.marks.iter().map(|m| m.0),
+        )));
+    }
+    if b.update.early.is_some() {
+        columns.push(Arc::new(BooleanArray::from_iter(
+            e.marks.iter().map(|m| Some(m.1)),
+        )));
     }
     if columns.is_empty() {
         return Ok(RecordBatch::new_empty(b.output_schema.clone()));

@@ -50,6 +50,50 @@ pub struct WindowAggregateOptions {
     /// Arrival number of the first row of every source: rows pushed elsewhere first (a Spark task's
     /// partition within the whole input) keep their place in the order that breaks `first`/`last` ties.
     pub row_offset: u64,
+    /// How long a fired window still takes late rows, firing again with each (see `aggregate::updates`).
+    /// Left out of snapshots when unset, so that snapshots of earlier versions match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_lateness: Option<Span>,
+    /// When windows fire: once, when final (the default), or also early (see `aggregate::updates`).
+    #[serde(default, skip_serializing_if = "Emit::is_final")]
+    pub emit: Emit,
+}
+
+/// `emit=`: when windows fire.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Emit {
+    /// Once, when the watermark passes the window's end.
+    #[default]
+    Final,
+    /// Also each time the watermark crosses a multiple of this interval, with the open windows' partial
+    /// results, marked not final.
+    Early(Span),
+}
+
+impl Emit {
+    fn is_final(&self) -> bool {
+        *self == Emit::Final
+    }
+
+    /// `emit="final"` or `emit="early"` with its `interval`.
+    pub fn parse(name: &str, interval: Option<Span>) -> Result<Self> {
+        match (name, interval) {
+            ("final", None) => Ok(Emit::Final),
+            ("early", Some(i)) => Ok(Emit::Early(i)),
+            ("early", None) => Err(Error::param(
+                "interval",
+                "emit=\"early\" fires open windows every interval of event time: give interval= (e.g. \"10s\")",
+            )),
+            ("final", Some(_)) => Err(Error::param(
+                "interval",
+                "interval= is the period of emit=\"early\"; with emit=\"final\" leave it unset",
+            )),
+            (other, _) => Err(Error::param(
+                "emit",
+                format!("expected \"final\" or \"early\", got {other:?}"),
+            )),
+        }
+    }
 }
 
 /// Most sources of one operator: each keeps a K-slack, a watermark and credits of its own.
@@ -78,6 +122,8 @@ impl WindowAggregateOptions {
             input: InputKind::Rows,
             output: OutputKind::Windows,
             row_offset: 0,
+            allowed_lateness: None,
+            emit: Emit::Final,
         }
     }
 
@@ -127,6 +173,7 @@ impl WindowAggregateOptions {
                 ),
             ));
         }
+        self.validate_updates()?;
         if self.input == InputKind::Partials && self.order_by.is_some() {
             return Err(Error::param(
                 "order_by",
@@ -134,6 +181,62 @@ impl WindowAggregateOptions {
             ));
         }
         AggSpec::parse_all(&self.aggs)
+    }
+
+    /// The update mode's parameters (`allowed_lateness`, `emit`): it runs on its own engine, over rows.
+    fn validate_updates(&self) -> Result<()> {
+        let param = match (&self.allowed_lateness, &self.emit) {
+            (Some(l), _) => {
+                l.check("allowed_lateness")?;
+                "allowed_lateness"
+            }
+            (None, Emit::Early(_)) => "emit",
+            (None, Emit::Final) => return Ok(()),
+        };
+        if let Emit::Early(i) = &self.emit {
+            i.check("interval")?;
+            if let Span::Units(i) = i
+                && *i <= 0
+            {
+                return Err(Error::param(
+                    "interval",
+                    format!("expected a positive interval, got {i}"),
+                ));
+            }
+        }
+        if let Some(Span::Units(l)) = &self.allowed_lateness
+            && *l < 0
+        {
+            return Err(Error::param(
+                "allowed_lateness",
+                format!("expected a duration >= 0, got {l}"),
+            ));
+        }
+        if self.lateness == LatenessOpt::Exact {
+            return Err(Error::param(
+                param,
+                format!(
+                    "{param} works with a watermark: give lateness= too (without it nothing is late and \
+                     every window fires once, at the end)"
+                ),
+            ));
+        }
+        if !matches!(self.strategy, Strategy::Auto | Strategy::Reference) {
+            return Err(Error::param(
+                "strategy",
+                format!(
+                    "{param} runs on the update-mode engine: expected \"auto\", got {:?}",
+                    self.strategy.name()
+                ),
+            ));
+        }
+        if self.output == OutputKind::Partials || self.input == InputKind::Partials {
+            return Err(Error::param(
+                param,
+                "the update mode takes rows and emits windows (input=\"rows\", output=\"windows\")",
+            ));
+        }
+        Ok(())
     }
 
     /// Checks everything but `aggs` and `strategy`.
@@ -188,6 +291,21 @@ impl WindowAggregateOptions {
     pub fn resolve_window(&self, time_type: &DataType) -> Result<ResolvedWindow> {
         self.window()
             .resolve_with(time_type, |unit| self.lateness_policy(unit))
+    }
+
+    /// `allowed_lateness` and `emit="early"`'s interval in the time column's unit.
+    pub(crate) fn update_mode(&self, time_type: &DataType) -> Result<super::updates::UpdateMode> {
+        let unit = crate::arrow_io::time_unit(time_type, &self.time)?;
+        let allowed = self
+            .allowed_lateness
+            .as_ref()
+            .map(|l| l.resolve(unit, "allowed_lateness"))
+            .transpose()?;
+        let early = match &self.emit {
+            Emit::Early(i) => Some(i.resolve(unit, "interval")?),
+            Emit::Final => None,
+        };
+        Ok(super::updates::UpdateMode { allowed, early })
     }
 
     /// The lateness policy of each source once the time unit is known.

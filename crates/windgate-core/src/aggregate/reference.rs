@@ -17,6 +17,9 @@ struct Row {
     /// Which ingested chunk holds the row's values, and where.
     chunk: u32,
     index: u32,
+    /// The first window the row counts in (`i64::MIN`: all of its windows); the update mode counts a late
+    /// row only in its windows not yet purged.
+    from: i64,
 }
 
 pub struct ReferenceEngine {
@@ -61,6 +64,7 @@ impl ReferenceEngine {
                     key: keys[i],
                     chunk,
                     index: i as u32,
+                    from: i64::MIN,
                 });
             }
         }
@@ -68,12 +72,30 @@ impl ReferenceEngine {
 
     /// Emits every window up to and including `last`.
     pub fn emit_until(&mut self, last: i64, keys: KeyOrder<'_>, out: &mut Emission) -> Result<()> {
+        self.fold(self.next_window, last, |_, _| true, keys, out)?;
+        self.next_window = self.next_window.max(last.saturating_add(1));
+        self.forget_through(last);
+        Ok(())
+    }
+
+    /// Emits the (window, key) groups with a window in `lo..=hi` that `select(window, key)` picks, folding
+    /// each group's rows from scratch; changes nothing else (the update mode fires windows more than once).
+    pub(super) fn fold(
+        &mut self,
+        lo: i64,
+        hi: i64,
+        select: impl Fn(i64, u32) -> bool,
+        keys: KeyOrder<'_>,
+        out: &mut Emission,
+    ) -> Result<()> {
         let ranks = keys.ranks;
         let mut groups: Vec<(i64, u32, OrderKey, usize)> = Vec::new();
         for (r, row) in self.rows.iter().enumerate() {
-            let (lo, hi) = self.spec.windows_of_ts(row.at.ts);
-            for j in lo.max(self.next_window)..=hi.min(last) {
-                groups.push((j, ranks[row.key as usize], row.at, r));
+            let (first, last) = self.spec.windows_of_ts(row.at.ts);
+            for j in first.max(lo).max(row.from)..=last.min(hi) {
+                if select(j, row.key) {
+                    groups.push((j, ranks[row.key as usize], row.at, r));
+                }
             }
         }
         groups.sort_unstable_by_key(|&(j, rank, at, _)| (j, rank, at));
@@ -95,8 +117,25 @@ impl ReferenceEngine {
             }
             out.push_window(window, &mut window_rows, ranks);
         }
-        self.next_window = self.next_window.max(last.saturating_add(1));
-        // Forget rows whose every window is out.
+        Ok(())
+    }
+
+    /// Rows ingested so far (the next ingested row's position).
+    pub(super) fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Makes the rows from position `since` on count only from window `from(index in its chunk)` on.
+    pub(super) fn count_from(&mut self, since: usize, from: impl Fn(u32) -> Option<i64>) {
+        for row in &mut self.rows[since..] {
+            if let Some(j) = from(row.index) {
+                row.from = j;
+            }
+        }
+    }
+
+    /// Forgets the rows whose every window is at or before `last`.
+    pub(super) fn forget_through(&mut self, last: i64) {
         let spec = self.spec;
         self.rows
             .retain(|row| spec.windows_of_ts(row.at.ts).1 > last);
@@ -107,7 +146,6 @@ impl ReferenceEngine {
                 *c = None;
             }
         }
-        Ok(())
     }
 
     fn fold_row(&mut self, slot: u32, r: usize) {

@@ -95,8 +95,9 @@ pub struct BatchAdmission {
     pub null_time: u64,
     /// Smallest and largest admitted time.
     pub range: Option<(i64, i64)>,
-    /// Under `on_late="keep"`: each late row's index in the slice and the watermark it met, in row order.
-    pub kept_late: Vec<(u32, i64)>,
+    /// Each late row's index in the slice and the watermark it met, in row order (for `on_late="keep"` and
+    /// `allowed_lateness`).
+    pub late_at: Vec<(u32, i64)>,
 }
 
 /// Runs `ts` (with `nulls`) through `ks`. On error `ks` may have moved: callers work on a copy.
@@ -161,9 +162,7 @@ pub fn admit(
             }
             a.late += 1;
             a.keep.get_or_insert_with(|| vec![true; n])[i] = false;
-            if r.on_late == OnLate::Keep {
-                a.kept_late.push((i as u32, watermark));
-            }
+            a.late_at.push((i as u32, watermark));
             continue;
         }
         lo = lo.min(t);

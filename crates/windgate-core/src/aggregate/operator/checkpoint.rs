@@ -66,6 +66,18 @@ impl WindowAggregator {
     /// are. Between calls only: a poisoned or flushed operator refuses.
     pub fn snapshot(&mut self, annotations: &BTreeMap<String, String>) -> Result<Vec<u8>> {
         self.check_usable("snapshot")?;
+        if self.opts.allowed_lateness.is_some()
+            || self.opts.emit != super::super::options::Emit::Final
+        {
+            return Err(Error::param(
+                if self.opts.allowed_lateness.is_some() {
+                    "allowed_lateness"
+                } else {
+                    "emit"
+                },
+                "checkpoints of the update mode (allowed_lateness, emit=\"early\") are not supported yet",
+            ));
+        }
         let mut w = Writer::new(OPERATOR, STATE_VERSION, &self.opts)?;
         w.annotate_all(annotations);
         w.json("state", &self.state())?;
@@ -286,6 +298,7 @@ fn open_panes(
             pane_rows(b, &panes, first, ranks, time)
         }
         Engine::Parallel(_) | Engine::Shard(_) => pane_rows(b, log.panes(b), first, ranks, time),
+        Engine::Updating(_) => unreachable!("snapshot refuses the update mode"),
     }
 }
 
