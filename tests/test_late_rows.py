@@ -178,3 +178,45 @@ def test_a_refused_batch_keeps_no_late_row():
 def test_operators_without_a_side_output_refuse_keep(call):
     with pytest.raises(InvalidParameterError, match='on_late="keep"'):
         call()
+
+
+def test_the_cli_writes_late_rows_and_revisions(tmp_path):
+    """``windgate aggregate --late-out``: the late rows in their own Parquet file, equal to the library's;
+    ``--allowed-lateness`` adds the revisions."""
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "in.parquet"
+    t = pa.table({"ts": [1, 20, 3, 19, 40, 5], "v": [1, 2, 3, 4, 5, 6]})
+    pq.write_table(t, src)
+    base = [sys.executable, "-m", "windgate", "aggregate", "--input", str(src), "--size", "10"]
+    base += ["--agg", "v=sum", "--lateness", "2", "--batch-rows", "2"]
+    r = subprocess.run(
+        [*base, "--out", str(tmp_path / "w.parquet"), "--late-out", str(tmp_path / "late.parquet")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    windows, late = windgate.window_aggregate(
+        t, time="ts", size=10, aggs={"v": "sum"}, lateness=2, on_late="keep"
+    )
+    assert pq.read_table(tmp_path / "late.parquet").equals(late)
+    assert pq.read_table(tmp_path / "w.parquet").equals(windows)
+    r = subprocess.run(
+        [*base, "--out", str(tmp_path / "u.parquet"), "--allowed-lateness", "30"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "revision" in pq.read_table(tmp_path / "u.parquet").column_names
+    r = subprocess.run(
+        [*base, "--out", str(tmp_path / "x.parquet"), "--on-late", "keep"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 2 and "--late-out" in r.stderr

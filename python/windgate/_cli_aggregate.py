@@ -64,9 +64,20 @@ def run(args: argparse.Namespace) -> int:
         by=by,
         aggs=aggs,
         lateness=int_or_duration(args.lateness),
-        on_late=args.on_late,
+        on_late=_on_late(args),
         threads=args.threads,
     )
+    if args.allowed_lateness is not None:
+        kwargs["allowed_lateness"] = int_or_duration(args.allowed_lateness)
+    if args.emit != "final" or args.interval is not None:
+        kwargs.update(emit=args.emit, interval=int_or_duration(args.interval))
+    if args.checkpoint is not None and ("allowed_lateness" in kwargs or args.emit != "final"):
+        raise CliError(
+            "--checkpoint: the update mode (--allowed-lateness, --emit early) has no checkpoints yet"
+        )
+    late_out = None if args.late_out is None else Path(args.late_out)
+    if late_out is not None:
+        check_out_path(late_out, "--late-out")
     if args.strategy is not None:
         kwargs["strategy"] = args.strategy
     if args.scheduler is not None:
@@ -82,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
     writer: pq.ParquetWriter | None = None
     rows_in = rows_out = 0
+    late = _LateRows(agg_ref=lambda: agg, path=late_out, compression=args.compression)
 
     def write(batch: pa.RecordBatch) -> None:
         nonlocal writer, rows_out
@@ -125,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
             task = progress.add_task("aggregating", total=total, completed=start)
             for batch in batches():
                 write(agg.push(batch))
+                if ckpt is None:  # with checkpoints the late rows ride in the snapshots until the end
+                    late.take()
                 rows_in += batch.num_rows
                 progress.advance(task, batch.num_rows)
                 if ckpt is not None and ckpt.due():
@@ -132,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
             if agg.schema is None:  # no batch at all: bind the input's schema for the output's
                 write(agg.push(pa.RecordBatch.from_pylist([], schema=input_schema)))
             write(agg.flush())
+            late.take()
+            late.close()
             if ckpt is not None:
                 ckpt.finish(out, agg.schema, args.compression)
             elif writer is None:
@@ -154,6 +170,9 @@ def run(args: argparse.Namespace) -> int:
                     raise write_failed(exc, out) from exc
             if not done:
                 out.unlink(missing_ok=True)  # no half-written output
+        if not done and late.writer is not None:
+            late.close()
+            late_out.unlink(missing_ok=True)
     seconds = time.perf_counter() - t0
 
     stats = dict(getattr(agg, "stats", {}) or {})
@@ -167,6 +186,8 @@ def run(args: argparse.Namespace) -> int:
 
     report.add_row("rows in", count("rows_in", rows_in))
     report.add_row("late rows (dropped)", count("late_rows", 0))
+    if late_out is not None:
+        report.add_row("late rows written", f"{late.rows:,} to {late_out}")
     if "windows_out" in stats:
         report.add_row("windows out", count("windows_out", None))
     report.add_row("rows out", count("rows_out", rows_out))
@@ -175,6 +196,42 @@ def run(args: argparse.Namespace) -> int:
     report.add_row("output", f"{out} ({_ui.mib(out)})")
     console.print(report)
     return EXIT_OK
+
+
+def _on_late(args: argparse.Namespace) -> str:
+    """``--on-late``, ``keep`` when ``--late-out`` is given (which ``keep`` needs)."""
+    if args.late_out is not None and args.on_late not in (None, "keep"):
+        raise CliError(
+            f"--late-out: late rows are written only with --on-late keep, got --on-late {args.on_late}"
+        )
+    if args.on_late == "keep" and args.late_out is None:
+        raise CliError("--on-late keep: give --late-out PATH for the late rows")
+    return "keep" if args.late_out is not None else (args.on_late or "drop")
+
+
+class _LateRows:
+    """The late rows of ``--late-out``: taken from the operator and appended to a Parquet file."""
+
+    def __init__(self, agg_ref: Any, path: Path | None, compression: str) -> None:
+        self.agg_ref, self.path, self.compression = agg_ref, path, compression
+        self.writer: Any = None
+        self.rows = 0
+
+    def take(self) -> None:
+        if self.path is None:
+            return
+        batch = self.agg_ref().late_rows()
+        if batch is None:
+            return
+        if self.writer is None:
+            self.writer = open_writer(self.path, batch.schema, self.compression, param="--late-out")
+        if batch.num_rows:
+            self.writer.write_batch(batch)
+            self.rows += batch.num_rows
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
 
 
 def _aggregate_checkpoint(args: argparse.Namespace, src: Path, kwargs: dict[str, Any]) -> tuple[Any, int]:

@@ -507,7 +507,31 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="watermark = max ts - lateness (int, duration or 'adaptive'); default: exact, no late rows",
     )
-    a.add_argument("--on-late", choices=["drop", "error"], default="drop")
+    a.add_argument(
+        "--on-late",
+        choices=["drop", "error", "keep"],
+        default=None,
+        help="late rows: drop (default), error, or keep (written to --late-out)",
+    )
+    a.add_argument(
+        "--late-out",
+        default=None,
+        metavar="PATH",
+        help="write the late rows (every column and the watermark each met) to this Parquet file; "
+        "implies --on-late keep",
+    )
+    a.add_argument(
+        "--allowed-lateness",
+        default=None,
+        help="update mode: fired windows take late rows this much longer and fire again (a revision column)",
+    )
+    a.add_argument(
+        "--emit",
+        choices=["final", "early"],
+        default="final",
+        help="early: open windows also fire partial results every --interval (a final column)",
+    )
+    a.add_argument("--interval", default=None, help="the period of --emit early, in event time")
     a.add_argument("--threads", type=positive_int, default=None, help="worker threads (default: all cores)")
     choices, help_text = _strategies(multiway=False)
     a.add_argument("--strategy", choices=choices, default=None, help=f"{help_text} (default auto)")
