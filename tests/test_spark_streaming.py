@@ -5,6 +5,7 @@ every window the stream has closed."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -60,6 +61,15 @@ def _write(src: Path, name: str, table: pa.Table) -> None:
     tmp = src.parent / f".{name}"
     pq.write_table(table, tmp)
     tmp.rename(src / name)
+
+
+def _write_in_order(src: Path, tables: list[pa.Table]) -> None:
+    """Writes one file per table, modification times one second apart: the file source (one file per
+    micro-batch) takes them oldest first."""
+    now = time.time()
+    for i, t in enumerate(tables):
+        _write(src, f"part-{i}.parquet", t)
+        os.utime(src / f"part-{i}.parquet", (now - 100 + i, now - 100 + i))
 
 
 def _run(spark, name: str, src: Path, out: Path, ckpt: Path) -> None:
@@ -197,8 +207,7 @@ def test_late_rows_of_a_stream_come_out_as_a_second_dataframe(spark, tmp_path):
     behind = _rows(40, 900, seed=2)  # 900..993 s: below 1000 + 2 * 199 - 15 s whatever the jitter
     second = pa.concat_tables([behind, _rows(100, 1500, seed=3)])
     far = _rows(1, 100_000, seed=9)
-    for i, t in enumerate([first, second, far]):
-        _write(src, f"part-{i}.parquet", t)
+    _write_in_order(src, [first, second, far])
     stream = spark.readStream.schema(from_arrow_schema(first.schema)).option("maxFilesPerTrigger", 1)
     pair = wspark.window_aggregate(
         stream.parquet(str(src)),
@@ -241,3 +250,47 @@ def test_late_rows_of_a_stream_come_out_as_a_second_dataframe(spark, tmp_path):
     assert _canonical(windows.select(want.column_names).cast(want.schema), keys).equals(
         _canonical(want, keys)
     )
+
+
+def test_revisions_of_a_stream_are_appended_rows(spark, tmp_path):
+    """``allowed_lateness``: the second micro-batch's rows at 1100-1193 s, behind Spark's watermark (about
+    1395 s), revise windows that fired in the first; the highest revision of every window equals the batch
+    call over all the rows."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from windgate import spark as wspark
+
+    src = tmp_path / "in"
+    src.mkdir()
+    first = _rows(200, 1000, seed=1)
+    second = pa.concat_tables([_rows(40, 1100, seed=2), _rows(100, 1500, seed=3)])
+    far = _rows(1, 100_000, seed=9)
+    _write_in_order(src, [first, second, far])
+    stream = spark.readStream.schema(from_arrow_schema(first.schema)).option("maxFilesPerTrigger", 1)
+    q = dict(time="ts", size=job.SIZE, slide=job.SLIDE, by="k", aggs={"*": "count", "v": "sum"})
+    out = wspark.window_aggregate(
+        stream.parquet(str(src)), **q, lateness=job.LATENESS, allowed_lateness="600s", shards=2
+    )
+    query = (
+        out.writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    assert query.exception() is None
+    got = spark.read.parquet(str(tmp_path / "out")).toArrow()
+    assert pc.max(got.column("revision")).as_py() >= 1
+    latest = {}
+    for r in got.to_pylist():
+        key = (r["k"], r["window_start"])
+        if key not in latest or r["revision"] > latest[key]["revision"]:
+            latest[key] = r
+    want = windgate.window_aggregate(pa.concat_tables([first, second, far]), **q)
+    want = _closed(want, pc.max(pc.cast(far.column("ts"), pa.int64())).as_py() - job.LATENESS_S * SECOND)
+    rows = sorted(latest.values(), key=lambda r: (r["k"], r["window_start"]))
+    assert [(r["k"], r["count"], r["sum_v"]) for r in rows] == [
+        (r["k"], r["count"], r["sum_v"])
+        for r in sorted(want.to_pylist(), key=lambda r: (r["k"], r["window_start"]))
+    ]

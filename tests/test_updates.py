@@ -149,11 +149,32 @@ def test_bad_update_parameters(kw, match):
         windgate.WindowAggregator(time="ts", size=10, aggs={"*": "count"}, **kw)
 
 
-def test_snapshot_of_the_update_mode_is_refused_clearly():
-    agg = windgate.WindowAggregator(time="ts", size=10, aggs={"*": "count"}, lateness=1, allowed_lateness=5)
-    agg.push(pa.record_batch({"ts": pa.array([1, 2], pa.int64())}))
-    with pytest.raises(InvalidParameterError, match="allowed_lateness.*not supported"):
-        agg.snapshot()
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    stream=streams,
+    lateness=st.integers(0, 20),
+    allowed=st.integers(0, 30),
+    interval=st.one_of(st.none(), st.integers(1, 12)),
+    at=st.integers(0, 6),
+)
+def test_a_restored_operator_fires_what_the_uninterrupted_one_does(stream, lateness, allowed, interval, at):
+    """Snapshot (through pickle) after any push, restore, go on: the same rows, revisions, early firings."""
+    import pickle
+
+    ts, keys, vals, cuts = stream
+    kw = dict(QUERY, lateness=lateness, allowed_lateness=allowed)
+    if interval is not None:
+        kw.update(emit="early", interval=interval)
+    whole, agg = windgate.WindowAggregator(**kw), windgate.WindowAggregator(**kw)
+    want, got = [], []
+    for i, (b, _) in enumerate(pushes(ts, keys, vals, cuts)):
+        want.append(whole.push(b))
+        got.append(agg.push(b))
+        if i == at:
+            agg = pickle.loads(pickle.dumps(agg))
+    want.append(whole.flush())
+    got.append(agg.flush())
+    assert [b.to_pylist() for b in got] == [b.to_pylist() for b in want]
 
 
 def test_durations_on_a_timestamp_column():

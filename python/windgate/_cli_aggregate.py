@@ -71,10 +71,6 @@ def run(args: argparse.Namespace) -> int:
         kwargs["allowed_lateness"] = int_or_duration(args.allowed_lateness)
     if args.emit != "final" or args.interval is not None:
         kwargs.update(emit=args.emit, interval=int_or_duration(args.interval))
-    if args.checkpoint is not None and ("allowed_lateness" in kwargs or args.emit != "final"):
-        raise CliError(
-            "--checkpoint: the update mode (--allowed-lateness, --emit early) has no checkpoints yet"
-        )
     late_out = None if args.late_out is None else Path(args.late_out)
     if late_out is not None:
         check_out_path(late_out, "--late-out")

@@ -95,6 +95,8 @@ _SPARK_WINDOWED = {"range_size": Option(None), "plan": Option("auto")}
 #: Keywords of the Spark helpers that only a streaming DataFrame reads (``lateness`` and ``on_late`` are
 #: the operators' own options).
 _SPARK_STREAMING = ("lateness", "on_late", "shards")
+#: The update mode's keywords: streaming DataFrames only in Spark.
+UPDATES = ("allowed_lateness", "emit", "interval")
 
 _WINDOW_HEAD = ("time", "size", "slide", "offset")
 _RUN = ("lateness", "on_late", "null_time", "threads", "strategy", "farm")
@@ -160,6 +162,7 @@ WINDOW_AGGREGATE = OperatorOptions(
             "spark",
             "sorted_merge",
             *_SPARK_STREAMING,
+            *UPDATES,
         ),
     },
     shared=(*_WINDOW_HEAD, "by", "aggs", *_RUN),

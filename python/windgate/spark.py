@@ -117,6 +117,9 @@ def window_aggregate(
     lateness: _specs.Span | None = None,
     on_late: str = "drop",
     shards: int | None = None,
+    allowed_lateness: _specs.Span | None = None,
+    emit: str = "final",
+    interval: _specs.Span | None = None,
 ) -> DataFrame | WindowsAndLate:
     """:func:`windgate.window_aggregate` over a Spark DataFrame; returns a Spark DataFrame.
 
@@ -155,6 +158,9 @@ def window_aggregate(
             ``"error"``: the query fails, ``"keep"``: see below), as in :class:`windgate.WindowAggregator`.
         shards: streaming DataFrames only: how many operators the keys are hashed into (default
             ``spark.sql.shuffle.partitions`` with ``by``, 1 without). Keep it across restarts.
+        allowed_lateness, emit, interval: streaming DataFrames only: the update mode of
+            :func:`windgate.window_aggregate`; revisions (``revision``) and early results (``final``) are
+            appended to the output as rows of their own (keep the highest revision of each window).
 
     A batch DataFrame is one finite stream, so the result is exact (no rows are late). A streaming
     DataFrame (``df.isStreaming``) gives a streaming DataFrame in append mode: each window once, when
@@ -165,7 +171,7 @@ def window_aggregate(
     output; each started query runs that operator, and as windgate is deterministic the two agree.
     """
     if getattr(df, "isStreaming", False) is True:
-        names = _options.WINDOW_AGGREGATE.shared
+        names = (*_options.WINDOW_AGGREGATE.shared, *_options.UPDATES)
         given = {**locals(), "threads": _task_threads(df, threads)}
         _options.WINDOW_AGGREGATE.native(given, names)  # every parameter checked before Spark runs
         return spark_streaming.windowed_stream(
@@ -178,7 +184,12 @@ def window_aggregate(
             shards=shards,
             carry=on_late == "keep",  # late rows come out whole
         )
-    _batch_only(lateness=lateness, on_late=on_late, shards=shards)
+    _batch_only(lateness=lateness, on_late=on_late, shards=shards, allowed_lateness=allowed_lateness)
+    if emit != "final" or interval is not None:
+        raise InvalidParameterError(
+            "emit: only a streaming DataFrame fires early (a batch DataFrame is one finite stream), "
+            f"got emit={emit!r}"
+        )
     plan = _specs.choice(plan, "plan")
     if plan not in ("auto", "two_phase", "one_phase"):
         raise InvalidParameterError(f'plan: expected "auto", "two_phase" or "one_phase", got {plan!r}')

@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, UInt32Array};
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch};
 use arrow_buffer::ScalarBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use arrow_select::interleave::interleave;
@@ -373,7 +373,8 @@ impl WindowAggregator {
         }
         let update = o.update_mode(&time_type)?;
         if update.allowed.is_some() {
-            out_fields.push(Field::new("revision", DataType::UInt32, false));
+            // int64: Spark has no unsigned types.
+            out_fields.push(Field::new("revision", DataType::Int64, false));
         }
         if update.early.is_some() {
             out_fields.push(Field::new("final", DataType::Boolean, false));
@@ -1029,8 +1030,8 @@ fn assemble(b: &mut Bound, e: &Emission) -> Result<RecordBatch> {
         }
     }
     if b.update.allowed.is_some() {
-        columns.push(Arc::new(UInt32Array::from_iter_values(
-            e.marks.iter().map(|m| m.0),
+        columns.push(Arc::new(Int64Array::from_iter_values(
+            e.marks.iter().map(|m| i64::from(m.0)),
         )));
     }
     if b.update.early.is_some() {

@@ -120,6 +120,40 @@ impl ReferenceEngine {
         Ok(())
     }
 
+    /// Every retained row: its place in the order, key, first window and each aggregate's input (one row).
+    pub(super) fn rows(&self) -> impl Iterator<Item = (OrderKey, u32, i64, Vec<InputValues>)> + '_ {
+        self.rows.iter().map(|r| {
+            let inputs = self.chunks[r.chunk as usize].as_ref().expect("live chunk");
+            let one = inputs
+                .iter()
+                .map(|i| i.slice(r.index as usize, 1))
+                .collect();
+            (r.at, r.key, r.from, one)
+        })
+    }
+
+    /// Appends rows with their places in the order and first windows (a checkpoint's rows): `inputs` holds
+    /// each aggregate's values of all of them, row `i` at index `i`.
+    pub(super) fn restore_rows(
+        &mut self,
+        at: &[OrderKey],
+        keys: &[u32],
+        from: &[i64],
+        inputs: Vec<InputValues>,
+    ) {
+        let chunk = self.chunks.len() as u32;
+        self.chunks.push(Some(inputs));
+        for (i, ((&at, &key), &from)) in at.iter().zip(keys).zip(from).enumerate() {
+            self.rows.push(Row {
+                at,
+                key,
+                chunk,
+                index: i as u32,
+                from,
+            });
+        }
+    }
+
     /// Rows ingested so far (the next ingested row's position).
     pub(super) fn len(&self) -> usize {
         self.rows.len()

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::*;
+use crate::aggregate::updates::{Exported, Marks};
 use crate::snapshot::{Reader, Writer, check_params};
 
 /// The operator's name in a snapshot's header.
@@ -66,18 +67,6 @@ impl WindowAggregator {
     /// are. Between calls only: a poisoned or flushed operator refuses.
     pub fn snapshot(&mut self, annotations: &BTreeMap<String, String>) -> Result<Vec<u8>> {
         self.check_usable("snapshot")?;
-        if self.opts.allowed_lateness.is_some()
-            || self.opts.emit != super::super::options::Emit::Final
-        {
-            return Err(Error::param(
-                if self.opts.allowed_lateness.is_some() {
-                    "allowed_lateness"
-                } else {
-                    "emit"
-                },
-                "checkpoints of the update mode (allowed_lateness, emit=\"early\") are not supported yet",
-            ));
-        }
         let mut w = Writer::new(OPERATOR, STATE_VERSION, &self.opts)?;
         w.annotate_all(annotations);
         w.json("state", &self.state())?;
@@ -91,6 +80,13 @@ impl WindowAggregator {
             w.batches("carry", &b.output_schema, &self.carry)?;
             if let Some(schema) = self.late.schema() {
                 w.batches("late", schema, self.late.kept())?;
+            }
+            if let Engine::Updating(e) = &b.engine {
+                let x = e.export(&b.keys, b.metas.len())?;
+                w.json("update", &x.marks)?;
+                w.batches("update_rows", &x.rows.schema(), &[x.rows])?;
+                w.batches("update_revisions", &x.revisions.schema(), &[x.revisions])?;
+                w.batches("update_changed", &x.changed.schema(), &[x.changed])?;
             }
         }
         w.finish()
@@ -130,14 +126,33 @@ impl WindowAggregator {
             if agg.late.schema().is_some() {
                 agg.late.restore(r.batches("late")?.1);
             }
+            let b = agg.bound.as_mut().expect("bound above");
+            if let Engine::Updating(e) = &mut b.engine {
+                let one = |name: &str| -> Result<RecordBatch> {
+                    let (schema, batches) = r.batches(name)?;
+                    arrow_select::concat::concat_batches(&schema, &batches).map_err(Error::output)
+                };
+                let x = Exported {
+                    marks: r.json::<Marks>("update")?,
+                    rows: one("update_rows")?,
+                    revisions: one("update_revisions")?,
+                    changed: one("update_changed")?,
+                };
+                e.import(x, &mut b.keys)?;
+            }
         } else {
             agg.restore_sources(&state.sources);
         }
         agg.restore_counters(&state.counters);
         agg.emitted = state.emitted;
+        // The update mode's engine knows what it fired (and fires revisions of those windows again).
+        let updating = matches!(
+            agg.bound.as_ref().map(|b| &b.engine),
+            Some(Engine::Updating(_))
+        );
         agg.floor = state
             .emitted
-            .filter(|_| agg.opts.output == OutputKind::Windows);
+            .filter(|_| agg.opts.output == OutputKind::Windows && !updating);
         Ok(agg)
     }
 
@@ -298,7 +313,8 @@ fn open_panes(
             pane_rows(b, &panes, first, ranks, time)
         }
         Engine::Parallel(_) | Engine::Shard(_) => pane_rows(b, log.panes(b), first, ranks, time),
-        Engine::Updating(_) => unreachable!("snapshot refuses the update mode"),
+        // Its state is written apart (see `snapshot`); no panes.
+        Engine::Updating(_) => Ok(RecordBatch::new_empty(partial_schema(b, time))),
     }
 }
 

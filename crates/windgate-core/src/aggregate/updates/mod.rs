@@ -14,10 +14,17 @@
 //! storage) and folds the windows that fire from their rows, so any window can fire again. Memory is bounded
 //! by the rows of `lateness + allowed_lateness + size` of event time; each firing costs a pass over them.
 //!
+//! **Checkpoints** ([`checkpoint`]) hold those rows, each with its place in the order and first window, and
+//! the revisions of the fired windows, so a restored operator fires exactly what the uninterrupted one would.
+//!
 //! **Order.** Each call's rows come in `(window_start, by...)` order: revisions of older windows, then the
 //! windows firing on time, then early firings of open windows.
 
+mod checkpoint;
+
 use std::collections::{BTreeSet, HashMap};
+
+pub(crate) use checkpoint::{Exported, Marks};
 
 use super::emission::Emission;
 use super::forget::KeyHolder;
