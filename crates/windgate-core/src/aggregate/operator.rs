@@ -47,10 +47,16 @@ use crate::time::WindowSpec;
 
 mod checkpoint;
 mod late_rows;
+mod output;
+mod read;
 mod row_log;
+mod sources;
 
 use late_rows::LateRows;
+use output::{assemble, partial_batch};
+use read::used_columns;
 use row_log::RowLog;
+use sources::Source;
 
 /// Rows ingested at a time: large batches are sliced so that per-row scratch stays in cache.
 const INGEST_ROWS: usize = 1 << 15;
@@ -98,32 +104,6 @@ struct Bound {
     output_schema: SchemaRef,
     /// `allowed_lateness` and `emit="early"`, resolved (see [`super::updates`]).
     update: UpdateMode,
-}
-
-struct Source {
-    kslack: KSlack,
-    seq: u64,
-    closed: bool,
-    /// Credits: rows pushed and not yet final, as (the source's watermark after the push,
-    /// rows); a chunk is released once the operator's watermark reaches it.
-    pending: VecDeque<(i64, u64)>,
-    pending_rows: u64,
-    /// A bound the caller guarantees: no row of this source still to come has a time below it. The batch
-    /// function over in-memory input knows every row in advance and promises the least time still to come,
-    /// so windows close as soon as they are exact instead of at the end (the result does not change).
-    promised: Option<i64>,
-}
-
-impl Source {
-    fn release(&mut self, watermark: i64) {
-        while let Some(&(wm, rows)) = self.pending.front() {
-            if wm > watermark {
-                break;
-            }
-            self.pending.pop_front();
-            self.pending_rows -= rows;
-        }
-    }
 }
 
 /// The streaming window-aggregation operator.
@@ -535,61 +515,6 @@ impl WindowAggregator {
         self.guard(|this| this.emit_ready())
     }
 
-    /// Refuses a push of a source that already has `credits` rows pending while *another* source holds
-    /// the watermark back (the caller must feed that one, or close it). Nothing is consumed, so the
-    /// operator stays usable and the same batch can be pushed again. A source with nothing pending may push
-    /// any batch, and a source that holds the watermark back itself is never refused: that would deadlock.
-    fn check_credits(&mut self, source: usize, rows: u64) -> Result<()> {
-        let Some(limit) = self
-            .opts
-            .credits
-            .filter(|_| self.sources.len() > 1 && !self.deferred)
-        else {
-            return Ok(());
-        };
-        let wm = self.watermark().unwrap_or(i64::MIN);
-        for s in &mut self.sources {
-            s.release(wm);
-        }
-        let me = &self.sources[source];
-        if me.pending_rows == 0 || me.pending_rows + rows <= limit {
-            return Ok(());
-        }
-        let mine = me.kslack.watermark();
-        let laggards: Vec<String> = (0..self.sources.len())
-            .filter(|&j| j != source && !self.sources[j].closed)
-            .filter(|&j| match (self.sources[j].kslack.watermark(), mine) {
-                (None, _) => true,
-                (Some(theirs), Some(mine)) => theirs < mine,
-                (Some(_), None) => false,
-            })
-            .map(|j| j.to_string())
-            .collect();
-        if laggards.is_empty() {
-            return Ok(());
-        }
-        self.stats.backpressured += 1;
-        Err(Error::new(
-            ErrorKind::Backpressure,
-            format!(
-                "source {source} has {} rows pending (credits={limit}) while source(s) {} hold the \
-                 watermark back: push or close those first, then push this batch again (it was not consumed)",
-                me.pending_rows,
-                laggards.join(", ")
-            ),
-        ))
-    }
-
-    fn note_pending(&mut self, source: usize, rows: u64) {
-        if self.opts.credits.is_none() || self.sources.len() < 2 || rows == 0 {
-            return;
-        }
-        let s = &mut self.sources[source];
-        let wm = s.kslack.watermark().unwrap_or(i64::MIN);
-        s.pending.push_back((wm, rows));
-        s.pending_rows += rows;
-    }
-
     /// Ends source `source`: it no longer holds the watermark back.
     pub fn close_source(&mut self, source: usize) -> Result<RecordBatch> {
         self.check_usable("close_source")?;
@@ -876,171 +801,4 @@ impl WindowAggregator {
         }
         b.engine.ingest(rows)
     }
-
-    /// Reads and checks a batch of `source` as [`Self::ingest`] would, changing nothing: its columns, its
-    /// values, and its rows' admission, decided on a copy of the source's K-slack. `push` runs it over a whole
-    /// batch before ingesting the batch slice by slice, so a batch is refused whole or taken whole.
-    fn read(&self, batch: &RecordBatch, source: usize, first_row: usize) -> Result<Read> {
-        let o = &self.opts;
-        let b = self.bound.as_ref().expect("bound");
-        let what = if source == 0 {
-            "this batch".to_string()
-        } else {
-            format!("a batch of source {source}")
-        };
-        for name in used_columns(&self.opts, &self.specs) {
-            check_same_type(&b.schema, batch, &name, &what)?;
-            check_unambiguous(batch.schema_ref(), &name, "data")?;
-        }
-        let time_col = column(batch, &o.time, "time")?;
-        let ts = as_i64(time_col, &o.time)?;
-        let order_by = match &o.order_by {
-            None => None,
-            Some(c) => {
-                let col = column(batch, c, "order_by")?;
-                if let Some(i) = col.logical_nulls().and_then(|n| n.iter().position(|v| !v)) {
-                    return Err(Error::new(
-                        ErrorKind::InvalidValue,
-                        format!(
-                            "order_by column {c:?} has a null at row {} of {what}; it must order every row",
-                            first_row + i
-                        ),
-                    ));
-                }
-                Some(as_i64(col, c)?)
-            }
-        };
-        let inputs: Vec<InputValues> = b
-            .metas
-            .iter()
-            .map(|m| match &m.spec.column {
-                _ if o.input == InputKind::Partials => Ok(InputValues::Partial(
-                    Arc::new(partial::import(m, batch)?),
-                    0,
-                )),
-                None => Ok(InputValues::Star),
-                Some(c) => input_values(
-                    column(batch, c, "aggs")?,
-                    m.class,
-                    !function(m.spec.func).reads_values(),
-                    c,
-                ),
-            })
-            .collect::<Result<_>>()?;
-        // Admission: null times, then the source's K-slack, on a copy.
-        let mut kslack = self.sources[source].kslack.clone();
-        let rules = Rules {
-            time: &o.time,
-            null_time: o.null_time,
-            on_late: o.on_late,
-            source,
-            what: &what,
-            first_row,
-        };
-        let mut admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
-        let accepted = match b.update.allowed {
-            Some(allowed) => accept_allowed(&mut admitted, &ts, &b.spec, allowed),
-            None => Vec::new(),
-        };
-        if let Some((lo, hi)) = admitted.range {
-            b.spec.check_range(lo, hi, &o.time)?;
-        }
-        Ok(Read {
-            ts,
-            order_by,
-            inputs,
-            admitted,
-            accepted,
-            kslack,
-        })
-    }
-}
-
-/// A batch read and checked, not yet ingested: what [`WindowAggregator::read`] returns.
-struct Read {
-    ts: ScalarBuffer<i64>,
-    order_by: Option<ScalarBuffer<i64>>,
-    inputs: Vec<InputValues>,
-    admitted: crate::order::admission::BatchAdmission,
-    /// `allowed_lateness`: the late rows that still count in some windows (index, first such window).
-    accepted: Vec<(u32, i64)>,
-    /// The source's K-slack after the batch.
-    kslack: KSlack,
-}
-
-/// The input columns an operator reads: time, `by`, then the aggregates' columns (their partial-state
-/// columns under `input="partials"`).
-fn used_columns(o: &WindowAggregateOptions, specs: &[AggSpec]) -> Vec<String> {
-    let mut out: Vec<String> = std::iter::once(&o.time)
-        .chain(&o.order_by)
-        .chain(&o.by)
-        .cloned()
-        .collect();
-    for spec in specs {
-        match o.input {
-            InputKind::Rows => out.extend(spec.column.as_deref().map(str::to_string)),
-            InputKind::Partials => out.extend(partial::column_names(spec)),
-        }
-    }
-    out
-}
-
-/// Builds the partial-state rows `(pane, key, slot)` drained from the pane engine.
-fn partial_batch(b: &Bound, rows: &[(i64, u32, u32)]) -> Result<RecordBatch> {
-    let Engine::Pane(engine) = &b.engine else {
-        unreachable!("checked by the caller");
-    };
-    let keys: Vec<u32> = rows.iter().map(|r| r.1).collect();
-    let slots: Vec<u32> = rows.iter().map(|r| r.2).collect();
-    let mut columns = b.keys.columns(&keys)?;
-    let time_type = b.output_schema.field(columns.len()).data_type().clone();
-    let starts = Int64Array::from_iter_values(rows.iter().map(|r| b.spec.pane_start(r.0)));
-    columns.push(int_column_as(Arc::new(starts), &time_type)?);
-    for state in &engine.store().states {
-        columns.extend(partial::export(state, &slots)?);
-    }
-    if columns.is_empty() {
-        return Ok(RecordBatch::new_empty(b.output_schema.clone()));
-    }
-    RecordBatch::try_new(b.output_schema.clone(), columns).map_err(Error::output)
-}
-
-/// Builds the output batch of an emission.
-fn assemble(b: &mut Bound, e: &Emission) -> Result<RecordBatch> {
-    let mut columns = b.keys.columns(&e.keys)?;
-    let window_type = b
-        .output_schema
-        .field(b.keys.names().len())
-        .data_type()
-        .clone();
-    let starts = Int64Array::from_iter_values(e.windows.iter().map(|&j| b.spec.window_start(j)));
-    let ends = Int64Array::from_iter_values(e.windows.iter().map(|&j| b.spec.window_end(j)));
-    columns.push(int_column_as(Arc::new(starts), &window_type)?);
-    columns.push(int_column_as(Arc::new(ends), &window_type)?);
-    if e.finished.is_empty() {
-        let scratch = b.engine.scratch();
-        for state in &scratch.states {
-            columns.push(state.finish(&e.slots)?);
-        }
-    } else {
-        let picks = e.finished_indices();
-        for a in 0..b.metas.len() {
-            let windows: Vec<&dyn Array> = e.finished.iter().map(|w| w[a].as_ref()).collect();
-            columns.push(interleave(&windows, &picks).map_err(Error::output)?);
-        }
-    }
-    if b.update.allowed.is_some() {
-        columns.push(Arc::new(Int64Array::from_iter_values(
-            e.marks.iter().map(|m| i64::from(m.0)),
-        )));
-    }
-    if b.update.early.is_some() {
-        columns.push(Arc::new(BooleanArray::from_iter(
-            e.marks.iter().map(|m| Some(m.1)),
-        )));
-    }
-    if columns.is_empty() {
-        return Ok(RecordBatch::new_empty(b.output_schema.clone()));
-    }
-    RecordBatch::try_new(b.output_schema.clone(), columns).map_err(Error::output)
 }

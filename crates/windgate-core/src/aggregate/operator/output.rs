@@ -1,0 +1,63 @@
+//! Output batches: the windows of an emission, and the partial-state rows of `output="partials"`.
+
+use super::*;
+
+/// Builds the partial-state rows `(pane, key, slot)` drained from the pane engine.
+pub(super) fn partial_batch(b: &Bound, rows: &[(i64, u32, u32)]) -> Result<RecordBatch> {
+    let Engine::Pane(engine) = &b.engine else {
+        unreachable!("checked by the caller");
+    };
+    let keys: Vec<u32> = rows.iter().map(|r| r.1).collect();
+    let slots: Vec<u32> = rows.iter().map(|r| r.2).collect();
+    let mut columns = b.keys.columns(&keys)?;
+    let time_type = b.output_schema.field(columns.len()).data_type().clone();
+    let starts = Int64Array::from_iter_values(rows.iter().map(|r| b.spec.pane_start(r.0)));
+    columns.push(int_column_as(Arc::new(starts), &time_type)?);
+    for state in &engine.store().states {
+        columns.extend(partial::export(state, &slots)?);
+    }
+    if columns.is_empty() {
+        return Ok(RecordBatch::new_empty(b.output_schema.clone()));
+    }
+    RecordBatch::try_new(b.output_schema.clone(), columns).map_err(Error::output)
+}
+
+/// Builds the output batch of an emission.
+pub(super) fn assemble(b: &mut Bound, e: &Emission) -> Result<RecordBatch> {
+    let mut columns = b.keys.columns(&e.keys)?;
+    let window_type = b
+        .output_schema
+        .field(b.keys.names().len())
+        .data_type()
+        .clone();
+    let starts = Int64Array::from_iter_values(e.windows.iter().map(|&j| b.spec.window_start(j)));
+    let ends = Int64Array::from_iter_values(e.windows.iter().map(|&j| b.spec.window_end(j)));
+    columns.push(int_column_as(Arc::new(starts), &window_type)?);
+    columns.push(int_column_as(Arc::new(ends), &window_type)?);
+    if e.finished.is_empty() {
+        let scratch = b.engine.scratch();
+        for state in &scratch.states {
+            columns.push(state.finish(&e.slots)?);
+        }
+    } else {
+        let picks = e.finished_indices();
+        for a in 0..b.metas.len() {
+            let windows: Vec<&dyn Array> = e.finished.iter().map(|w| w[a].as_ref()).collect();
+            columns.push(interleave(&windows, &picks).map_err(Error::output)?);
+        }
+    }
+    if b.update.allowed.is_some() {
+        columns.push(Arc::new(Int64Array::from_iter_values(
+            e.marks.iter().map(|m| i64::from(m.0)),
+        )));
+    }
+    if b.update.early.is_some() {
+        columns.push(Arc::new(BooleanArray::from_iter(
+            e.marks.iter().map(|m| Some(m.1)),
+        )));
+    }
+    if columns.is_empty() {
+        return Ok(RecordBatch::new_empty(b.output_schema.clone()));
+    }
+    RecordBatch::try_new(b.output_schema.clone(), columns).map_err(Error::output)
+}

@@ -1,0 +1,119 @@
+//! Reading a pushed batch: its columns checked against the bound schema, its values read, and its rows
+//! admitted (null times, the source's K-slack, `allowed_lateness`) on a copy of the source's K-slack, so that
+//! nothing changes until the batch is taken whole.
+
+use super::*;
+
+impl WindowAggregator {
+    /// Reads and checks a batch of `source` as [`Self::ingest`] would, changing nothing: its columns, its
+    /// values, and its rows' admission, decided on a copy of the source's K-slack. `push` runs it over a whole
+    /// batch before ingesting the batch slice by slice, so a batch is refused whole or taken whole.
+    pub(super) fn read(
+        &self,
+        batch: &RecordBatch,
+        source: usize,
+        first_row: usize,
+    ) -> Result<Read> {
+        let o = &self.opts;
+        let b = self.bound.as_ref().expect("bound");
+        let what = if source == 0 {
+            "this batch".to_string()
+        } else {
+            format!("a batch of source {source}")
+        };
+        for name in used_columns(&self.opts, &self.specs) {
+            check_same_type(&b.schema, batch, &name, &what)?;
+            check_unambiguous(batch.schema_ref(), &name, "data")?;
+        }
+        let time_col = column(batch, &o.time, "time")?;
+        let ts = as_i64(time_col, &o.time)?;
+        let order_by = match &o.order_by {
+            None => None,
+            Some(c) => {
+                let col = column(batch, c, "order_by")?;
+                if let Some(i) = col.logical_nulls().and_then(|n| n.iter().position(|v| !v)) {
+                    return Err(Error::new(
+                        ErrorKind::InvalidValue,
+                        format!(
+                            "order_by column {c:?} has a null at row {} of {what}; it must order every row",
+                            first_row + i
+                        ),
+                    ));
+                }
+                Some(as_i64(col, c)?)
+            }
+        };
+        let inputs: Vec<InputValues> = b
+            .metas
+            .iter()
+            .map(|m| match &m.spec.column {
+                _ if o.input == InputKind::Partials => Ok(InputValues::Partial(
+                    Arc::new(partial::import(m, batch)?),
+                    0,
+                )),
+                None => Ok(InputValues::Star),
+                Some(c) => input_values(
+                    column(batch, c, "aggs")?,
+                    m.class,
+                    !function(m.spec.func).reads_values(),
+                    c,
+                ),
+            })
+            .collect::<Result<_>>()?;
+        // Admission: null times, then the source's K-slack, on a copy.
+        let mut kslack = self.sources[source].kslack.clone();
+        let rules = Rules {
+            time: &o.time,
+            null_time: o.null_time,
+            on_late: o.on_late,
+            source,
+            what: &what,
+            first_row,
+        };
+        let mut admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
+        let accepted = match b.update.allowed {
+            Some(allowed) => accept_allowed(&mut admitted, &ts, &b.spec, allowed),
+            None => Vec::new(),
+        };
+        if let Some((lo, hi)) = admitted.range {
+            b.spec.check_range(lo, hi, &o.time)?;
+        }
+        Ok(Read {
+            ts,
+            order_by,
+            inputs,
+            admitted,
+            accepted,
+            kslack,
+        })
+    }
+}
+
+/// A batch read and checked, not yet ingested: what [`WindowAggregator::read`] returns.
+pub(super) struct Read {
+    pub(super) ts: ScalarBuffer<i64>,
+    pub(super) order_by: Option<ScalarBuffer<i64>>,
+    pub(super) inputs: Vec<InputValues>,
+    pub(super) admitted: crate::order::admission::BatchAdmission,
+    /// `allowed_lateness`: the late rows that still count in some windows (index, first such window).
+    pub(super) accepted: Vec<(u32, i64)>,
+    /// The source's K-slack after the batch.
+    pub(super) kslack: KSlack,
+}
+
+/// The input columns an operator reads: time, `by`, then the aggregates' columns (their partial-state
+/// columns under `input="partials"`).
+pub(super) fn used_columns(o: &WindowAggregateOptions, specs: &[AggSpec]) -> Vec<String> {
+    let mut out: Vec<String> = std::iter::once(&o.time)
+        .chain(&o.order_by)
+        .chain(&o.by)
+        .cloned()
+        .collect();
+    for spec in specs {
+        match o.input {
+            InputKind::Rows => out.extend(spec.column.as_deref().map(str::to_string)),
+            InputKind::Partials => out.extend(partial::column_names(spec)),
+        }
+    }
+    out
+}
