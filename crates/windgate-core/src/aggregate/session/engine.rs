@@ -1,0 +1,166 @@
+//! The streaming session engine: per key an ordered map of its open sessions (start -> end and state slot),
+//! and one ordered set of every open session by end, which the watermark drains.
+//!
+//! A row at time `t` of key `k` looks up, in `k`'s map, the session with the greatest start `<= t` (it holds
+//! the row if its end is above `t`) and the sessions starting inside `(t, t + gap)` (the row's interval
+//! reaches them): `O(log n + m)` for `n` open sessions of the key and `m` sessions merged. No session found:
+//! the row opens `[t, t + gap)` in a fresh slot. Otherwise the sessions found and the row become one session
+//! `[min start, max(ends, t + gap))` in the first one's slot, the others' states combined into it. Rows in
+//! time order take the first lookup only (their session's end moves forward).
+//!
+//! A batch is lifted in one pass after its rows found their slots: the merges it caused are recorded as
+//! `(kept, merged)` slot pairs, applied after the lift in the order they happened, and the merged slots are
+//! released only then, so no slot is reused within a batch. Combines are exact and commutative (exact sums,
+//! `first`/`last` by the rows' total order), so the bits do not depend on which sessions merged when.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound::Excluded;
+
+use super::Closed;
+use crate::aggregate::slots::SlotStore;
+use crate::aggregate::state::{InputValues, RowOrder, SKIP};
+
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    end: i64,
+    slot: u32,
+}
+
+pub(crate) struct SessionEngine {
+    gap: i64,
+    store: SlotStore,
+    /// Per key id: the open sessions by start.
+    keys: Vec<BTreeMap<i64, Open>>,
+    /// Every open session as `(end, key, start)`: the watermark closes a prefix.
+    by_end: BTreeSet<(i64, u32, i64)>,
+    /// Scratch of a batch: each row's slot, the merges, the slots they freed.
+    slots: Vec<u32>,
+    merges: Vec<(u32, u32)>,
+    freed: Vec<u32>,
+}
+
+impl SessionEngine {
+    pub fn new(gap: i64, store: SlotStore) -> Self {
+        Self {
+            gap,
+            store,
+            keys: Vec::new(),
+            by_end: BTreeSet::new(),
+            slots: Vec::new(),
+            merges: Vec::new(),
+            freed: Vec::new(),
+        }
+    }
+
+    pub fn store(&self) -> &SlotStore {
+        &self.store
+    }
+
+    pub fn open_sessions(&self) -> usize {
+        self.by_end.len()
+    }
+
+    /// Places every admitted row (`keep`) in its session and lifts the batch. `ts[i] + gap` must not
+    /// overflow (the operator checks the admitted range).
+    pub fn ingest(
+        &mut self,
+        ts: &[i64],
+        keys: &[u32],
+        keep: Option<&[bool]>,
+        inputs: &[InputValues],
+        order: RowOrder<'_>,
+    ) {
+        let mut slots = std::mem::take(&mut self.slots);
+        slots.clear();
+        self.merges.clear();
+        self.freed.clear();
+        for (i, (&t, &key)) in ts.iter().zip(keys).enumerate() {
+            if keep.is_some_and(|k| !k[i]) {
+                slots.push(SKIP);
+                continue;
+            }
+            slots.push(self.place(t, key));
+        }
+        self.store.update(&slots, inputs, order);
+        if !self.merges.is_empty() {
+            self.store.combine_within(&self.merges);
+        }
+        for &s in &self.freed {
+            self.store.release(s);
+        }
+        self.slots = slots;
+    }
+
+    /// The slot of the session that row time `t` of `key` belongs to, merging sessions as needed.
+    fn place(&mut self, t: i64, key: u32) -> u32 {
+        let k = key as usize;
+        if k >= self.keys.len() {
+            self.keys.resize_with(k + 1, BTreeMap::new);
+        }
+        let map = &mut self.keys[k];
+        let reach = t + self.gap;
+        let mut start = t;
+        let mut end = reach;
+        let mut kept: Option<u32> = None;
+        // The session holding `t`, if any.
+        if let Some((&s, &o)) = map.range(..=t).next_back()
+            && o.end > t
+        {
+            if o.end >= reach {
+                // Sessions are disjoint: none starts inside (t, reach) ⊂ (s, o.end). Nothing changes.
+                return o.slot;
+            }
+            map.remove(&s);
+            self.by_end.remove(&(o.end, key, s));
+            start = s;
+            kept = Some(o.slot);
+        }
+        // The sessions the row's interval reaches: starts inside (t, t + gap).
+        let reached: Vec<(i64, Open)> = map
+            .range((Excluded(t), Excluded(reach)))
+            .map(|(&s, &o)| (s, o))
+            .collect();
+        for (s, o) in reached {
+            map.remove(&s);
+            self.by_end.remove(&(o.end, key, s));
+            end = end.max(o.end);
+            match kept {
+                None => kept = Some(o.slot),
+                Some(dst) => {
+                    self.merges.push((dst, o.slot));
+                    self.freed.push(o.slot);
+                }
+            }
+        }
+        let slot = kept.unwrap_or_else(|| self.store.alloc());
+        map.insert(start, Open { end, slot });
+        self.by_end.insert((end, key, start));
+        slot
+    }
+
+    /// Takes every session ending at or before `watermark` out of the engine (their slots stay allocated
+    /// until [`Self::release`]).
+    pub fn close_through(&mut self, watermark: i64, out: &mut Vec<Closed>) {
+        while let Some(&(end, key, start)) = self.by_end.first() {
+            if end > watermark {
+                break;
+            }
+            self.by_end.pop_first();
+            let open = self.keys[key as usize]
+                .remove(&start)
+                .expect("every session by end is in its key's map");
+            out.push(Closed {
+                key,
+                start,
+                end,
+                slot: open.slot,
+            });
+        }
+    }
+
+    pub fn release(&mut self, closed: &[Closed]) {
+        for c in closed {
+            self.store.release(c.slot);
+        }
+    }
+}
