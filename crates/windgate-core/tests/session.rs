@@ -130,8 +130,8 @@ type Session = (
     Option<f64>,
 );
 
-/// Brute force: per key, sort the admitted rows by time and cut where a row's time reaches the previous
-/// row's time plus gap; ordered by (end, start, key with nulls first).
+/// Brute force: per key, sort the admitted rows by time and cut where a row's time is above the previous
+/// row's time plus gap (Spark's rule); ordered by (end, start, key with nulls first).
 fn brute(c: &Case) -> (Vec<Session>, u64) {
     let (rows, late) = admitted(c);
     let mut keys: Vec<Option<i32>> = rows.iter().map(|(_, r)| r.key).collect();
@@ -145,7 +145,7 @@ fn brute(c: &Case) -> (Vec<Session>, u64) {
         let mut groups: Vec<Vec<(usize, &Row)>> = vec![];
         for (i, r) in mine {
             match groups.last_mut() {
-                Some(g) if r.ts < g.last().unwrap().1.ts + c.gap => g.push((i, r)),
+                Some(g) if r.ts <= g.last().unwrap().1.ts + c.gap => g.push((i, r)),
                 _ => groups.push(vec![(i, r)]),
             }
         }
@@ -239,17 +239,15 @@ fn batch_run(ts: &[i64], gap: i64) -> Vec<(i64, i64, i64)> {
 
 #[test]
 fn edges() {
-    // Empty input, one row, equal times, a row exactly at the session's end (a new session, as Spark), a
+    // Empty input, one row, equal times, a row exactly at the session's end (joins it, as in Spark), a
     // bridging row arriving last, gap 1 and a huge gap.
     assert_eq!(batch_run(&[], 5), vec![]);
     assert_eq!(batch_run(&[7], 5), vec![(7, 12, 1)]);
     assert_eq!(batch_run(&[3, 3, 3], 1), vec![(3, 4, 3)]);
-    assert_eq!(batch_run(&[0, 5], 5), vec![(0, 5, 1), (5, 10, 1)]);
+    assert_eq!(batch_run(&[0, 5], 5), vec![(0, 10, 2)]);
+    assert_eq!(batch_run(&[0, 6], 5), vec![(0, 5, 1), (6, 11, 1)]);
     assert_eq!(batch_run(&[0, 8, 4], 5), vec![(0, 13, 3)]);
-    assert_eq!(
-        batch_run(&[0, 1, 2, 4], 1),
-        vec![(0, 1, 1), (1, 2, 1), (2, 3, 1), (4, 5, 1)]
-    );
+    assert_eq!(batch_run(&[0, 1, 2, 4], 1), vec![(0, 3, 3), (4, 5, 1)]);
     assert_eq!(
         batch_run(&[0, 100, -5], i64::MAX / 4),
         vec![(-5, 100 + i64::MAX / 4, 3)]

@@ -2,8 +2,8 @@
 //! and one ordered set of every open session by end, which the watermark drains.
 //!
 //! A row at time `t` of key `k` looks up, in `k`'s map, the session with the greatest start `<= t` (it holds
-//! the row if its end is above `t`) and the sessions starting inside `(t, t + gap)` (the row's interval
-//! reaches them): `O(log n + m)` for `n` open sessions of the key and `m` sessions merged. No session found:
+//! the row if its end is at or above `t`: Spark's rule) and the sessions starting inside `(t, t + gap]` (the
+//! row's reach): `O(log n + m)` for `n` open sessions of the key and `m` sessions merged. No session found:
 //! the row opens `[t, t + gap)` in a fresh slot. Otherwise the sessions found and the row become one session
 //! `[min start, max(ends, t + gap))` in the first one's slot, the others' states combined into it. Rows in
 //! time order take the first lookup only (their session's end moves forward).
@@ -14,7 +14,7 @@
 //! `first`/`last` by the rows' total order), so the bits do not depend on which sessions merged when.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Bound::Excluded;
+use std::ops::Bound::{Excluded, Included};
 
 use super::Closed;
 use crate::aggregate::slots::SlotStore;
@@ -102,12 +102,13 @@ impl SessionEngine {
         let mut start = t;
         let mut end = reach;
         let mut kept: Option<u32> = None;
-        // The session holding `t`, if any.
+        // The session holding `t`, if any (a row at a session's end joins it).
         if let Some((&s, &o)) = map.range(..=t).next_back()
-            && o.end > t
+            && o.end >= t
         {
             if o.end >= reach {
-                // Sessions are disjoint: none starts inside (t, reach) ⊂ (s, o.end). Nothing changes.
+                // Sessions are apart (each starts after the previous one's end): none starts inside
+                // (t, reach] ⊂ (s, o.end]. Nothing changes.
                 return o.slot;
             }
             map.remove(&s);
@@ -115,9 +116,9 @@ impl SessionEngine {
             start = s;
             kept = Some(o.slot);
         }
-        // The sessions the row's interval reaches: starts inside (t, t + gap).
+        // The sessions the row reaches: starts inside (t, t + gap].
         let reached: Vec<(i64, Open)> = map
-            .range((Excluded(t), Excluded(reach)))
+            .range((Excluded(t), Included(reach)))
             .map(|(&s, &o)| (s, o))
             .collect();
         for (s, o) in reached {
@@ -138,11 +139,12 @@ impl SessionEngine {
         slot
     }
 
-    /// Takes every session ending at or before `watermark` out of the engine (their slots stay allocated
-    /// until [`Self::release`]).
+    /// Takes every final session out of the engine: those ending before `watermark` (a row at the
+    /// watermark may still join a session ending there), all at `i64::MAX` (the end of the stream). Their
+    /// slots stay allocated until [`Self::release`].
     pub fn close_through(&mut self, watermark: i64, out: &mut Vec<Closed>) {
         while let Some(&(end, key, start)) = self.by_end.first() {
-            if end > watermark {
+            if !super::is_final(end, watermark) {
                 break;
             }
             self.by_end.pop_first();

@@ -2,18 +2,20 @@
 //! session `[first row's time, last row's time + gap)`, as Spark's `session_window(col, gap)`
 //! (`docs/architecture.md`, "Session windows").
 //!
-//! Every admitted row at time `t` stands for the half-open interval `[t, t + gap)`; a key's sessions are the
-//! connected components of the union of its rows' intervals. So rows sorted by time fall into the same
-//! session while each one's time is below the session's end so far (the previous row's time plus `gap`), and
-//! a row whose time equals that end opens a new session, as in Spark. The sessions of a key are a function
-//! of the *set* of its admitted rows, whatever their arrival order: a row arriving out of order within the
+//! Every admitted row at time `t` stands for the closed interval `[t, t + gap]`; a key's sessions are the
+//! connected components of the union of its rows' intervals, each reported as the half-open window
+//! `[least time, greatest time + gap)`. So rows sorted by time fall into the same session while each one's
+//! time is at most the session's end so far (the previous row's time plus `gap`): a row exactly at a
+//! session's end joins it, as in Spark (whose `session_window` merges a row whose time equals the session's
+//! end; `tests/test_spark_sessions.py` checks it against pyspark). The sessions of a key are a function of
+//! the *set* of its admitted rows, whatever their arrival order: a row arriving out of order within the
 //! lateness bound may extend a session backwards or bridge two sessions into one.
 //!
-//! A session is final once the watermark reaches its end (`end <= watermark`): every row still to come has a
-//! time at or above the watermark, so it can neither fall inside the session nor bridge it to another. Final
+//! A session is final once the watermark passes its end (`end < watermark`): every row still to come has a
+//! time at or above the watermark, so it can neither reach the session nor bridge it to another. Final
 //! sessions are emitted in the order `(window_end, window_start, key)` (keys ascending, nulls first, as every
-//! operator orders them); since every session still open ends after the watermark, the concatenated output
-//! of a stream is in that order too, for any batch split.
+//! operator orders them); since every session still open ends at or after the watermark, the concatenated
+//! output of a stream is in that order too, for any batch split.
 //!
 //! Two engines behind one operator ([`SessionAggregator`]): the streaming engine ([`engine`], per key an
 //! ordered map of open sessions) and the reference engine ([`reference`], every row kept, sorted and cut at
@@ -107,6 +109,11 @@ pub(crate) fn validate(opts: &WindowAggregateOptions, gap: &Span) -> Result<()> 
         ));
     }
     opts.window().validate_by()
+}
+
+/// Whether a session ending at `end` is final under `watermark` (`i64::MAX`: the end of the stream).
+pub(crate) fn is_final(end: i64, watermark: i64) -> bool {
+    end < watermark || watermark == i64::MAX
 }
 
 /// `gap` in time units must be positive.

@@ -108,7 +108,7 @@ struct Source {
 ///     ("ts", Arc::new(Int64Array::from(vec![1, 5, 14, 40])) as _),
 ///     ("v", Arc::new(Float64Array::from(vec![1.0, 2.0, 3.0, 4.0])) as _),
 /// ]).unwrap();
-/// let out = agg.push(&batch, 0).unwrap();   // [1, 24) is final at ts 40
+/// let out = agg.push(&batch, 0).unwrap();   // [1, 24) is final at ts 40 (14 <= 5 + 10 joined it)
 /// assert_eq!(out.num_rows(), 1);
 /// let rest = agg.flush().unwrap();          // [40, 50) at the end of the stream
 /// assert_eq!(rest.num_rows(), 1);
@@ -425,7 +425,7 @@ impl SessionAggregator {
         RecordBatch::new_empty(schema)
     }
 
-    /// Emits every session ending at or before `watermark`, in the order `(end, start, key)`.
+    /// Emits every final session (ending before `watermark`), in the order `(end, start, key)`.
     fn emit_through(&mut self, watermark: i64) -> Result<RecordBatch> {
         let Some(b) = self.bound.as_mut() else {
             return Ok(RecordBatch::new_empty(Arc::new(Schema::empty())));

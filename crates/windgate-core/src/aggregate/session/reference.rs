@@ -2,8 +2,8 @@
 //!
 //! It keeps every admitted row. At each emission it sorts the rows by key and by the total order
 //! `(ts, order_by, source, seq)`, cuts each key's rows into sessions (a row joins the current session while
-//! its time is below the session's end, the previous row's time plus `gap`), and lifts the rows of every
-//! final session (`end <= watermark`) one at a time into a fresh slot. No state is carried between rows of
+//! its time is at most the session's end, the previous row's time plus `gap`), and lifts the rows of every
+//! final session (`end < watermark`) one at a time into a fresh slot. No state is carried between rows of
 //! different emissions but the rows themselves.
 
 use super::Closed;
@@ -65,7 +65,7 @@ impl SessionReference {
         }
     }
 
-    /// Lifts every session ending at or before `watermark` into a slot of its own and forgets its rows.
+    /// Lifts every final session (see [`super::is_final`]) into a slot of its own and forgets its rows.
     pub fn close_through(&mut self, watermark: i64, out: &mut Vec<Closed>) {
         self.rows.sort_by_key(|r| (r.key, r.at));
         let mut rest = Vec::new();
@@ -75,11 +75,11 @@ impl SessionReference {
             // One session: rows[i..j].
             let mut end = rows[i].at.ts + self.gap;
             let mut j = i + 1;
-            while j < rows.len() && rows[j].key == rows[i].key && rows[j].at.ts < end {
+            while j < rows.len() && rows[j].key == rows[i].key && rows[j].at.ts <= end {
                 end = end.max(rows[j].at.ts + self.gap);
                 j += 1;
             }
-            if end <= watermark {
+            if super::is_final(end, watermark) {
                 let slot = self.store.alloc();
                 for r in &rows[i..j] {
                     let inputs: Vec<InputValues> = self.chunks[r.chunk as usize]
