@@ -119,8 +119,8 @@ pub struct WindowAggregator {
 }
 
 enum Inner {
-    Window(core::WindowAggregator),
-    Session(core::SessionAggregator),
+    Window(Box<core::WindowAggregator>),
+    Session(Box<core::SessionAggregator>),
 }
 
 #[pymethods]
@@ -187,9 +187,9 @@ impl WindowAggregator {
         two_phase(&mut opts, input, output, row_offset)?;
         opts.validate().map_err(to_py)?;
         let inner = if opts.gap.is_some() {
-            Inner::Session(core::SessionAggregator::new(opts).map_err(to_py)?)
+            Inner::Session(Box::new(core::SessionAggregator::new(opts).map_err(to_py)?))
         } else {
-            Inner::Window(core::WindowAggregator::new(opts).map_err(to_py)?)
+            Inner::Window(Box::new(core::WindowAggregator::new(opts).map_err(to_py)?))
         };
         Ok(Self { inner })
     }
@@ -316,7 +316,7 @@ impl WindowAggregator {
         })
         .map_err(to_py)?;
         Ok(Self {
-            inner: Inner::Window(inner),
+            inner: Inner::Window(Box::new(inner)),
         })
     }
 
