@@ -199,7 +199,7 @@ fn sessions(out: &RecordBatch) -> Vec<Session> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
 
     #[test]
     fn streaming_equals_reference_and_brute_force(c in case()) {

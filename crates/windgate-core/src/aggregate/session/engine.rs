@@ -8,6 +8,12 @@
 //! `[min start, max(ends, t + gap))` in the first one's slot, the others' states combined into it. Rows in
 //! time order take the first lookup only (their session's end moves forward).
 //!
+//! The by-end set is kept lazily: a session is listed under the end it had when it was listed, and a row
+//! that only moves a session's end forward (the common case, rows in time order) updates the key's map in
+//! place and leaves the set alone. When the watermark reaches a listed end whose session has grown since,
+//! the session is listed again under its current end. So a row in time order costs one lookup in its key's
+//! map; only new sessions, merges and backward extensions touch the set.
+//!
 //! A batch is lifted in one pass after its rows found their slots: the merges it caused are recorded as
 //! `(kept, merged)` slot pairs, applied after the lift in the order they happened, and the merged slots are
 //! released only then, so no slot is reused within a batch. Combines are exact and commutative (exact sums,
@@ -24,6 +30,8 @@ use crate::aggregate::state::{InputValues, RowOrder, SKIP};
 struct Open {
     end: i64,
     slot: u32,
+    /// The end under which the session is in `by_end` (at most `end`).
+    listed: i64,
 }
 
 pub(crate) struct SessionEngine {
@@ -31,7 +39,8 @@ pub(crate) struct SessionEngine {
     store: SlotStore,
     /// Per key id: the open sessions by start.
     keys: Vec<BTreeMap<i64, Open>>,
-    /// Every open session as `(end, key, start)`: the watermark closes a prefix.
+    /// Every open session once, as `(listed end, key, start)`: the watermark closes a prefix (see the
+    /// module docs for the lazy listing).
     by_end: BTreeSet<(i64, u32, i64)>,
     /// Scratch of a batch: each row's slot, the merges, the slots they freed.
     slots: Vec<u32>,
@@ -103,6 +112,7 @@ impl SessionEngine {
         let mut end = reach;
         let mut kept: Option<u32> = None;
         // The session holding `t`, if any (a row at a session's end joins it).
+        let mut holder = None;
         if let Some((&s, &o)) = map.range(..=t).next_back()
             && o.end >= t
         {
@@ -111,9 +121,18 @@ impl SessionEngine {
                 // (t, reach] ⊂ (s, o.end]. Nothing changes.
                 return o.slot;
             }
+            if map.range((Excluded(t), Included(reach))).next().is_none() {
+                // Only the end moves forward: in place, the by-end listing stays (it is lazy).
+                map.get_mut(&s).expect("just found").end = reach;
+                return o.slot;
+            }
+            holder = Some((s, o));
+        }
+        if let Some((s, o)) = holder {
             map.remove(&s);
-            self.by_end.remove(&(o.end, key, s));
+            self.by_end.remove(&(o.listed, key, s));
             start = s;
+            end = end.max(o.end);
             kept = Some(o.slot);
         }
         // The sessions the row reaches: starts inside (t, t + gap].
@@ -123,7 +142,7 @@ impl SessionEngine {
             .collect();
         for (s, o) in reached {
             map.remove(&s);
-            self.by_end.remove(&(o.end, key, s));
+            self.by_end.remove(&(o.listed, key, s));
             end = end.max(o.end);
             match kept {
                 None => kept = Some(o.slot),
@@ -134,7 +153,14 @@ impl SessionEngine {
             }
         }
         let slot = kept.unwrap_or_else(|| self.store.alloc());
-        map.insert(start, Open { end, slot });
+        map.insert(
+            start,
+            Open {
+                end,
+                slot,
+                listed: end,
+            },
+        );
         self.by_end.insert((end, key, start));
         slot
     }
@@ -143,18 +169,26 @@ impl SessionEngine {
     /// watermark may still join a session ending there), all at `i64::MAX` (the end of the stream). Their
     /// slots stay allocated until [`Self::release`].
     pub fn close_through(&mut self, watermark: i64, out: &mut Vec<Closed>) {
-        while let Some(&(end, key, start)) = self.by_end.first() {
-            if !super::is_final(end, watermark) {
+        while let Some(&(listed, key, start)) = self.by_end.first() {
+            if !super::is_final(listed, watermark) {
                 break;
             }
             self.by_end.pop_first();
-            let open = self.keys[key as usize]
-                .remove(&start)
-                .expect("every session by end is in its key's map");
+            let map = &mut self.keys[key as usize];
+            let open = map
+                .get_mut(&start)
+                .expect("every listed session is in its key's map");
+            if !super::is_final(open.end, watermark) {
+                // Grown since it was listed: listed again under its current end.
+                open.listed = open.end;
+                self.by_end.insert((open.end, key, start));
+                continue;
+            }
+            let open = map.remove(&start).expect("just found");
             out.push(Closed {
                 key,
                 start,
-                end,
+                end: open.end,
                 slot: open.slot,
             });
         }
