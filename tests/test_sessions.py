@@ -4,6 +4,7 @@ batch splits, disorder within the lateness bound and late rows; edge cases and p
 from __future__ import annotations
 
 import datetime as dt
+import pickle
 
 import pyarrow as pa
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import windgate
-from windgate.errors import InvalidParameterError, LateRowError
+from windgate.errors import InvalidParameterError, LateRowError, SnapshotMismatchError
 
 AGGS = {"*": "count", "v": ["count", "sum", "min", "max", "mean", "first", "last"]}
 
@@ -167,9 +168,39 @@ def test_parameter_errors_name_them():
             windgate.window_aggregate(t, time="ts", gap=bad, aggs=AGGS)
     with pytest.raises(InvalidParameterError, match="^size"):
         windgate.window_aggregate(t, time="ts", aggs=AGGS)
-    agg = windgate.WindowAggregator(time="ts", gap=5, aggs=AGGS)
-    with pytest.raises(InvalidParameterError, match="^gap"):
+    agg = windgate.WindowAggregator(time="ts", gap=5, aggs=AGGS, strategy="reference")
+    with pytest.raises(InvalidParameterError, match="^strategy"):
         agg.snapshot()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case())
+def test_snapshot_restore_and_pickle_continue_exactly(c):
+    gap, lateness, rows, cuts = c
+    kw = dict(time="ts", gap=gap, by="k", aggs=AGGS, lateness=lateness)
+    whole = windgate.WindowAggregator(**kw)
+    again = windgate.WindowAggregator(**kw)
+    a, b, start = [], [], 0
+    for i, end in enumerate([*cuts, len(rows)]):
+        a.append(whole.push(table(rows[start:end])))
+        b.append(again.push(table(rows[start:end])))
+        start = end
+        if i % 2:
+            again = pickle.loads(pickle.dumps(again))
+        else:
+            again = windgate.WindowAggregator.restore(again.snapshot(), threads=1)
+    a.append(whole.flush())
+    b.append(again.flush())
+    assert pa.Table.from_batches(b).equals(pa.Table.from_batches(a))
+    assert again.stats["late_rows"] == whole.stats["late_rows"]
+    with pytest.raises(SnapshotMismatchError, match="^gap"):
+        windgate.WindowAggregator.restore(whole_snapshot(kw), gap=gap + 1)
+
+
+def whole_snapshot(kw):
+    agg = windgate.WindowAggregator(**kw)
+    agg.push(table([(1, 1, 1.0)]))
+    return agg.snapshot()
 
 
 def test_late_rows_follow_on_late():

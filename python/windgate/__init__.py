@@ -123,8 +123,8 @@ def window_aggregate(
         offset: shift of the window grid (Spark's ``startTime``).
         gap: session windows: the inactivity gap (an int in the time column's unit, a duration string or a
             ``timedelta``; positive), instead of ``size`` and ``slide``. Runs on the session engine
-            (``strategy`` ``"auto"`` or ``"reference"``; one thread); ``input``/``output="partials"``,
-            ``offset`` and checkpoints are for sliding windows only.
+            (``strategy`` ``"auto"`` or ``"reference"``; one thread); ``input``/``output="partials"``
+            and ``offset`` are for sliding windows only.
         by: group column(s). Null is a group of its own.
         aggs: output aggregates: ``{"*": "count", "kwh": ["sum", "max"]}``. Functions: ``count``, ``sum``,
             ``min``, ``max``, ``mean``, ``var``, ``std`` (sample), ``first``, ``last`` (by time, then

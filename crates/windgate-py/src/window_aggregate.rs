@@ -293,7 +293,7 @@ impl WindowAggregator {
     ) -> PyResult<Bound<'py, PyBytes>> {
         match &mut self.inner {
             Inner::Window(inner) => snapshot_bytes(py, || inner.snapshot(&annotations(note))),
-            Inner::Session(inner) => Err(to_py(inner.snapshot().unwrap_err())),
+            Inner::Session(inner) => snapshot_bytes(py, || inner.snapshot(&annotations(note))),
         }
     }
 
@@ -307,17 +307,28 @@ impl WindowAggregator {
     ) -> PyResult<Self> {
         let runtime = Runtime::read(overrides.as_ref())?;
         let inner = detached(py, "restore", || {
-            let mut opts = core::WindowAggregator::snapshot_options(data)?;
+            // A snapshot of session windows names its own operator in the header.
+            let sessions = windgate_core::snapshot::describe(data)?.0 == core::SESSION_OPERATOR;
+            let mut opts = if sessions {
+                core::SessionAggregator::snapshot_options(data)?
+            } else {
+                core::WindowAggregator::snapshot_options(data)?
+            };
             if let Some(s) = runtime.apply(&mut opts.threads, &mut opts.farm) {
                 opts.strategy = core::Strategy::parse(&s)?;
             }
             opts.validate()?;
-            core::WindowAggregator::restore(data, Some(opts))
+            Ok(if sessions {
+                Inner::Session(Box::new(core::SessionAggregator::restore(
+                    data,
+                    Some(opts),
+                )?))
+            } else {
+                Inner::Window(Box::new(core::WindowAggregator::restore(data, Some(opts))?))
+            })
         })
         .map_err(to_py)?;
-        Ok(Self {
-            inner: Inner::Window(Box::new(inner)),
-        })
+        Ok(Self { inner })
     }
 
     /// The output schema (known after the first batch), as a pyarrow.Schema, or None.

@@ -27,7 +27,7 @@ pub use batch::{window_aggregate, window_aggregate_in_memory};
 pub use function::{AggFunc, AggSpec};
 pub use operator::{Stats, WindowAggregator};
 pub use options::{Strategy, WindowAggregateOptions};
-pub use session::{SessionAggregator, session_aggregate};
+pub use session::{SESSION_OPERATOR, SessionAggregator, session_aggregate};
 // The window and late-row types every windowed operator shares live below the operators; they are named here
 // too, where `window_aggregate`'s callers look for them.
 pub use crate::order::admission::{NullTime, OnLate};

@@ -194,6 +194,35 @@ impl SessionEngine {
         }
     }
 
+    /// Every open session, by key id and start (what a checkpoint writes).
+    pub fn open(&self) -> Vec<Closed> {
+        let mut out = Vec::with_capacity(self.by_end.len());
+        for (key, map) in self.keys.iter().enumerate() {
+            out.extend(map.iter().map(|(&start, o)| Closed {
+                key: key as u32,
+                start,
+                end: o.end,
+                slot: o.slot,
+            }));
+        }
+        out
+    }
+
+    /// Adds a restored session whose state is already in slot `slot` of [`Self::store_mut`].
+    pub fn insert(&mut self, key: u32, start: i64, end: i64, slot: u32) {
+        let k = key as usize;
+        if k >= self.keys.len() {
+            self.keys.resize_with(k + 1, BTreeMap::new);
+        }
+        let listed = end;
+        self.keys[k].insert(start, Open { end, slot, listed });
+        self.by_end.insert((end, key, start));
+    }
+
+    pub fn store_mut(&mut self) -> &mut SlotStore {
+        &mut self.store
+    }
+
     pub fn release(&mut self, closed: &[Closed]) {
         for c in closed {
             self.store.release(c.slot);

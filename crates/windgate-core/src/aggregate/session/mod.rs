@@ -25,7 +25,7 @@ mod engine;
 mod operator;
 mod reference;
 
-pub use operator::{SessionAggregator, session_aggregate};
+pub use operator::{SESSION_OPERATOR, SessionAggregator, session_aggregate};
 
 use super::options::WindowAggregateOptions;
 use super::partial::{InputKind, OutputKind};

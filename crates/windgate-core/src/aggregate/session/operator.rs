@@ -76,11 +76,16 @@ impl Engine {
     }
 }
 
+mod checkpoint;
+
+pub use checkpoint::OPERATOR as SESSION_OPERATOR;
+
 /// What is fixed once the first schema is seen.
 struct Bound {
     schema: SchemaRef,
     gap: i64,
     keys: KeyDict,
+    metas: Vec<Arc<AggMeta>>,
     engine: Engine,
     output_schema: SchemaRef,
 }
@@ -280,6 +285,7 @@ impl SessionAggregator {
             schema: schema.clone(),
             gap,
             keys: KeyDict::new(o.by.clone(), key_types)?,
+            metas,
             engine,
             output_schema: Arc::new(Schema::new(out_fields)),
         });
@@ -465,15 +471,6 @@ impl SessionAggregator {
         self.life.end();
         let r = self.emit_through(i64::MAX);
         self.life.record(r)
-    }
-
-    /// Checkpoints are not written for session windows yet: a clear error naming `gap`.
-    pub fn snapshot(&self) -> Result<Vec<u8>> {
-        Err(Error::param(
-            "gap",
-            "snapshots of session windows (gap=) are not supported yet; only sliding and tumbling \
-             windows (size=, slide=) can be checkpointed",
-        ))
     }
 }
 
