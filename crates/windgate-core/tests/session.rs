@@ -357,3 +357,33 @@ fn late_rows_drop_or_raise() {
     let err = agg.snapshot(&Default::default()).unwrap_err();
     assert!(err.message().starts_with("strategy:"), "{}", err.message());
 }
+
+/// A stream of ever-new keys: keys without open sessions are forgotten (the dictionary stays small) and the
+/// sessions are those of the reference engine, in order.
+#[test]
+fn idle_keys_are_forgotten() {
+    let n = 40_000i64;
+    let rows: Vec<Row> = (0..n)
+        .map(|i| Row {
+            ts: i,
+            key: Some((i % 9_000 + (i / 9_000) * 100_000) as i32),
+            v: Some((i % 7) as f64),
+            iv: i,
+        })
+        .collect();
+    let c = Case {
+        gap: 3,
+        lateness: Some(0),
+        rows,
+        cuts: (1..40).map(|j| j * 1000).collect(),
+    };
+    let (stream, _) = run(&c, Strategy::Auto, true);
+    let (reference, _) = run(&c, Strategy::Reference, true);
+    assert_eq!(stream, reference);
+    assert_eq!(stream.num_rows(), n as usize);
+    let mut agg = SessionAggregator::new(options(&c, Strategy::Auto)).unwrap();
+    for part in c.rows.chunks(1000) {
+        agg.push(&batch(part), 0).unwrap();
+    }
+    assert!(agg.stats().keys < 20_000, "{} keys kept", agg.stats().keys);
+}

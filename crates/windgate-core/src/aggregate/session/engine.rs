@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound::{Excluded, Included};
 
 use super::Closed;
+use crate::aggregate::forget::KeyHolder;
 use crate::aggregate::slots::SlotStore;
 use crate::aggregate::state::{InputValues, RowOrder, SKIP};
 
@@ -227,5 +228,35 @@ impl SessionEngine {
         for c in closed {
             self.store.release(c.slot);
         }
+    }
+}
+
+impl KeyHolder for SessionEngine {
+    fn key_entries(&self) -> usize {
+        self.by_end.len()
+    }
+
+    fn mark_live_keys(&self, live: &mut [bool]) {
+        for (key, map) in self.keys.iter().enumerate() {
+            live[key] |= !map.is_empty();
+        }
+    }
+
+    fn remap_keys(&mut self, remap: &[u32]) {
+        let old = std::mem::take(&mut self.keys);
+        for (key, map) in old.into_iter().enumerate() {
+            if map.is_empty() {
+                continue;
+            }
+            let new = remap[key] as usize;
+            if new >= self.keys.len() {
+                self.keys.resize_with(new + 1, BTreeMap::new);
+            }
+            self.keys[new] = map;
+        }
+        self.by_end = std::mem::take(&mut self.by_end)
+            .into_iter()
+            .map(|(listed, key, start)| (listed, remap[key as usize], start))
+            .collect();
     }
 }

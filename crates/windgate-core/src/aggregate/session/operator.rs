@@ -16,6 +16,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use super::engine::SessionEngine;
 use super::reference::SessionReference;
 use super::{Closed, positive_gap};
+use crate::aggregate::forget::forget_idle_keys;
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::functions::{function, value_class};
 use crate::aggregate::input::input_values;
@@ -446,6 +447,12 @@ impl SessionAggregator {
         let out = assemble(b, &closed);
         b.engine.release(&closed);
         let out = out?;
+        // Keys without open sessions are forgotten once they are most of the dictionary (memory follows
+        // the open sessions, not the stream's keys).
+        match &mut b.engine {
+            Engine::Stream(e) => forget_idle_keys(e, &mut b.keys),
+            Engine::Reference(e) => forget_idle_keys(e, &mut b.keys),
+        }
         self.stats.rows_out += out.num_rows() as u64;
         self.stats.windows_out += out.num_rows() as u64;
         Ok(out)

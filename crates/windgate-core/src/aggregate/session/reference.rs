@@ -7,6 +7,7 @@
 //! different emissions but the rows themselves.
 
 use super::Closed;
+use crate::aggregate::forget::KeyHolder;
 use crate::aggregate::slots::SlotStore;
 use crate::aggregate::state::{InputValues, OrderKey, RowOrder};
 
@@ -114,6 +115,24 @@ impl SessionReference {
     pub fn release(&mut self, closed: &[Closed]) {
         for c in closed {
             self.store.release(c.slot);
+        }
+    }
+}
+
+impl KeyHolder for SessionReference {
+    fn key_entries(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn mark_live_keys(&self, live: &mut [bool]) {
+        for r in &self.rows {
+            live[r.key as usize] = true;
+        }
+    }
+
+    fn remap_keys(&mut self, remap: &[u32]) {
+        for r in &mut self.rows {
+            r.key = remap[r.key as usize];
         }
     }
 }
