@@ -62,7 +62,11 @@ def aggregate(
             elif f == "max":
                 rec[name] = max(xs)
             elif f == "mean":
-                rec[name] = math.fsum(xs) / len(xs) if isinstance(xs[0], float) else sum(xs) / len(xs)
+                if isinstance(xs[0], float) and all(math.isfinite(x) for x in xs):
+                    # The exact mean, rounded once (as windgate gives it); fsum(xs) / n rounds twice.
+                    rec[name] = float(sum(map(Fraction, xs)) / len(xs))
+                else:
+                    rec[name] = math.fsum(xs) / len(xs) if isinstance(xs[0], float) else sum(xs) / len(xs)
             elif f == "first":
                 rec[name] = min(vals, key=lambda m: (m[0], m[1]))[2]
             elif f == "last":

@@ -19,6 +19,7 @@ from .runner import DEFAULT_OUT, worker
 SUITES = {
     "window_aggregate": "sliding-window aggregation: windgate, Polars, DuckDB, pandas, Spark",
     "agg_scaling": "window aggregation rows/s against panes per window, keys, aggregates, threads; peers",
+    "sessions": "session windows (gap=): windgate, DuckDB gaps and islands, Polars, Spark session_window",
     "farm_schedulers": "pane-farm schedulers under bursty arrivals",
     "thesis_approaches": "the disjoint-parallel aggregation approaches in the thesis' three settings",
     "band_join": "band join: windgate, DuckDB, Polars, Spark",
@@ -34,6 +35,7 @@ SUITES = {
 ALL = (
     "window_aggregate",
     "agg_scaling",
+    "sessions",
     "farm_schedulers",
     "thesis_approaches",
     "band_join",

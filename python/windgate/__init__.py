@@ -94,9 +94,10 @@ def window_aggregate(
     data: Any,
     *,
     time: str,
-    size: _specs.Span,
+    size: _specs.Span | None = None,
     slide: _specs.Span | None = None,
     offset: _specs.Span = 0,
+    gap: _specs.Span | None = None,
     by: str | list[str] | None = None,
     aggs: Aggs,
     lateness: _specs.Span | None = None,
@@ -113,10 +114,17 @@ def window_aggregate(
     emit: str = "final",
     interval: _specs.Span | None = None,
 ) -> pa.Table | WindowsAndLate:
-    """Sliding- or tumbling-window aggregation, per group, over a whole input.
+    """Sliding-, tumbling- or session-window aggregation, per group, over a whole input.
 
     Windows are aligned like Spark's ``window()``: window ``j`` covers ``[j*slide + offset, j*slide + offset +
     size)``. A window is output for a group when it holds at least one row of that group.
+
+    With ``gap`` instead of ``size``/``slide``, windows are sessions, as Spark's ``session_window(col, gap)``:
+    per group, a row at time ``t`` opens ``[t, t + gap)``, and a row whose time is at most a session's end
+    joins it, extending the end to its own ``t + gap`` (a row exactly at the end joins, as in Spark); so a
+    session is ``[first row's time, last row's time + gap)``. A row arriving out of order (within
+    ``lateness``) may bridge two sessions into one. Sessions come out ordered by ``(window_end,
+    window_start, by...)``.
 
     Args:
         data: a pyarrow Table, RecordBatch or RecordBatchReader, anything with ``__arrow_c_stream__`` (polars,
@@ -126,6 +134,10 @@ def window_aggregate(
             ``"5 minutes"``) or ``timedelta`` for timestamp columns.
         slide: distance between window starts (default: ``size``, tumbling windows). At most ``size``.
         offset: shift of the window grid (Spark's ``startTime``).
+        gap: session windows: the inactivity gap (an int in the time column's unit, a duration string or a
+            ``timedelta``; positive), instead of ``size`` and ``slide``. Runs on the session engine
+            (``strategy`` ``"auto"`` or ``"reference"``; one thread); ``input``/``output="partials"``
+            and ``offset`` are for sliding windows only.
         by: group column(s). Null is a group of its own.
         aggs: output aggregates: ``{"*": "count", "kwh": ["sum", "max"]}``. Functions: ``count``, ``sum``,
             ``min``, ``max``, ``mean``, ``var``, ``std`` (sample), ``first``, ``last`` (by time, then
@@ -235,6 +247,15 @@ def window_aggregate(
         {'window_start': [0], 'window_end': [10], 'sum_v': [3], 'final': [False]}
         >>> agg.push(pa.record_batch({"ts": [12], "v": [4]})).to_pydict()
         {'window_start': [0, 10], 'window_end': [10, 20], 'sum_v': [3, 4], 'final': [True, False]}
+
+        Session windows: rows closer than ``gap`` to each other form one session per group.
+
+        >>> s = pa.table({"ts": [0, 3, 20, 8, 30], "k": ["a", "a", "a", "b", "a"]})
+        >>> out = windgate.window_aggregate(s, time="ts", gap=5, by="k", aggs={"*": "count"})
+        >>> out.column("k").to_pylist(), out.column("window_start").to_pylist()
+        (['a', 'b', 'a', 'a'], [0, 8, 20, 30])
+        >>> out.column("window_end").to_pylist(), out.column("count").to_pylist()
+        ([8, 13, 25, 35], [2, 1, 1, 1])
     """
     kwargs = _options.WINDOW_AGGREGATE.forward("windgate.window_aggregate", locals())
     sources = _specs.sources(data)
@@ -246,7 +267,9 @@ class WindowAggregator(Checkpointed):
     """Streaming window aggregation: push batches as they arrive, get each window once it is final.
 
     Takes the keyword arguments of :func:`window_aggregate` plus ``sources`` (how many sources push into it).
-    A window is final when the watermark passes its end: the watermark is the largest time seen minus
+    With ``gap=``, windows are sessions (see :func:`window_aggregate`); a session is final, and emitted,
+    once the watermark passes its end (``stats["open_slots"]`` counts the open sessions). A window is
+    final when the watermark passes its end: the watermark is the largest time seen minus
     ``lateness`` (the minimum over sources). With ``lateness=None`` and one source, nothing is final until
     :meth:`flush`; with several sources and no lateness, each source must be sorted by time and windows close
     as soon as every source has moved past them. Memory is bounded by the open panes, not the stream's length.
@@ -274,15 +297,25 @@ class WindowAggregator(Checkpointed):
         {'window_start': [10], 'window_end': [20], 'count': [2]}
         >>> pickle.loads(pickle.dumps(again)).flush().to_pydict()
         {'window_start': [20], 'window_end': [30], 'count': [1]}
+
+        Session windows of 10 units; a session closes once the watermark (largest time - lateness) passes
+        its end:
+
+        >>> sessions = windgate.WindowAggregator(time="ts", gap=10, aggs={"*": "count"}, lateness=0)
+        >>> sessions.push(pa.record_batch({"ts": [1, 5, 30]})).to_pydict()
+        {'window_start': [1], 'window_end': [15], 'count': [2]}
+        >>> sessions.flush().to_pydict()
+        {'window_start': [30], 'window_end': [40], 'count': [1]}
     """
 
     def __init__(
         self,
         *,
         time: str,
-        size: _specs.Span,
+        size: _specs.Span | None = None,
         slide: _specs.Span | None = None,
         offset: _specs.Span = 0,
+        gap: _specs.Span | None = None,
         by: str | list[str] | None = None,
         aggs: Aggs,
         lateness: _specs.Span | None = None,

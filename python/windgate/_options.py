@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _specs
+from .errors import InvalidParameterError
 
 #: The default of an option that has none (the caller must give it).
 REQUIRED: Any = inspect.Parameter.empty
@@ -99,14 +100,36 @@ _SPARK_STREAMING = ("lateness", "on_late", "shards")
 UPDATES = ("allowed_lateness", "emit", "interval")
 
 _WINDOW_HEAD = ("time", "size", "slide", "offset")
+#: Window aggregation's head: the window, or the inactivity gap of session windows instead of ``size``.
+_AGG_HEAD = (*_WINDOW_HEAD, "gap")
 _RUN = ("lateness", "on_late", "null_time", "threads", "strategy", "farm")
 _SPARK_RUN = ("null_time", "threads", "strategy", "farm")
+
+
+def _check_window_or_gap(raw: Mapping[str, Any]) -> None:
+    """``size``/``slide`` (sliding and tumbling windows) or ``gap`` (session windows): exactly one kind."""
+    if raw.get("gap") is None:
+        if raw.get("size") is None:
+            raise InvalidParameterError("size: expected the window length (or gap= for session windows)")
+        return
+    given = [n for n in ("size", "slide") if raw.get(n) is not None]
+    if given:
+        raise InvalidParameterError(
+            f"gap: session windows (gap=) take no {' or '.join(given)}= (sliding windows): give "
+            f"either gap or {'/'.join(given)}"
+        )
+
 
 WINDOW_AGGREGATE = OperatorOptions(
     options={
         **_window(
-            {"by": Option(None, _specs.columns), "aggs": Option(REQUIRED, lambda v, p: _specs.agg_list(v))}
+            {
+                "gap": Option(None, _specs.span),
+                "by": Option(None, _specs.columns),
+                "aggs": Option(REQUIRED, lambda v, p: _specs.agg_list(v)),
+            }
         ),
+        "size": Option(None, _specs.span),
         "sources": Option(1, _specs.integer),
         "credits": Option(1 << 20, _specs.optional_integer),
         "order_by": Option(None, _specs.optional_name),
@@ -124,7 +147,7 @@ WINDOW_AGGREGATE = OperatorOptions(
     },
     entry_points={
         "windgate.window_aggregate": (
-            *_WINDOW_HEAD,
+            *_AGG_HEAD,
             "by",
             "aggs",
             *_RUN,
@@ -137,7 +160,7 @@ WINDOW_AGGREGATE = OperatorOptions(
             "interval",
         ),
         "windgate.WindowAggregator": (
-            *_WINDOW_HEAD,
+            *_AGG_HEAD,
             "by",
             "aggs",
             *_RUN,
@@ -152,7 +175,7 @@ WINDOW_AGGREGATE = OperatorOptions(
             "interval",
         ),
         "windgate.spark.window_aggregate": (
-            *_WINDOW_HEAD,
+            *_AGG_HEAD,
             "by",
             "aggs",
             *_SPARK_RUN,
@@ -165,11 +188,12 @@ WINDOW_AGGREGATE = OperatorOptions(
             *UPDATES,
         ),
     },
-    shared=(*_WINDOW_HEAD, "by", "aggs", *_RUN),
+    shared=(*_AGG_HEAD, "by", "aggs", *_RUN),
     natives={
         "window_aggregate": (("windgate.window_aggregate",), ("in_memory",)),
         "WindowAggregator": (("windgate.WindowAggregator",), ()),
     },
+    check=_check_window_or_gap,
 )
 
 _PREFERENCE_NATIVES = {

@@ -100,9 +100,10 @@ def window_aggregate(
     df: DataFrame | str | os.PathLike | Sequence[str | os.PathLike],
     *,
     time: str,
-    size: _specs.Span,
+    size: _specs.Span | None = None,
     slide: _specs.Span | None = None,
     offset: _specs.Span = 0,
+    gap: _specs.Span | None = None,
     by: str | list[str] | None = None,
     aggs: Mapping[str, str | list[str]],
     null_time: str = "error",
@@ -140,6 +141,10 @@ def window_aggregate(
         df: the input DataFrame (any columns; the time column is a timestamp, date or integer column), or
             the path(s) of Parquet files or directories (local or any filesystem pyarrow reaches).
         time, size, slide, offset, by, aggs, null_time: as in :func:`windgate.window_aggregate`.
+        gap: session windows (as Spark's ``session_window(time, gap)``), instead of ``size``/``slide``.
+            Sessions are per key, so the plan is exact with one operator per task: rows shuffled by ``by``
+            (all into one task without ``by``), sorted by time in each task and streamed through the
+            session engine. Batch DataFrames only.
         threads: windgate threads per Spark task (default: ``spark.task.cpus``): with more than one, each task
             runs the pane farm on that many cores.
         strategy, farm: as in :func:`windgate.window_aggregate`.
@@ -171,6 +176,11 @@ def window_aggregate(
     output; each started query runs that operator, and as windgate is deterministic the two agree.
     """
     if getattr(df, "isStreaming", False) is True:
+        if gap is not None:
+            raise InvalidParameterError(
+                "gap: session windows run on batch DataFrames only (call the helper on each micro-batch in "
+                "foreachBatch, or use windgate.WindowAggregator(gap=...))"
+            )
         names = (*_options.WINDOW_AGGREGATE.shared, *_options.UPDATES)
         given = {**locals(), "threads": _task_threads(df, threads)}
         _options.WINDOW_AGGREGATE.native(given, names)  # every parameter checked before Spark runs
@@ -190,6 +200,8 @@ def window_aggregate(
             "emit: only a streaming DataFrame fires early (a batch DataFrame is one finite stream), "
             f"got emit={emit!r}"
         )
+    if gap is not None:
+        return _sessions(df, locals())
     plan = _specs.choice(plan, "plan")
     if plan not in ("auto", "two_phase", "one_phase"):
         raise InvalidParameterError(f'plan: expected "auto", "two_phase" or "one_phase", got {plan!r}')
@@ -233,6 +245,47 @@ def window_aggregate(
     if ordered:
         out = out.persist().orderBy("window_start", *by_cols)
     out.windgate_plan = "one-phase: raw rows shuffled by key (unkeyed: by time range) and sorted by time"
+    return out
+
+
+def _sessions(df: Any, given: dict[str, Any]) -> DataFrame:
+    """Session windows (``gap=``) of a batch DataFrame: one session operator per task over the rows of the
+    keys hashed to it (no key: one task), sorted by time (ties in the DataFrame's order when ``first`` or
+    ``last`` read it), so every key's rows stream through one operator in order and the result is the local
+    call's rows."""
+    from pyspark.sql import functions as F
+
+    if given["plan"] not in ("auto", "one_phase") or given["range_size"] is not None:
+        raise InvalidParameterError(
+            "gap: session windows have one plan (rows shuffled by key, sorted by time): leave plan and "
+            "range_size unset"
+        )
+    if isinstance(df, (str, os.PathLike, list, tuple)):
+        spark = given["spark"] or _active_session()
+        paths = [df] if isinstance(df, (str, os.PathLike)) else df
+        df = spark.read.parquet(*[os.fspath(p) for p in paths])
+    by_cols = _specs.by_columns(given["by"])
+    pinned = {"by": by_cols, "lateness": 0, "on_late": "drop", "threads": 1}
+    spec = _options.WINDOW_AGGREGATE.native({**given, **pinned}, _options.WINDOW_AGGREGATE.shared)
+    arrow_in = input_schema(df)
+    time = spec["time"]
+    columns = [time, *by_cols, *(c for c, _ in spec["aggs"] if c != "*")]
+    for col in columns:
+        if col not in df.columns:
+            raise ColumnNotFoundError(
+                f"column '{col}' is not in the DataFrame (columns: {', '.join(df.columns)})"
+            )
+    spark_out = output_schema(_native.window_aggregate([arrow_in.empty_table()], **spec).schema)
+    ties = any(f.lower() in ("first", "last") for _, fs in spec["aggs"] for f in fs)
+    seq = df.select(*columns).withColumn(
+        _SEQ, F.monotonically_increasing_id() if ties else F.lit(0).cast("long")
+    )
+    parts = seq.repartition(*by_cols) if by_cols else seq.repartition(1)
+    parts = parts.sortWithinPartitions(time, *([_SEQ] if ties else []))
+    out = parts.mapInArrow(_keyed_task("WindowAggregator", spec), spark_out)
+    if given["ordered"]:
+        out = out.persist().orderBy("window_end", "window_start", *by_cols)
+    out.windgate_plan = "sessions: raw rows shuffled by key (no key: one task), sorted by time"
     return out
 
 

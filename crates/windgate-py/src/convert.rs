@@ -60,11 +60,13 @@ pub fn threads_opt(threads: Option<i64>) -> PyResult<Option<usize>> {
 
 /// Builds and validates the options shared by the batch function and the streaming class.
 #[allow(clippy::too_many_arguments)]
-pub fn options(
+pub fn options<'py>(
+    py: Python<'py>,
     time: String,
-    size: &Bound<'_, PyAny>,
-    slide: Option<&Bound<'_, PyAny>>,
-    offset: Option<&Bound<'_, PyAny>>,
+    size: Option<&Bound<'py, PyAny>>,
+    slide: Option<&Bound<'py, PyAny>>,
+    offset: Option<&Bound<'py, PyAny>>,
+    gap: Option<&Bound<'py, PyAny>>,
     by: Vec<String>,
     aggs: Vec<(String, Vec<String>)>,
     lateness: Option<&Bound<'_, PyAny>>,
@@ -75,6 +77,29 @@ pub fn options(
     farm: Option<&Bound<'_, PyDict>>,
     sources: usize,
 ) -> PyResult<WindowAggregateOptions> {
+    let given = |o: Option<&Bound<'py, PyAny>>| o.filter(|v| !v.is_none()).is_some();
+    let gap = gap
+        .filter(|g| !g.is_none())
+        .map(|g| span(g, "gap"))
+        .transpose()?;
+    if gap.is_some() && (given(size) || given(slide)) {
+        return Err(to_py(Error::param(
+            "gap",
+            "session windows (gap=) take no size= or slide= (sliding windows): give either gap or size/slide",
+        )));
+    }
+    // Session windows read no size: the window options carry a placeholder.
+    let one = PyInt::new(py, 1).into_any();
+    let size = match size.filter(|s| !s.is_none()) {
+        Some(s) => s,
+        None if gap.is_some() => &one,
+        None => {
+            return Err(to_py(Error::param(
+                "size",
+                "expected the window length (or gap= for session windows)",
+            )));
+        }
+    };
     let w = WindowArgs {
         time,
         size,
@@ -90,6 +115,7 @@ pub fn options(
     let mut o = WindowAggregateOptions::from_window(w.options()?, aggs);
     o.strategy = Strategy::parse(strategy).map_err(to_py)?;
     o.sources = sources;
+    o.gap = gap;
     o.validate().map_err(to_py)?;
     Ok(o)
 }

@@ -14,7 +14,7 @@ use crate::errors::{detached, detached_batch_call, finish_batch, to_py};
 
 /// Batch window aggregation over one or several sources (see `windgate.window_aggregate`).
 #[pyfunction]
-#[pyo3(signature = (sources, *, time, size, slide=None, offset=None, by=vec![], aggs, lateness=None,
+#[pyo3(signature = (sources, *, time, size=None, slide=None, offset=None, gap=None, by=vec![], aggs, lateness=None,
                     on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
                     order_by=None, in_memory=false, input="rows", output="windows", row_offset=0,
                     allowed_lateness=None, emit="final", interval=None))]
@@ -23,9 +23,10 @@ pub fn window_aggregate<'py>(
     py: Python<'py>,
     sources: Vec<AnyRecordBatch>,
     time: String,
-    size: &Bound<'py, PyAny>,
+    size: Option<&Bound<'py, PyAny>>,
     slide: Option<&Bound<'py, PyAny>>,
     offset: Option<&Bound<'py, PyAny>>,
+    gap: Option<&Bound<'py, PyAny>>,
     by: Vec<String>,
     aggs: Vec<(String, Vec<String>)>,
     lateness: Option<&Bound<'py, PyAny>>,
@@ -44,10 +45,12 @@ pub fn window_aggregate<'py>(
     interval: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut opts = options(
+        py,
         time,
         size,
         slide,
         offset,
+        gap,
         by,
         aggs,
         lateness,
@@ -69,6 +72,18 @@ pub fn window_aggregate<'py>(
     // In-memory input (tables, record batches, data frames) is read whole up front: that costs nothing
     // and lets windows close as soon as they are exact; a stream is read once, batch by batch.
     let out = detached_batch_call(py, "window_aggregate", |check| {
+        if opts.gap.is_some() {
+            let inputs = readers
+                .into_iter()
+                .map(|r| (r.schema(), r.map(|b| b.map_err(Error::from))))
+                .collect();
+            let (schema, batches) = core::session_aggregate(inputs, opts, check)?;
+            return Ok(core::BatchOutput {
+                schema,
+                batches,
+                late: None,
+            });
+        }
         if in_memory {
             let inputs = readers
                 .into_iter()
@@ -133,26 +148,34 @@ fn update_mode(
     Ok(())
 }
 
-/// The streaming operator (see `windgate.WindowAggregator`).
+/// The streaming operator (see `windgate.WindowAggregator`): sliding and tumbling windows, or session
+/// windows (`gap=`).
 #[pyclass(module = "windgate._native")]
 pub struct WindowAggregator {
-    inner: core::WindowAggregator,
+    inner: Inner,
+}
+
+enum Inner {
+    Window(Box<core::WindowAggregator>),
+    Session(Box<core::SessionAggregator>),
 }
 
 #[pymethods]
 impl WindowAggregator {
     #[new]
-    #[pyo3(signature = (*, time, size, slide=None, offset=None, by=vec![], aggs, lateness=None,
+    #[pyo3(signature = (*, time, size=None, slide=None, offset=None, gap=None, by=vec![], aggs, lateness=None,
                         on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
                         sources=1, credits=Some(1 << 20), order_by=None, input="rows",
                         output="windows", row_offset=0, allowed_lateness=None, emit="final",
                         interval=None))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
+        py: Python<'py>,
         time: String,
-        size: &Bound<'py, PyAny>,
+        size: Option<&Bound<'py, PyAny>>,
         slide: Option<&Bound<'py, PyAny>>,
         offset: Option<&Bound<'py, PyAny>>,
+        gap: Option<&Bound<'py, PyAny>>,
         by: Vec<String>,
         aggs: Vec<(String, Vec<String>)>,
         lateness: Option<&Bound<'py, PyAny>>,
@@ -184,10 +207,12 @@ impl WindowAggregator {
             )));
         }
         let mut opts = options(
+            py,
             time,
             size,
             slide,
             offset,
+            gap,
             by,
             aggs,
             lateness,
@@ -203,9 +228,12 @@ impl WindowAggregator {
         two_phase(&mut opts, input, output, row_offset)?;
         update_mode(&mut opts, allowed_lateness, emit, interval)?;
         opts.validate().map_err(to_py)?;
-        Ok(Self {
-            inner: core::WindowAggregator::new(opts).map_err(to_py)?,
-        })
+        let inner = if opts.gap.is_some() {
+            Inner::Session(Box::new(core::SessionAggregator::new(opts).map_err(to_py)?))
+        } else {
+            Inner::Window(Box::new(core::WindowAggregator::new(opts).map_err(to_py)?))
+        };
+        Ok(Self { inner })
     }
 
     /// Pushes one batch (or every batch of a stream) of `source`; returns the rows of windows that closed.
@@ -225,11 +253,20 @@ impl WindowAggregator {
         let reader = batch.into_reader()?;
         let schema = reader.schema();
         let inner = &mut self.inner;
-        let out = detached(py, "push", || {
-            inner.bind(&schema)?;
-            let outs =
-                inner.push_stream(reader.map(|b| b.map_err(Error::from)), source as usize)?;
-            concat_batches(inner.output_schema(), outs)
+        let out = detached(py, "push", || match inner {
+            Inner::Window(inner) => {
+                inner.bind(&schema)?;
+                let outs =
+                    inner.push_stream(reader.map(|b| b.map_err(Error::from)), source as usize)?;
+                concat_batches(inner.output_schema(), outs)
+            }
+            Inner::Session(inner) => {
+                inner.bind(&schema)?;
+                let outs = reader
+                    .map(|b| inner.push(&b?, source as usize))
+                    .collect::<Result<Vec<_>, Error>>()?;
+                concat_batches(inner.output_schema(), outs)
+            }
         });
         self.finish(py, out)
     }
@@ -243,26 +280,34 @@ impl WindowAggregator {
             )));
         }
         let inner = &mut self.inner;
-        let out = detached(py, "close_source", || inner.close_source(source as usize));
+        let out = detached(py, "close_source", || match inner {
+            Inner::Window(inner) => inner.close_source(source as usize),
+            Inner::Session(inner) => inner.close_source(source as usize),
+        });
         self.finish(py, out)
     }
 
     /// End of stream: returns the rows of every window still open.
     fn flush<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &mut self.inner;
-        let out = detached(py, "flush", || inner.flush());
+        let out = detached(py, "flush", || match inner {
+            Inner::Window(inner) => inner.flush(),
+            Inner::Session(inner) => inner.flush(),
+        });
         self.finish(py, out)
     }
 
     /// `on_late="keep"`: the late rows since the last call (see `windgate.WindowAggregator.late_rows`).
     fn late_rows<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        if self.inner.options().on_late != core::OnLate::Keep {
-            return Err(to_py(Error::param(
-                "on_late",
-                "late rows are kept only with on_late=\"keep\" (this operator drops or refuses them)",
-            )));
-        }
-        let inner = &mut self.inner;
+        let inner = match &mut self.inner {
+            Inner::Window(w) if w.options().on_late == core::OnLate::Keep => w,
+            _ => {
+                return Err(to_py(Error::param(
+                    "on_late",
+                    "late rows are kept only with on_late=\"keep\" (this operator drops or refuses them)",
+                )));
+            }
+        };
         let out = detached(py, "late_rows", || inner.take_late_rows()).map_err(to_py)?;
         match out {
             Some(b) => PyRecordBatch::new(b).into_pyarrow(py),
@@ -273,7 +318,10 @@ impl WindowAggregator {
     /// Counters: rows in, late rows, windows and rows out, open panes, keys, watermark, ...
     #[getter]
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.inner.stats();
+        let s = match &self.inner {
+            Inner::Window(inner) => inner.stats(),
+            Inner::Session(inner) => inner.stats(),
+        };
         let d = PyDict::new(py);
         d.set_item("batches_in", s.batches_in)?;
         d.set_item("rows_in", s.rows_in)?;
@@ -304,8 +352,10 @@ impl WindowAggregator {
         py: Python<'py>,
         note: Option<String>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let inner = &mut self.inner;
-        snapshot_bytes(py, || inner.snapshot(&annotations(note)))
+        match &mut self.inner {
+            Inner::Window(inner) => snapshot_bytes(py, || inner.snapshot(&annotations(note))),
+            Inner::Session(inner) => snapshot_bytes(py, || inner.snapshot(&annotations(note))),
+        }
     }
 
     /// An operator continuing from a snapshot, with the runtime settings in `overrides` changed.
@@ -318,12 +368,25 @@ impl WindowAggregator {
     ) -> PyResult<Self> {
         let runtime = Runtime::read(overrides.as_ref())?;
         let inner = detached(py, "restore", || {
-            let mut opts = core::WindowAggregator::snapshot_options(data)?;
+            // A snapshot of session windows names its own operator in the header.
+            let sessions = windgate_core::snapshot::describe(data)?.0 == core::SESSION_OPERATOR;
+            let mut opts = if sessions {
+                core::SessionAggregator::snapshot_options(data)?
+            } else {
+                core::WindowAggregator::snapshot_options(data)?
+            };
             if let Some(s) = runtime.apply(&mut opts.threads, &mut opts.farm) {
                 opts.strategy = core::Strategy::parse(&s)?;
             }
             opts.validate()?;
-            core::WindowAggregator::restore(data, Some(opts))
+            Ok(if sessions {
+                Inner::Session(Box::new(core::SessionAggregator::restore(
+                    data,
+                    Some(opts),
+                )?))
+            } else {
+                Inner::Window(Box::new(core::WindowAggregator::restore(data, Some(opts))?))
+            })
         })
         .map_err(to_py)?;
         Ok(Self { inner })
@@ -332,7 +395,11 @@ impl WindowAggregator {
     /// The output schema (known after the first batch), as a pyarrow.Schema, or None.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        py_schema(py, self.inner.output_schema())
+        let schema = match &self.inner {
+            Inner::Window(inner) => inner.output_schema(),
+            Inner::Session(inner) => inner.output_schema(),
+        };
+        py_schema(py, schema)
     }
 }
 
@@ -342,6 +409,9 @@ impl WindowAggregator {
         py: Python<'py>,
         out: Result<RecordBatch, Error>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        finish_batch(py, out, |why| self.inner.poison(why))
+        finish_batch(py, out, |why| match &mut self.inner {
+            Inner::Window(inner) => inner.poison(why),
+            Inner::Session(inner) => inner.poison(why),
+        })
     }
 }

@@ -16,6 +16,7 @@ pub(crate) mod pane_engine;
 pub(crate) mod parallel;
 pub(crate) mod partial;
 pub(crate) mod reference;
+mod session;
 mod sliding;
 pub(crate) mod slots;
 pub(crate) mod state;
@@ -27,6 +28,7 @@ pub use batch::{BatchOutput, window_aggregate, window_aggregate_in_memory};
 pub use function::{AggFunc, AggSpec};
 pub use operator::{Stats, WindowAggregator};
 pub use options::{Emit, Strategy, WindowAggregateOptions};
+pub use session::{SESSION_OPERATOR, SessionAggregator, session_aggregate};
 // The window and late-row types every windowed operator shares live below the operators; they are named here
 // too, where `window_aggregate`'s callers look for them.
 pub use crate::order::admission::{NullTime, OnLate};

@@ -54,7 +54,7 @@ mod sources;
 
 use late_rows::LateRows;
 use output::{assemble, partial_batch};
-use read::used_columns;
+pub(super) use read::used_columns;
 use row_log::RowLog;
 use sources::Source;
 

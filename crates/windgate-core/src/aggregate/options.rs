@@ -50,6 +50,10 @@ pub struct WindowAggregateOptions {
     /// Arrival number of the first row of every source: rows pushed elsewhere first (a Spark task's
     /// partition within the whole input) keep their place in the order that breaks `first`/`last` ties.
     pub row_offset: u64,
+    /// Session windows (`docs/architecture.md`, "Session windows"): the inactivity gap, instead of `size` and
+    /// `slide`. Run by [`super::session::SessionAggregator`]; `None` for sliding and tumbling windows.
+    #[serde(default)]
+    pub gap: Option<Span>,
     /// How long a fired window still takes late rows, firing again with each (see `aggregate::updates`).
     /// Left out of snapshots when unset, so that snapshots of earlier versions match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -124,6 +128,16 @@ impl WindowAggregateOptions {
             row_offset: 0,
             allowed_lateness: None,
             emit: Emit::Final,
+            gap: None,
+        }
+    }
+
+    /// Options of session windows with inactivity gap `gap` and the defaults of the Python API (`size` is
+    /// not read).
+    pub fn session(time: impl Into<String>, gap: Span, aggs: Vec<(String, Vec<String>)>) -> Self {
+        Self {
+            gap: Some(gap),
+            ..Self::new(time, Span::Units(1), aggs)
         }
     }
 
@@ -161,6 +175,10 @@ impl WindowAggregateOptions {
 
     /// Checks everything that can be checked without the data; returns the parsed aggregates.
     pub fn validate(&self) -> Result<Vec<AggSpec>> {
+        if let Some(gap) = &self.gap {
+            super::session::validate(self, gap)?;
+            return AggSpec::parse_all(&self.aggs);
+        }
         self.validate_window()?;
         if self.output == OutputKind::Partials
             && !matches!(self.strategy, Strategy::Auto | Strategy::Pane)

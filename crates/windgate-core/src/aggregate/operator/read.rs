@@ -103,7 +103,7 @@ pub(super) struct Read {
 
 /// The input columns an operator reads: time, `by`, then the aggregates' columns (their partial-state
 /// columns under `input="partials"`).
-pub(super) fn used_columns(o: &WindowAggregateOptions, specs: &[AggSpec]) -> Vec<String> {
+pub(in crate::aggregate) fn used_columns(o: &WindowAggregateOptions, specs: &[AggSpec]) -> Vec<String> {
     let mut out: Vec<String> = std::iter::once(&o.time)
         .chain(&o.order_by)
         .chain(&o.by)

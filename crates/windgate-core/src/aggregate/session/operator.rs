@@ -1,0 +1,548 @@
+//! `SessionAggregator`: the streaming operator of session windows, and `session_aggregate`, the batch
+//! function built on it.
+//!
+//! The pieces every windowed operator shares are the window aggregation's: the options
+//! ([`WindowAggregateOptions`] with `gap`), admission (null times, then one K-slack per source, see
+//! [`crate::order::admission`]), the watermark as the minimum over open sources, the key dictionary and its
+//! output order, the aggregate functions' states. What differs is the engine ([`super::engine`] or
+//! [`super::reference`]) and the output: the `by` columns, `window_start`, `window_end` (the time column's
+//! type), then the aggregates, in the order `(window_end, window_start, key)`.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use super::engine::SessionEngine;
+use super::reference::SessionReference;
+use super::{Closed, positive_gap};
+use crate::aggregate::forget::forget_idle_keys;
+use crate::aggregate::function::{AggSpec, ValueClass};
+use crate::aggregate::functions::{function, value_class};
+use crate::aggregate::input::input_values;
+use crate::aggregate::operator::{Stats, used_columns};
+use crate::aggregate::options::WindowAggregateOptions;
+use crate::aggregate::slots::SlotStore;
+use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
+use crate::aggregate::strategy::Strategy;
+use crate::arrow_io::{
+    as_i64, check_same_type, check_unambiguous, column, decode_dictionaries, int_column_as,
+    plain_schema, time_unit,
+};
+use crate::error::{Error, ErrorKind, Lifecycle, Result};
+use crate::keys::KeyDict;
+use crate::order::admission::{Rules, admit};
+use crate::order::kslack::{KSlack, Lateness};
+use crate::time::TimeUnit;
+
+enum Engine {
+    Stream(SessionEngine),
+    Reference(SessionReference),
+}
+
+impl Engine {
+    fn ingest(
+        &mut self,
+        ts: &[i64],
+        keys: &[u32],
+        keep: Option<&[bool]>,
+        inputs: &[InputValues],
+        order: RowOrder<'_>,
+    ) {
+        match self {
+            Engine::Stream(e) => e.ingest(ts, keys, keep, inputs, order),
+            Engine::Reference(e) => e.ingest(ts, keys, keep, inputs, order),
+        }
+    }
+
+    fn close_through(&mut self, watermark: i64, out: &mut Vec<Closed>) {
+        match self {
+            Engine::Stream(e) => e.close_through(watermark, out),
+            Engine::Reference(e) => e.close_through(watermark, out),
+        }
+    }
+
+    fn store(&self) -> &SlotStore {
+        match self {
+            Engine::Stream(e) => e.store(),
+            Engine::Reference(e) => e.store(),
+        }
+    }
+
+    fn release(&mut self, closed: &[Closed]) {
+        match self {
+            Engine::Stream(e) => e.release(closed),
+            Engine::Reference(e) => e.release(closed),
+        }
+    }
+}
+
+mod checkpoint;
+
+pub use checkpoint::OPERATOR as SESSION_OPERATOR;
+
+/// What is fixed once the first schema is seen.
+struct Bound {
+    schema: SchemaRef,
+    gap: i64,
+    keys: KeyDict,
+    metas: Vec<Arc<AggMeta>>,
+    engine: Engine,
+    output_schema: SchemaRef,
+}
+
+struct Source {
+    kslack: KSlack,
+    seq: u64,
+    closed: bool,
+}
+
+/// The streaming operator of session windows.
+///
+/// ```
+/// use std::sync::Arc;
+/// use arrow_array::{Float64Array, Int64Array, RecordBatch};
+/// use windgate_core::aggregate::{LatenessOpt, SessionAggregator, Span, WindowAggregateOptions};
+///
+/// let mut opts = WindowAggregateOptions::session("ts", Span::Units(10), vec![
+///     ("*".into(), vec!["count".into()]),
+///     ("v".into(), vec!["sum".into()]),
+/// ]);
+/// opts.lateness = LatenessOpt::Bound(Span::Units(0));
+/// let mut agg = SessionAggregator::new(opts).unwrap();
+/// let batch = RecordBatch::try_from_iter([
+///     ("ts", Arc::new(Int64Array::from(vec![1, 5, 14, 40])) as _),
+///     ("v", Arc::new(Float64Array::from(vec![1.0, 2.0, 3.0, 4.0])) as _),
+/// ]).unwrap();
+/// let out = agg.push(&batch, 0).unwrap();   // [1, 24) is final at ts 40 (14 <= 5 + 10 joined it)
+/// assert_eq!(out.num_rows(), 1);
+/// let rest = agg.flush().unwrap();          // [40, 50) at the end of the stream
+/// assert_eq!(rest.num_rows(), 1);
+/// ```
+pub struct SessionAggregator {
+    opts: WindowAggregateOptions,
+    specs: Vec<AggSpec>,
+    bound: Option<Bound>,
+    sources: Vec<Source>,
+    stats: Stats,
+    life: Lifecycle,
+    reference: bool,
+}
+
+impl SessionAggregator {
+    /// The operator of `opts`, whose `gap` must be set.
+    pub fn new(opts: WindowAggregateOptions) -> Result<Self> {
+        if opts.gap.is_none() {
+            return Err(Error::param(
+                "gap",
+                "a session operator needs gap= (the inactivity gap)",
+            ));
+        }
+        let specs = opts.validate()?;
+        let reference = opts.strategy == Strategy::Reference;
+        let sources = (0..opts.sources)
+            .map(|_| Source {
+                kslack: KSlack::new(Lateness::Exact),
+                seq: opts.row_offset,
+                closed: false,
+            })
+            .collect();
+        let stats = Stats {
+            threads: 1,
+            strategy: if reference { "reference" } else { "session" },
+            ..Stats::default()
+        };
+        Ok(Self {
+            opts,
+            specs,
+            bound: None,
+            sources,
+            stats,
+            life: Lifecycle::default(),
+            reference,
+        })
+    }
+
+    pub fn options(&self) -> &WindowAggregateOptions {
+        &self.opts
+    }
+
+    /// The output schema, once the input schema is known.
+    pub fn output_schema(&self) -> Option<SchemaRef> {
+        self.bound.as_ref().map(|b| b.output_schema.clone())
+    }
+
+    /// Counters; `open_slots` counts the open sessions (the reference engine: its retained rows).
+    pub fn stats(&self) -> Stats {
+        let mut s = self.stats.clone();
+        if let Some(b) = &self.bound {
+            s.keys = b.keys.len() as u64;
+            s.open_slots = match &b.engine {
+                Engine::Stream(e) => e.open_sessions() as u64,
+                Engine::Reference(e) => e.retained_rows() as u64,
+            };
+        }
+        s.watermark = self.watermark();
+        s.slack = self.sources.iter().map(|s| s.kslack.k()).max().unwrap_or(0);
+        s
+    }
+
+    /// Marks the operator unusable (used by the bindings when a panic was caught).
+    pub fn poison(&mut self, why: impl Into<String>) {
+        self.life.poison(why);
+    }
+
+    /// Fixes the input schema (the first batch's, or a reader's schema before any batch).
+    pub fn bind(&mut self, schema: &SchemaRef) -> Result<()> {
+        if self.bound.is_some() {
+            return Ok(());
+        }
+        let schema = &plain_schema(schema);
+        for name in used_columns(&self.opts, &self.specs) {
+            check_unambiguous(schema, &name, "data")?;
+        }
+        let o = &self.opts;
+        let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+        let field = |name: &str, param: &str| {
+            schema
+                .field_with_name(name)
+                .map_err(|_| Error::column_not_found(param, name, &names))
+        };
+        let time_type = field(&o.time, "time")?.data_type().clone();
+        let unit = time_unit(&time_type, &o.time)?;
+        if let Some(c) = &o.order_by {
+            let dt = field(c, "order_by")?.data_type();
+            if !(dt.is_integer()
+                || matches!(
+                    dt,
+                    DataType::Timestamp(..) | DataType::Date32 | DataType::Date64
+                ))
+            {
+                return Err(Error::column_type(
+                    c,
+                    format!("order_by expects an integer or timestamp column, got {dt}"),
+                ));
+            }
+        }
+        let gap = o.gap.as_ref().expect("checked by new");
+        let gap = positive_gap(gap.resolve(unit, "gap")?)?;
+        let lateness = o.lateness_policy(unit)?;
+        let mut key_types = vec![];
+        let mut out_fields = vec![];
+        for b in &o.by {
+            let f = field(b, "by")?;
+            key_types.push(f.data_type().clone());
+            out_fields.push(Field::new(b, f.data_type().clone(), true));
+        }
+        let window_type = if unit == TimeUnit::Plain {
+            DataType::Int64
+        } else {
+            time_type.clone()
+        };
+        out_fields.push(Field::new("window_start", window_type.clone(), false));
+        out_fields.push(Field::new("window_end", window_type, false));
+        let mut metas = vec![];
+        for spec in &self.specs {
+            let meta = match &spec.column {
+                None => AggMeta {
+                    spec: spec.clone(),
+                    input_type: DataType::Int64,
+                    class: ValueClass::Int,
+                },
+                Some(c) => {
+                    let dt = field(c, "aggs")?.data_type().clone();
+                    AggMeta {
+                        spec: spec.clone(),
+                        class: value_class(&dt, spec.func, c)?,
+                        input_type: dt,
+                    }
+                }
+            };
+            let nullable = function(spec.func).output_nullable();
+            out_fields.push(Field::new(&spec.output_name, meta.output_type(), nullable));
+            metas.push(Arc::new(meta));
+        }
+        for (i, f) in out_fields.iter().enumerate() {
+            if out_fields[..i].iter().any(|g| g.name() == f.name()) {
+                return Err(Error::param(
+                    "aggs",
+                    format!(
+                        "output column '{}' clashes with another output column (rename the input)",
+                        f.name()
+                    ),
+                ));
+            }
+        }
+        let store = SlotStore::new(&metas);
+        let engine = if self.reference {
+            Engine::Reference(SessionReference::new(gap, store))
+        } else {
+            Engine::Stream(SessionEngine::new(gap, store))
+        };
+        for s in &mut self.sources {
+            s.kslack = KSlack::new(lateness);
+        }
+        self.bound = Some(Bound {
+            schema: schema.clone(),
+            gap,
+            keys: KeyDict::new(o.by.clone(), key_types)?,
+            metas,
+            engine,
+            output_schema: Arc::new(Schema::new(out_fields)),
+        });
+        Ok(())
+    }
+
+    /// Pushes one batch of source `source`; returns the sessions that became final.
+    pub fn push(&mut self, batch: &RecordBatch, source: usize) -> Result<RecordBatch> {
+        self.life.check("push")?;
+        if source >= self.sources.len() {
+            return Err(Error::param(
+                "source",
+                format!(
+                    "source {source} does not exist; this operator has {} source(s)",
+                    self.sources.len()
+                ),
+            ));
+        }
+        if self.sources[source].closed {
+            return Err(Error::param(
+                "source",
+                format!("source {source} was closed"),
+            ));
+        }
+        let batch = &decode_dictionaries(batch)?;
+        self.bind(batch.schema_ref())?;
+        self.ingest(batch, source)?;
+        let r = self.emit_ready();
+        self.life.record(r)
+    }
+
+    /// Reads, checks and admits a batch; on error nothing has changed but the key dictionary.
+    fn ingest(&mut self, batch: &RecordBatch, source: usize) -> Result<()> {
+        let o = &self.opts;
+        let b = self.bound.as_mut().expect("bound");
+        let what = if source == 0 {
+            "this batch".to_string()
+        } else {
+            format!("a batch of source {source}")
+        };
+        for name in used_columns(o, &self.specs) {
+            check_same_type(&b.schema, batch, &name, &what)?;
+            check_unambiguous(batch.schema_ref(), &name, "data")?;
+        }
+        let time_col = column(batch, &o.time, "time")?;
+        let ts = as_i64(time_col, &o.time)?;
+        let order_by = match &o.order_by {
+            None => None,
+            Some(c) => {
+                let col = column(batch, c, "order_by")?;
+                if let Some(i) = col.logical_nulls().and_then(|n| n.iter().position(|v| !v)) {
+                    return Err(Error::new(
+                        ErrorKind::InvalidValue,
+                        format!(
+                            "order_by column {c:?} has a null at row {i} of {what}; it must order every row"
+                        ),
+                    ));
+                }
+                Some(as_i64(col, c)?)
+            }
+        };
+        let mut inputs = vec![];
+        for spec in &self.specs {
+            inputs.push(match &spec.column {
+                None => InputValues::Star,
+                Some(c) => {
+                    let col = column(batch, c, "aggs")?;
+                    let dt = col.data_type();
+                    input_values(
+                        col,
+                        value_class(dt, spec.func, c)?,
+                        !function(spec.func).reads_values(),
+                        c,
+                    )?
+                }
+            });
+        }
+        let by_cols: Vec<ArrayRef> =
+            o.by.iter()
+                .map(|c| column(batch, c, "by").cloned())
+                .collect::<Result<_>>()?;
+        let mut kslack = self.sources[source].kslack.clone();
+        let rules = Rules {
+            time: &o.time,
+            null_time: o.null_time,
+            on_late: o.on_late,
+            source,
+            what: &what,
+            first_row: 0,
+        };
+        let admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
+        if let Some((_, hi)) = admitted.range
+            && hi.checked_add(b.gap).is_none()
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidValue,
+                format!(
+                    "column '{}': time {hi} plus gap {} overflows int64 (the session's end)",
+                    o.time, b.gap
+                ),
+            ));
+        }
+        let keys = b.keys.ids(&by_cols, batch.num_rows())?;
+        // Commit.
+        let src = &mut self.sources[source];
+        src.kslack = kslack;
+        let order = RowOrder {
+            ts: &ts,
+            by: order_by.as_deref(),
+            source: source as u32,
+            seq0: src.seq,
+        };
+        src.seq += batch.num_rows() as u64;
+        b.engine
+            .ingest(&ts, &keys, admitted.keep.as_deref(), &inputs, order);
+        self.stats.batches_in += 1;
+        self.stats.rows_in += batch.num_rows() as u64;
+        self.stats.late_rows += admitted.late;
+        self.stats.null_time_rows += admitted.null_time;
+        Ok(())
+    }
+
+    /// The watermark over open sources: `None` while some open source has none, `i64::MAX` once all closed.
+    fn watermark(&self) -> Option<i64> {
+        let mut wm = i64::MAX;
+        for s in self.sources.iter().filter(|s| !s.closed) {
+            wm = wm.min(s.kslack.watermark()?);
+        }
+        Some(wm)
+    }
+
+    fn emit_ready(&mut self) -> Result<RecordBatch> {
+        match self.watermark() {
+            Some(wm) => self.emit_through(wm),
+            None => Ok(self.empty()),
+        }
+    }
+
+    fn empty(&self) -> RecordBatch {
+        let schema = self
+            .output_schema()
+            .unwrap_or_else(|| Arc::new(Schema::empty()));
+        RecordBatch::new_empty(schema)
+    }
+
+    /// Emits every final session (ending before `watermark`), in the order `(end, start, key)`.
+    fn emit_through(&mut self, watermark: i64) -> Result<RecordBatch> {
+        let Some(b) = self.bound.as_mut() else {
+            return Ok(RecordBatch::new_empty(Arc::new(Schema::empty())));
+        };
+        let mut closed = Vec::new();
+        b.engine.close_through(watermark, &mut closed);
+        if closed.is_empty() {
+            return Ok(RecordBatch::new_empty(b.output_schema.clone()));
+        }
+        let ranks = b.keys.order().ranks;
+        closed.sort_unstable_by_key(|c| (c.end, c.start, ranks[c.key as usize]));
+        let out = assemble(b, &closed);
+        b.engine.release(&closed);
+        let out = out?;
+        // Keys without open sessions are forgotten once they are most of the dictionary (memory follows
+        // the open sessions, not the stream's keys).
+        match &mut b.engine {
+            Engine::Stream(e) => forget_idle_keys(e, &mut b.keys),
+            Engine::Reference(e) => forget_idle_keys(e, &mut b.keys),
+        }
+        self.stats.rows_out += out.num_rows() as u64;
+        self.stats.windows_out += out.num_rows() as u64;
+        Ok(out)
+    }
+
+    /// Ends source `source`: it no longer holds the watermark back.
+    pub fn close_source(&mut self, source: usize) -> Result<RecordBatch> {
+        self.life.check("close_source")?;
+        if source >= self.sources.len() {
+            return Err(Error::param(
+                "source",
+                format!("source {source} does not exist"),
+            ));
+        }
+        self.sources[source].closed = true;
+        let r = self.emit_ready();
+        self.life.record(r)
+    }
+
+    /// End of stream: emits every session still open.
+    pub fn flush(&mut self) -> Result<RecordBatch> {
+        self.life.check("flush")?;
+        self.life.end();
+        let r = self.emit_through(i64::MAX);
+        self.life.record(r)
+    }
+}
+
+/// The output batch of the closed sessions, in their order.
+fn assemble(b: &Bound, closed: &[Closed]) -> Result<RecordBatch> {
+    let keys: Vec<u32> = closed.iter().map(|c| c.key).collect();
+    let slots: Vec<u32> = closed.iter().map(|c| c.slot).collect();
+    let mut columns = b.keys.columns(&keys)?;
+    let window_type = b
+        .output_schema
+        .field(b.keys.names().len())
+        .data_type()
+        .clone();
+    let starts = Int64Array::from_iter_values(closed.iter().map(|c| c.start));
+    let ends = Int64Array::from_iter_values(closed.iter().map(|c| c.end));
+    columns.push(int_column_as(Arc::new(starts), &window_type)?);
+    columns.push(int_column_as(Arc::new(ends), &window_type)?);
+    for state in &b.engine.store().states {
+        columns.push(state.finish(&slots)?);
+    }
+    RecordBatch::try_new(b.output_schema.clone(), columns).map_err(Error::output)
+}
+
+/// The batch function of session windows: every source's batches through one [`SessionAggregator`], then
+/// the end of the stream. Without `lateness` the result is exact over all rows whatever their order.
+///
+/// ```
+/// use std::sync::Arc;
+/// use arrow_array::{Int64Array, RecordBatch};
+/// use windgate_core::aggregate::{Span, WindowAggregateOptions, session_aggregate};
+///
+/// let batch = RecordBatch::try_from_iter([
+///     ("ts", Arc::new(Int64Array::from(vec![1, 30, 5, 12, 3])) as _),
+/// ]).unwrap();
+/// let opts = WindowAggregateOptions::session("ts", Span::Units(10), vec![("*".into(), vec!["count".into()])]);
+/// let (_, out) = session_aggregate(vec![(batch.schema(), vec![Ok(batch)])], opts, || Ok(())).unwrap();
+/// let rows: usize = out.iter().map(|b| b.num_rows()).sum();
+/// assert_eq!(rows, 2); // [1, 22) holds 1, 3, 5, 12; then [30, 40)
+/// ```
+pub fn session_aggregate<I>(
+    sources: Vec<(SchemaRef, I)>,
+    mut opts: WindowAggregateOptions,
+    mut on_batch: impl FnMut() -> Result<()>,
+) -> Result<(SchemaRef, Vec<RecordBatch>)>
+where
+    I: IntoIterator<Item = Result<RecordBatch>>,
+{
+    if sources.is_empty() {
+        return Err(Error::param("data", "expected at least one source"));
+    }
+    opts.sources = sources.len();
+    opts.gate_sources = false;
+    let mut agg = SessionAggregator::new(opts)?;
+    let mut out = vec![];
+    for (s, (schema, batches)) in sources.into_iter().enumerate() {
+        agg.bind(&schema)?;
+        for batch in batches {
+            on_batch()?;
+            let got = agg.push(&batch?, s)?;
+            if got.num_rows() > 0 {
+                out.push(got);
+            }
+        }
+    }
+    out.push(agg.flush()?);
+    let schema = agg.output_schema().expect("bound");
+    Ok((schema, out))
+}
