@@ -631,8 +631,7 @@ def _range_length(df, time: str, unit: str, size: int, slide: int, spark, range_
     from pyspark.sql import functions as F
 
     if range_size is not None:
-        r = _specs.span(range_size, "range_size")
-        r = r if isinstance(r, int) else _native.duration_units(r, unit, "range_size")
+        r = _specs.units(_specs.span(range_size, "range_size"), unit, "range_size", time)
         if r <= 0:
             raise InvalidParameterError(f"range_size: expected a positive length, got {r}")
         return max(1, math.ceil(r / slide)) * slide

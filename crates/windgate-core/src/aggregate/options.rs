@@ -187,15 +187,15 @@ impl WindowAggregateOptions {
     /// Returns the time unit, the window spec, the lateness policy and the type of `window_start`/`window_end`.
     pub fn resolve_window(&self, time_type: &DataType) -> Result<ResolvedWindow> {
         self.window()
-            .resolve_with(time_type, |unit| self.lateness_policy(unit))
+            .resolve_with(time_type, |unit| self.lateness_policy(unit, &self.time))
     }
 
     /// The lateness policy of each source once the time unit is known.
-    pub fn lateness_policy(&self, unit: TimeUnit) -> Result<Lateness> {
+    pub fn lateness_policy(&self, unit: TimeUnit, column: &str) -> Result<Lateness> {
         Ok(match &self.lateness {
             LatenessOpt::Exact if self.strategy.is_multiway() => Lateness::Sorted,
             LatenessOpt::Exact if self.sources > 1 && self.gate_sources => Lateness::Sorted,
-            other => other.policy(unit)?,
+            other => other.policy(unit, column)?,
         })
     }
 }
