@@ -464,7 +464,7 @@ def _preference(
         _native.preference(arrow_in.empty_table(), **spec)  # every parameter checked before Spark runs
         unit = _specs.time_unit(arrow_in.field(spec["time"]).type)
         size_u, slide_u, offset_u = _specs.window_units(spec, unit)
-        df = spark_twophase.prefilter(df, spec, size=size_u, slide=slide_u, offset=offset_u)
+        df = spark_twophase.prefilter(df, spec, size=size_u, slide=slide_u, offset=offset_u, unit=unit)
         described = (
             "two-phase: each partition's rows cut to the per-pane candidates (pane skylines; top-k per "
             "pane) before the shuffle, then " + described.removeprefix("one-phase: ")
