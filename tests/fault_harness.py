@@ -635,8 +635,35 @@ def _call_kwargs(case: dict) -> dict:
         for k in ("size", "slide", "offset", "lateness"):
             if isinstance(kw.get(k), int):
                 kw[k] = f"{kw[k]}{case['span']}"
+    kw = as_durations(kw, case["table"].schema, ("size", "slide", "offset", "lateness"))
     kw.update(case.get("extra_kwargs", {}))
     return kw
+
+
+def as_durations(kw: dict, schema: Any, names: tuple[str, ...]) -> dict:
+    """The int time parameters ``names`` of ``kw`` as duration strings in the unit of the time column (in
+    ``schema``) when it is a timestamp or date column, where a nonzero plain int is an error (docs/time.md):
+    the cases draw ints, meant in the column's unit."""
+    import pyarrow as pa
+
+    time = kw.get("time")
+    if not isinstance(time, str) or schema.names.count(time) != 1:
+        return kw  # the operator names the missing or ambiguous column
+    t = schema.field(time).type
+    if pa.types.is_timestamp(t):
+        suffix = t.unit
+    elif pa.types.is_date32(t):
+        suffix = "d"
+    elif pa.types.is_date64(t):
+        suffix = "ms"
+    else:
+        return kw
+    out = dict(kw)
+    for k in names:
+        v = out.get(k)
+        if isinstance(v, int) and not isinstance(v, bool) and v != 0:
+            out[k] = f"{v}{suffix}"
+    return out
 
 
 def check_aggregate(case: dict) -> list[Problem]:
@@ -927,7 +954,7 @@ def check_join(case: dict) -> list[Problem]:
 
     left = make_input(case["left"], case.get("form", "table"), case.get("chunks", []))
     right = make_input(case["right"], case.get("form", "table"), case.get("chunks", []))
-    kw = dict(case["params"])
+    kw = as_durations(dict(case["params"]), case["left"].schema, ("window", "lower", "upper", "lateness"))
     kw["on"] = _predicates(case.get("on", []))
     call = lambda: windgate.band_join(left, right, **kw)  # noqa: E731
     out, problems = _attempt(call, case, must_succeed=bool(case.get("valid")))
@@ -953,7 +980,7 @@ def check_preference(case: dict) -> list[Problem]:
     import windgate
 
     fn = getattr(windgate, case["query"])
-    kw = dict(case["params"])
+    kw = as_durations(dict(case["params"]), case["table"].schema, ("size", "slide", "offset", "lateness"))
     data = make_input(case["table"], case.get("form", "table"), case.get("chunks", []))
     out, problems = _attempt(lambda: fn(data, **kw), case)
     if problems is not None:

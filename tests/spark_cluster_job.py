@@ -93,7 +93,7 @@ def cases(spark) -> dict[str, Callable[[], str]]:
     aggs = {"*": "count", "v": ["sum", "max", "mean"], "x": ["first", "last"]}
     on = [windgate.eq("k", "k"), windgate.band("x", "a", 3)]
     pipeline = (
-        windgate.Pipeline().filter(windgate.col("v").is_not_null()).sessionize(key="k", time="ts", gap=30)
+        windgate.Pipeline().filter(windgate.col("v").is_not_null()).sessionize(key="k", time="ts", gap="30us")
     )
 
     def window_keyed() -> str:

@@ -95,7 +95,7 @@ def _every_helper(wspark, t, df, right, right_df):
     joined = wspark.band_join(df, right_df, time="ts", window="1 minute", on=on)
     want = windgate.band_join(t, right, time="ts", window="1 minute", on=on)
     _same(joined, want, ["left_ts", "right_ts", "ts"])
-    sessions = windgate.Pipeline().sessionize(key="k", time="ts", gap=120_000_000)
+    sessions = windgate.Pipeline().sessionize(key="k", time="ts", gap="2m")
     out = wspark.run_pipeline(df, sessions, partition_by="k", order_by="ts")
     _same(out, sessions.run(t, sequential=True), ["session_start", "session_end"])
 

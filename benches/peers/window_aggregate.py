@@ -167,7 +167,14 @@ def run_windgate(table: pa.Table, variant: str, threads: list[int], repeat: int)
 
     label, strategy, farm, fixed, stream = WINDGATE[variant]
     kwargs = dict(
-        time=TIME, size=SIZE, slide=SLIDE, offset=OFFSET_MS, by=KEY, aggs=AGGS, strategy=strategy, farm=farm
+        time=TIME,
+        size=SIZE,
+        slide=SLIDE,
+        offset=f"{OFFSET_MS}ms",
+        by=KEY,
+        aggs=AGGS,
+        strategy=strategy,
+        farm=farm,
     )
     batches = table.to_batches(max_chunksize=STREAM_BATCH)  # zero-copy slices, made before timing
     what = "window_aggregate() on the in-memory Arrow table"

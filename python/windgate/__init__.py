@@ -381,8 +381,9 @@ class WindowAggregator(Checkpointed):
     def stats(self) -> dict[str, Any]:
         """Counters: ``rows_in``, ``pending_rows`` and ``backpressured`` (credits), ``late_rows`` (and
         ``late_rows_pending``: kept by ``on_late="keep"``, not yet taken), ``null_time_rows``, ``rows_out``,
-        ``windows_out``,
-        ``open_panes``, ``keys``, ``watermark``, ``slack``, ``threads``, ``strategy``; with the pane farm also
+        ``windows_out``, ``open_panes``, ``keys``, ``watermark`` (in time-column units) and ``watermark_time``
+        (the same as text: ISO 8601 in the column's zone on a timestamp column, e.g.
+        ``"2024-06-01T12:02:59.810Z"``), ``slack``, ``threads``, ``strategy``; with the pane farm also
         ``plq_busy_s`` and ``wlq_busy_s`` (busy seconds per pane-level query (PLQ) and window-level
         query (WLQ) worker), ``punctuations``, ``panes_closed``,
         ``panes_split``, ``split_factor``, ``theta_b``, ``alpha`` and ``utilisation`` (the PLQ workers' mean

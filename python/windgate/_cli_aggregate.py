@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     late_out = None if args.late_out is None else Path(args.late_out)
     if late_out is not None:
         check_out_path(late_out, "--late-out")
+    _check_plain_numbers(kwargs, input_schema)
     if args.strategy is not None:
         kwargs["strategy"] = args.strategy
     if args.scheduler is not None:
@@ -228,6 +229,38 @@ class _LateRows:
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+
+
+#: Nanoseconds per unit of a timestamp column (``time_unit`` names) and of date32 columns.
+_UNIT_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1, "day": 86_400 * 10**9}
+
+
+def _check_plain_numbers(kwargs: dict[str, Any], schema: Any) -> None:
+    """A number without a unit (``--lateness 5``) on a timestamp or date time column is an error naming the
+    option: its meaning would depend on the column's unit (5 ns on ns data). Integer time columns take
+    numbers; ``0`` is the same everywhere. (The operator rejects it too, naming the keyword instead.)"""
+    from . import _specs
+    from .errors import InvalidParameterError
+
+    time = kwargs["time"]
+    if time not in schema.names:
+        return  # the operator names the missing column
+    t = schema.field(time).type
+    try:
+        unit = _specs.time_unit(t)
+    except Exception:
+        return  # the operator names the bad type
+    if unit == "plain":
+        return
+    for key in ("size", "slide", "offset", "lateness", "allowed_lateness", "interval"):
+        value = kwargs.get(key)
+        if isinstance(value, int) and value != 0:
+            flag = f"--{key.replace('_', '-')}"
+            meaning = _specs.format_duration(value * _UNIT_NS[unit])
+            raise InvalidParameterError(
+                f"{flag} {value}: the time column {time!r} is a {t}, so a number without a unit would mean "
+                f"{meaning}; pass a duration such as {flag} {value}s (or {value}ms, {value}m, {value}h)"
+            )
 
 
 def _aggregate_checkpoint(args: argparse.Namespace, src: Path, kwargs: dict[str, Any]) -> tuple[Any, int]:

@@ -16,24 +16,82 @@ from . import _native
 from .errors import ColumnTypeError, InvalidParameterError
 
 Span = int | str | _dt.timedelta
+"""A length of time: a duration string (``"5m"``), a ``datetime.timedelta``, a numpy ``timedelta64`` or a
+pandas ``Timedelta`` on a timestamp or date time column; an int (in the column's own unit) on an integer time
+column. A nonzero int on a timestamp column is an error (its meaning would depend on the column's unit)."""
+
+#: Nanoseconds per duration unit, largest first (the units :func:`format_duration` writes).
+_UNITS_NS = (
+    ("d", 86_400_000_000_000),
+    ("h", 3_600_000_000_000),
+    ("m", 60_000_000_000),
+    ("s", 1_000_000_000),
+    ("ms", 1_000_000),
+    ("us", 1_000),
+    ("ns", 1),
+)
+
+
+def format_duration(ns: int) -> str:
+    """``ns`` nanoseconds as the duration string a user would write: ``"-1h"``, ``"1h30m"``, ``"250ms"``
+    (the extension's ``windgate_core::time::format_duration``)."""
+    if ns == 0:
+        return "0s"
+    out, rest = ("-" if ns < 0 else ""), abs(ns)
+    for name, factor in _UNITS_NS:
+        if rest >= factor:
+            out += f"{rest // factor}{name}"
+            rest %= factor
+    return out
+
+
+def _timedelta_ns(value: Any, param: str) -> int | None:
+    """A ``timedelta``, numpy ``timedelta64`` or pandas ``Timedelta`` in nanoseconds; ``None`` for anything
+    else."""
+    kind = type(value)
+    if kind.__name__ == "timedelta64" and kind.__module__ == "numpy":
+        import numpy as np
+
+        if np.isnat(value):
+            raise InvalidParameterError(f"{param}: expected a duration, got {value!r}")
+        if np.datetime_data(value.dtype)[0] in ("Y", "M", "generic"):
+            raise InvalidParameterError(
+                f"{param}: {value!r} has no fixed length in nanoseconds; pass e.g. '30d' or '1h'"
+            )
+        return int(value.astype("timedelta64[ns]").astype("int64"))
+    if isinstance(value, _dt.timedelta):
+        ns = getattr(value, "value", None)  # pandas Timedelta: exact nanoseconds
+        if isinstance(ns, int) and kind.__module__.startswith("pandas"):
+            return ns
+        return (value // _dt.timedelta(microseconds=1)) * 1000
+    return None
 
 
 def span(value: Span | None, param: str) -> int | str | None:
-    """An int (time column units), a duration string, or a ``timedelta`` (turned into a duration string)."""
+    """A duration string as given, a ``timedelta`` / numpy ``timedelta64`` / pandas ``Timedelta`` as the
+    duration string that reads like it (``timedelta(hours=-1)`` -> ``"-1h"``), or an int (for an integer time
+    column: the extension rejects a nonzero int on a timestamp column, where it knows the unit)."""
     if value is None or isinstance(value, str):
         return value
-    if isinstance(value, _dt.timedelta):
-        micros = value // _dt.timedelta(microseconds=1)
-        if _dt.timedelta(microseconds=micros) != value:
-            raise InvalidParameterError(f"{param}: timedelta {value!r} is finer than a microsecond")
-        return f"{micros}us"
+    ns = _timedelta_ns(value, param)
+    if ns is not None:
+        return format_duration(ns)
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         # ints and numpy integers are fine; floats and the rest are not.
         raise ColumnTypeError(
-            f"{param}: expected an int, a duration string such as '10s', or a timedelta, "
-            f"got {type(value).__name__}"
+            f"{param}: expected an int, a duration string such as '10s', or a timedelta (an int only on an "
+            f"integer time column), got {type(value).__name__}"
         )
     return integer(value, param, minimum=-INT64_MAX - 1)
+
+
+def units(value: Span | None, unit: str, param: str, column: str = "time") -> int | None:
+    """A normalised span (:func:`span`) in the units of a time column of ``unit`` (see :func:`time_unit`),
+    read by the extension with the operators' rules (a nonzero int on a timestamp column is an error naming
+    ``column``): what the Spark helpers compute window and range bounds in."""
+    if value is None:
+        return None
+    return _native.duration_units(value, unit, param, column)
 
 
 INT64_MAX = 2**63 - 1
@@ -310,15 +368,25 @@ def window_units(spec: Mapping[str, Any], unit: str) -> tuple[int, int, int]:
     """A normalised spec's ``size``, ``slide`` (default ``size``) and ``offset`` (reduced modulo the
     slide) in time-column units."""
 
-    def units(v: int | str | None, param: str) -> int | None:
-        if v is None or isinstance(v, int):
-            return v
-        return _native.duration_units(v, unit, param)
-
-    size = units(spec["size"], "size")
-    slide = units(spec["slide"], "slide") or size
-    offset = units(spec["offset"], "offset") or 0
+    column = spec.get("time") or "time"
+    size = units(spec["size"], unit, "size", column)
+    slide = units(spec["slide"], unit, "slide", column) or size
+    # The offset may be negative or beyond the slide: the windows are the same as with it modulo the slide
+    # (as in the extension's WindowSpec; see docs/time.md).
+    offset = units(spec["offset"], unit, "offset", column) or 0
     return size, slide, offset % slide
+
+
+#: The duration suffix of each time unit (see :func:`time_unit`).
+_SUFFIX = {"s": "s", "ms": "ms", "us": "us", "ns": "ns", "day": "d"}
+
+
+def units_span(value: int | None, unit: str) -> int | str | None:
+    """A length in time-column units as the extension takes it back: the int on an integer column, a
+    duration string in the column's unit on a timestamp or date column (where a plain int is an error)."""
+    if value is None or unit == "plain" or value == 0:
+        return value
+    return f"{value}{_SUFFIX[unit]}"
 
 
 def spark_time_units(time: str, unit: str):

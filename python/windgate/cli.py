@@ -487,10 +487,12 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--out", required=True, help="output Parquet file")
     a.add_argument("--time", default="ts", help="time column (default ts)")
     a.add_argument(
-        "--size", required=True, help="window size: an int in the time unit, or e.g. 60s, 5 minutes"
+        "--size",
+        required=True,
+        help="window size: a duration such as 60s, 5 minutes (an int only on an integer time column)",
     )
     a.add_argument("--slide", default=None, help="window slide (default: size, i.e. tumbling)")
-    a.add_argument("--offset", default="0", help="window offset (default 0)")
+    a.add_argument("--offset", default="0", help="window offset, may be negative: --offset=-15m (default 0)")
     a.add_argument(
         "--by", action="extend", nargs="+", default=None, metavar="COLUMN", help="group-by columns"
     )
@@ -505,7 +507,8 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument(
         "--lateness",
         default=None,
-        help="watermark = max ts - lateness (int, duration or 'adaptive'); default: exact, no late rows",
+        help="watermark = max ts - lateness (a duration such as 5s, an int on an integer time column, or "
+        "'adaptive'); default: exact, no late rows",
     )
     a.add_argument(
         "--on-late",

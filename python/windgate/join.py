@@ -240,7 +240,9 @@ class BandJoiner(Checkpointed):
         ``pairs_per_thread``, ``buffered_rows`` (waiting for a watermark or the other side),
         ``pending_rows`` (and per side: what ``credits`` bounds), ``retained_rows`` (and per side: rows of
         the input batches kept for output rows), ``window_rows`` (rows stored in the windows),
-        ``backpressured`` (refused pushes), ``watermark_left``/``watermark_right``, ``threads``,
+        ``backpressured`` (refused pushes), ``watermark_left``/``watermark_right`` (in time-column units) and
+        ``watermark_time_left``/``watermark_time_right`` (the same as text: ISO 8601 in the column's zone on a
+        timestamp column, e.g. ``"2024-06-01T12:02:59.810Z"``), ``threads``,
         ``strategy``, ``semantics``, ``index``."""
         return self._call(lambda: self._inner.stats)
 

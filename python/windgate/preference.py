@@ -239,7 +239,8 @@ class _PreferenceQuery(Checkpointed):
     @property
     def stats(self) -> dict[str, Any]:
         """Counters: ``batches_in``, ``rows_in``, ``late_rows``, ``null_time_rows``, ``rows_out``,
-        ``windows_out``, ``watermark``, ``slack``, ``threads``, ``strategy``; with the farm also
+        ``windows_out``, ``watermark`` (in time-column units) and ``watermark_time`` (ISO 8601 text in the
+        column's zone on a timestamp column), ``slack``, ``threads``, ``strategy``; with the farm also
         ``plq_busy_s`` and ``wlq_busy_s`` (busy seconds per worker), ``punctuations``, ``panes_closed``,
         ``panes_split``, ``split_factor``, ``theta_b``, ``alpha``, ``utilisation`` and ``window_tasks``."""
         return self._call(lambda: self._inner.stats)

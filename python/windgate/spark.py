@@ -534,7 +534,7 @@ def _preference(
         _native.preference(arrow_in.empty_table(), **spec)  # every parameter checked before Spark runs
         unit = _specs.time_unit(arrow_in.field(spec["time"]).type)
         size_u, slide_u, offset_u = _specs.window_units(spec, unit)
-        df = spark_twophase.prefilter(df, spec, size=size_u, slide=slide_u, offset=offset_u)
+        df = spark_twophase.prefilter(df, spec, size=size_u, slide=slide_u, offset=offset_u, unit=unit)
         described = (
             "two-phase: each partition's rows cut to the per-pane candidates (pane skylines; top-k per "
             "pane) before the shuffle, then " + described.removeprefix("one-phase: ")
@@ -701,8 +701,7 @@ def _range_length(df, time: str, unit: str, size: int, slide: int, spark, range_
     from pyspark.sql import functions as F
 
     if range_size is not None:
-        r = _specs.span(range_size, "range_size")
-        r = r if isinstance(r, int) else _native.duration_units(r, unit, "range_size")
+        r = _specs.units(_specs.span(range_size, "range_size"), unit, "range_size", time)
         if r <= 0:
             raise InvalidParameterError(f"range_size: expected a positive length, got {r}")
         return max(1, math.ceil(r / slide)) * slide

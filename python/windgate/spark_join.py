@@ -50,16 +50,10 @@ ROWS_PER_GROUP = 2_000_000
 KEYED_BUCKET_FACTOR = 64
 
 
-def signed_units(value: Any, unit: str, param: str) -> int | None:
-    """An int, a (possibly negative: ``"-30s"``) duration string or a ``timedelta`` in time-column units."""
-    v = _specs.span(value, param)
-    if v is None or isinstance(v, int):
-        return v
-    text = v.strip()
-    negative = text.startswith("-")
-    body = text[1:] if text[:1] in "-+" else text
-    units = _native.duration_units(body, unit, param)
-    return -units if negative else units
+def signed_units(value: Any, unit: str, param: str, column: str = "time") -> int | None:
+    """A span (an int on an integer time column; a duration string, possibly negative such as ``"-30s"``
+    for ``lower``/``upper``, or a timedelta on a timestamp column) in time-column units."""
+    return _specs.units(_specs.span(value, param), unit, param, column)
 
 
 def plan(span: int | None, rows: int, lower: int, upper: int, target: int) -> int:
@@ -124,7 +118,7 @@ def band_join(
     right = right.withColumn(_TIME, _specs.spark_time_units(time_r, unit))
 
     if bucket is not None:
-        bucket_u = signed_units(bucket, unit, "bucket")
+        bucket_u = signed_units(bucket, unit, "bucket", time_l)
         if not 0 < bucket_u <= _MAX_BUCKET:
             raise InvalidParameterError(f"bucket: expected a positive width up to 2**60, got {bucket_u}")
     origin = 0
@@ -157,8 +151,8 @@ def band_join(
     native_kwargs = {
         "time": (time_l, time_r),
         "window": None,
-        "lower": lo,
-        "upper": up,
+        "lower": _specs.units_span(lo, unit),
+        "upper": _specs.units_span(up, unit),
         "how": how,
         "on": preds,
         "threads": threads,
@@ -241,10 +235,10 @@ def prepare(
 
     unit = _specs.time_unit(arrow_l.field(time_l).type)
     if window is not None:
-        w = signed_units(window, unit, "window")
+        w = signed_units(window, unit, "window", time_l)
         lo, up = -w, w
     else:
-        lo, up = signed_units(lower, unit, "lower"), signed_units(upper, unit, "upper")
+        lo, up = signed_units(lower, unit, "lower", time_l), signed_units(upper, unit, "upper", time_l)
     return {
         "arrow_l": arrow_l,
         "arrow_r": arrow_r,

@@ -88,7 +88,7 @@ def band_join_stream(
             f"time: a streaming DataFrame needs a timestamp time column (Spark's watermark), got {time_type}"
         )
     unit = _specs.time_unit(time_type)
-    k = lateness_units(lateness, unit)
+    k = lateness_units(lateness, unit, time_l)
     spark = left_df.sparkSession
     provider = spark.conf.get("spark.sql.streaming.stateStore.providerClass", "")
     if provider != ROCKSDB:
@@ -146,12 +146,12 @@ def band_join_stream(
     items = [on] if not isinstance(on, (list, tuple)) else list(on)
     kwargs = {
         "time": (time_l, time_r),
-        "lower": lower,
-        "upper": upper,
+        "lower": _specs.units_span(lower, unit),
+        "upper": _specs.units_span(upper, unit),
         "how": how,
         "on": [*items, _eq(CLOCK, CLOCK)],
         "threads": threads,
-        "lateness": k,
+        "lateness": _specs.units_span(k, unit),
         "on_late": on_late,
         "semantics": "interval",
         "index": bool(index),

@@ -60,14 +60,15 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 _SHARD = "__windgate_shard"
 
 
-def lateness_units(lateness: Any, unit: str) -> int:
+def lateness_units(lateness: Any, unit: str, column: str = "time") -> int:
     span = _specs.span(lateness, "lateness")
     if span is None or span == "adaptive":
         raise InvalidParameterError(
-            "lateness: a streaming DataFrame needs a fixed bound (an int in the time column's unit, a "
-            f"duration string or a timedelta): Spark's watermark is built from it, got {lateness!r}"
+            "lateness: a streaming DataFrame needs a fixed bound (a duration string or a timedelta on a "
+            "timestamp column, an int on an integer column): Spark's watermark is built from it, got "
+            f"{lateness!r}"
         )
-    value = span if isinstance(span, int) else _native.duration_units(span, unit, "lateness")
+    value = _specs.units(span, unit, "lateness", column)
     if value < 0:
         raise InvalidParameterError(f"lateness: expected a bound >= 0, got {lateness!r}")
     return value
@@ -118,7 +119,7 @@ def windowed_stream(
             f"time: a streaming DataFrame needs a timestamp time column (Spark's watermark), got {time_type}"
         )
     unit = _specs.time_unit(time_type)
-    lateness = lateness_units(kwargs.get("lateness"), unit)
+    lateness = lateness_units(kwargs.get("lateness"), unit, time)
     spark = df.sparkSession
     provider = spark.conf.get("spark.sql.streaming.stateStore.providerClass", "")
     if provider != ROCKSDB:
@@ -147,7 +148,7 @@ def windowed_stream(
         late_schema = probe.late.schema.remove(probe.late.schema.get_field_index(_CLOCK))
         combined = combined_schema(out_schema, late_schema)
     spec = {"time": time, "time_type": time_type, "size": None, "slide": None, "offset": None}
-    window = {n: _specs.span(kwargs.get(n), n) for n in ("size", "slide", "offset")}
+    window = {"time": time, **{n: _specs.span(kwargs.get(n), n) for n in ("size", "slide", "offset")}}
     size, slide, offset = _specs.window_units(window, unit)
     spec.update(size=size, slide=slide, offset=offset, lateness=lateness, unit=unit)
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from . import _native
+from . import _native, _specs
 from .errors import ColumnNotFoundError, InvalidParameterError
 from .spark_session import default_parallelism
 
@@ -310,9 +310,12 @@ def _merge_task(spec: dict[str, Any], schema: pa.Schema):
     return run
 
 
-def prefilter(df: DataFrame, spec: dict[str, Any], *, size: int, slide: int, offset: int) -> DataFrame:
+def prefilter(
+    df: DataFrame, spec: dict[str, Any], *, size: int, slide: int, offset: int, unit: str = "plain"
+) -> DataFrame:
     """Phase 1 of the preference queries: each partition keeps only the rows that can be in some window's
-    answer, judged within its own panes (``size``, ``slide``, ``offset`` in the time column's units).
+    answer, judged within its own panes (``size``, ``slide``, ``offset`` in the time column's ``unit``, see
+    :func:`windgate._specs.time_unit`).
 
     A row dominated by another row of the same key and pane is dominated in every window holding that pane,
     and whatever it would add to another row's ``kappa`` the dominating row adds too: so the pane skylines
@@ -325,7 +328,13 @@ def prefilter(df: DataFrame, spec: dict[str, Any], *, size: int, slide: int, off
     from pyspark.sql.pandas.types import to_arrow_schema
 
     pane = math.gcd(size, slide)
-    pane_spec = {**spec, "size": pane, "slide": pane, "offset": offset % pane, "lateness": None}
+    pane_spec = {
+        **spec,
+        "size": _specs.units_span(pane, unit),
+        "slide": _specs.units_span(pane, unit),
+        "offset": _specs.units_span(offset % pane, unit),
+        "lateness": None,
+    }
     if spec["query"] == "top_dominant":
         pane_spec["query"] = "skyline"
         pane_spec.pop("delta", None)

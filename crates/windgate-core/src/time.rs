@@ -10,6 +10,9 @@
 //! [`Span`] is a length of time as the user gives it (units or a duration string), resolved here once the time
 //! column's unit is known, so that every operator reads lengths of time the same way.
 
+use arrow_array::timezone::Tz;
+use arrow_schema::DataType;
+
 use crate::error::{Error, ErrorKind, Result};
 
 /// A point in time in the time column's own unit (seconds, ms, us, ns, days, or a plain integer).
@@ -261,8 +264,15 @@ impl WindowSpec {
     }
 
     /// Checks that every window touching `[min_ts, max_ts]` has a start and an end inside i64, so the
-    /// unchecked arithmetic of the hot path cannot overflow. `column` names the time column in the error.
-    pub fn check_range(&self, min_ts: Timestamp, max_ts: Timestamp, column: &str) -> Result<()> {
+    /// unchecked arithmetic of the hot path cannot overflow. `column` names the time column in the error, where
+    /// `format` writes its values.
+    pub fn check_range(
+        &self,
+        min_ts: Timestamp,
+        max_ts: Timestamp,
+        column: &str,
+        format: &TimeFormat,
+    ) -> Result<()> {
         let (size, slide, offset) = (self.size as i128, self.slide as i128, self.offset as i128);
         let lo_start = (min_ts as i128 - offset).div_euclid(slide) * slide - size + offset;
         let hi_end = (max_ts as i128 - offset).div_euclid(slide) * slide + offset + size;
@@ -275,9 +285,11 @@ impl WindowSpec {
             return Err(Error::new(
                 ErrorKind::Overflow,
                 format!(
-                    "column '{column}': timestamp {bad} is too close to the i64 limits: its windows \
+                    "column '{column}': timestamp {} is too close to the i64 limits: its windows \
                      (size {}, slide {}) would overflow",
-                    self.size, self.slide
+                    format.format(bad),
+                    format_duration(self.size, format.unit()),
+                    format_duration(self.slide, format.unit())
                 ),
             ));
         }
@@ -314,6 +326,30 @@ impl TimeUnit {
         })
     }
 
+    /// The column type as users see it in errors: `timestamp[ns]`, `date32`, ...
+    pub fn type_name(self) -> &'static str {
+        match self {
+            TimeUnit::Second => "timestamp[s]",
+            TimeUnit::Millisecond => "timestamp[ms]",
+            TimeUnit::Microsecond => "timestamp[us]",
+            TimeUnit::Nanosecond => "timestamp[ns]",
+            TimeUnit::Day => "date32",
+            TimeUnit::Plain => "integer",
+        }
+    }
+
+    /// The unit's short name after a number: `ns`, `us`, `ms`, `s`, `days`.
+    pub fn short(self) -> &'static str {
+        match self {
+            TimeUnit::Second => "s",
+            TimeUnit::Millisecond => "ms",
+            TimeUnit::Microsecond => "us",
+            TimeUnit::Nanosecond => "ns",
+            TimeUnit::Day => "days",
+            TimeUnit::Plain => "",
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             TimeUnit::Second => "seconds",
@@ -326,13 +362,16 @@ impl TimeUnit {
     }
 }
 
-/// Parses a duration string such as `"250ms"`, `"10s"`, `"5 minutes"`, `"1h 30m"` or `"1.5s"` into the time
-/// column's unit. The result must be a whole number of units; `param` names the parameter in errors.
+/// Parses a duration string such as `"250ms"`, `"10s"`, `"5 minutes"`, `"1h 30m"`, `"1.5s"` or `"-1h"` (a
+/// leading sign is read here; whether a negative length is allowed is the caller's decision, see
+/// [`Span::resolve`]) into the time column's unit. The result must be a whole number of units; `param` names
+/// the parameter in errors.
 ///
 /// ```
 /// use windgate_core::time::{parse_duration, TimeUnit};
 /// assert_eq!(parse_duration("5 minutes", TimeUnit::Millisecond, "size").unwrap(), 300_000);
 /// assert_eq!(parse_duration("1h30m", TimeUnit::Second, "size").unwrap(), 5_400);
+/// assert_eq!(parse_duration("-1h", TimeUnit::Second, "offset").unwrap(), -3_600);
 /// assert!(parse_duration("10s", TimeUnit::Plain, "size").is_err());
 /// ```
 pub fn parse_duration(text: &str, unit: TimeUnit, param: &str) -> Result<i64> {
@@ -345,15 +384,37 @@ pub fn parse_duration(text: &str, unit: TimeUnit, param: &str) -> Result<i64> {
             ),
         ));
     };
-    let bad = |why: &str| {
-        Error::param(
+    let total_ns = parse_ns(text, param)?;
+    if total_ns % unit_ns != 0 {
+        return Err(bad_duration(
+            text,
             param,
-            format!(
-                "cannot read duration {text:?}: {why} (expected e.g. \"250ms\", \"10s\", \"5 minutes\", \"1h\")"
+            &format!(
+                "it is not a whole number of {} (the time column's unit)",
+                unit.name()
             ),
-        )
-    };
+        ));
+    }
+    i64::try_from(total_ns / unit_ns).map_err(|_| bad_duration(text, param, "it is too long"))
+}
+
+fn bad_duration(text: &str, param: &str, why: &str) -> Error {
+    Error::param(
+        param,
+        format!(
+            "cannot read duration {text:?}: {why} (expected e.g. \"250ms\", \"10s\", \"5 minutes\", \"1h\")"
+        ),
+    )
+}
+
+/// The signed length of a duration string in nanoseconds (in i128, where any i64 count of any unit fits).
+fn parse_ns(text: &str, param: &str) -> Result<i128> {
+    let bad = |why: &str| bad_duration(text, param, why);
     let mut rest = text.trim();
+    let negative = rest.starts_with('-');
+    if let Some(r) = rest.strip_prefix(['-', '+']) {
+        rest = r.trim_start();
+    }
     if rest.is_empty() {
         return Err(bad("it is empty"));
     }
@@ -388,13 +449,44 @@ pub fn parse_duration(text: &str, unit: TimeUnit, param: &str) -> Result<i64> {
             .ok_or_else(|| bad("it is too long"))?;
         rest = tail.trim_start().trim_start_matches(',').trim_start();
     }
-    if total_ns % unit_ns != 0 {
-        return Err(bad(&format!(
-            "it is not a whole number of {} (the time column's unit)",
-            unit.name()
-        )));
+    Ok(if negative { -total_ns } else { total_ns })
+}
+
+/// `units` of the time column's `unit` as the duration string a user would write: `"5m"`, `"1h30m"`,
+/// `"250ms"`, `"-1h"`, `"3d12h"` (days, hours, minutes, seconds, then ms, us, ns; `"0s"` for zero). The inverse
+/// of [`parse_duration`]. Plain integer columns have no unit: the number itself.
+///
+/// ```
+/// use windgate_core::time::{format_duration, TimeUnit};
+/// assert_eq!(format_duration(300_000_000_000, TimeUnit::Nanosecond), "5m");
+/// assert_eq!(format_duration(-3_600_000_000, TimeUnit::Microsecond), "-1h");
+/// assert_eq!(format_duration(5_400_250, TimeUnit::Millisecond), "1h30m250ms");
+/// ```
+pub fn format_duration(units: i64, unit: TimeUnit) -> String {
+    let Some(unit_ns) = unit.nanos() else {
+        return units.to_string();
+    };
+    let ns = units as i128 * unit_ns;
+    if ns == 0 {
+        return "0s".into();
     }
-    i64::try_from(total_ns / unit_ns).map_err(|_| bad("it is too long"))
+    let mut out = String::from(if ns < 0 { "-" } else { "" });
+    let mut rest = ns.unsigned_abs();
+    for (factor, name) in [
+        (86_400_000_000_000u128, "d"),
+        (3_600_000_000_000, "h"),
+        (60_000_000_000, "m"),
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+        (1, "ns"),
+    ] {
+        if rest >= factor {
+            out.push_str(&format!("{}{name}", rest / factor));
+            rest %= factor;
+        }
+    }
+    out
 }
 
 /// `num` (decimal digits with at most one point) times `factor`, exactly, or None.
@@ -422,6 +514,11 @@ fn scale_decimal(num: &str, factor: i128) -> Option<i128> {
 
 /// A length of time: an integer in the time column's unit, or a duration string resolved once the unit is
 /// known (at the first batch).
+///
+/// On a timestamp or date column only durations are accepted: a plain integer means different lengths on
+/// columns of different units (`300_000_000_000` is 5 minutes in nanoseconds and 3.5 days in microseconds), so
+/// every integer but 0 is an error there, which names the duration to pass instead. Integer time columns take
+/// integers only.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Span {
     Units(i64),
@@ -429,19 +526,171 @@ pub enum Span {
 }
 
 impl Span {
-    pub fn resolve(&self, unit: TimeUnit, param: &str) -> Result<i64> {
+    /// The length in the unit of the time column `column`: integers only on integer columns (0 anywhere),
+    /// duration strings only on timestamp and date columns. A negative duration string is an error (see
+    /// [`Span::resolve_signed`] for the parameters that take a sign); negative integers are left to the
+    /// caller's range check, as on integer columns.
+    pub fn resolve(&self, unit: TimeUnit, column: &str, param: &str) -> Result<i64> {
+        let v = self.resolve_signed(unit, column, param)?;
+        if let Span::Text(t) = self
+            && v < 0
+        {
+            return Err(Error::param(
+                param,
+                format!(
+                    "expected a non-negative duration, got {t:?} (only an offset, or a join's lower and \
+                     upper bounds, may be negative)"
+                ),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// [`Span::resolve`] for a parameter that may be negative (a window offset, a join's bounds).
+    pub fn resolve_signed(&self, unit: TimeUnit, column: &str, param: &str) -> Result<i64> {
         match self {
-            Span::Units(v) => Ok(*v),
-            Span::Text(t) => parse_duration(t, unit, param),
+            Span::Units(v) => {
+                if *v != 0 && unit != TimeUnit::Plain {
+                    return Err(plain_integer_error(*v, unit, column, param));
+                }
+                Ok(*v)
+            }
+            Span::Text(t) => {
+                if unit != TimeUnit::Plain
+                    && let Some(v) = bare_integer(t)
+                {
+                    return Err(plain_integer_error(v, unit, column, param));
+                }
+                parse_duration(t, unit, param)
+            }
         }
     }
 
-    /// Early syntax check of a duration string (the unit is not known yet).
+    /// Early syntax check of a duration string (the unit is not known yet; a bare integer string is judged
+    /// once it is).
     pub(crate) fn check(&self, param: &str) -> Result<()> {
-        if let Span::Text(t) = self {
-            parse_duration(t, TimeUnit::Nanosecond, param)?;
+        if let Span::Text(t) = self
+            && bare_integer(t).is_none()
+        {
+            parse_ns(t, param)?;
         }
         Ok(())
+    }
+}
+
+/// A unit-less number such as `"5"` (as a command line passes it), if `text` is one.
+fn bare_integer(text: &str) -> Option<i64> {
+    let t = text.trim();
+    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| t.parse().ok())
+        .flatten()
+}
+
+/// The error of a plain integer `v` given for `param` on a timestamp or date column: names the column's type
+/// and the duration string meaning what `v` would have meant.
+fn plain_integer_error(v: i64, unit: TimeUnit, column: &str, param: &str) -> Error {
+    // "sessionize: gap" -> the keyword "gap".
+    let keyword = param.rsplit(": ").next().unwrap_or(param);
+    Error::param(
+        param,
+        format!(
+            "the time column '{column}' is a {}; pass a duration such as {keyword}=\"{}\" ({v} {}) instead of \
+             a plain integer",
+            unit.type_name(),
+            format_duration(v, unit),
+            unit.short()
+        ),
+    )
+}
+
+/// How a time column's values read in stats and error messages: ISO 8601 timestamps in the column's zone
+/// (`2024-06-01T12:02:59.810Z`, `2024-06-01T14:02:59.810+02:00` for `"Europe/Berlin"`, no suffix for a
+/// timestamp without a zone), dates for date32, and the integer itself for plain integer columns.
+#[derive(Debug, Clone, Copy)]
+pub struct TimeFormat {
+    unit: TimeUnit,
+    tz: Option<Tz>,
+}
+
+impl Default for TimeFormat {
+    fn default() -> Self {
+        Self::plain()
+    }
+}
+
+impl TimeFormat {
+    /// Plain integers (also the format before the time column's type is known).
+    pub const fn plain() -> Self {
+        Self {
+            unit: TimeUnit::Plain,
+            tz: None,
+        }
+    }
+
+    /// The format of a time column of type `data_type` (a zone arrow cannot read prints as naive times).
+    pub fn of(data_type: &DataType) -> Self {
+        let unit = crate::arrow_io::time_unit(data_type, "").unwrap_or(TimeUnit::Plain);
+        let tz = match data_type {
+            DataType::Timestamp(_, Some(tz)) => tz.parse::<Tz>().ok(),
+            _ => None,
+        };
+        Self { unit, tz }
+    }
+
+    pub fn unit(&self) -> TimeUnit {
+        self.unit
+    }
+
+    /// `value` as it reads (see [`format_ts`]).
+    pub fn format(&self, value: Timestamp) -> String {
+        format_ts(value, self.unit, self.tz.as_ref())
+    }
+
+    /// [`Self::format`] of a value that may be missing (`None` before any row).
+    pub fn format_opt(&self, value: Option<Timestamp>) -> Option<String> {
+        value.map(|v| self.format(v))
+    }
+}
+
+/// A time value of a column in `unit` as ISO 8601: `2024-06-01T12:02:59.810Z` with `tz` UTC,
+/// `2024-06-01T14:02:59.810+02:00` with `tz` Europe/Berlin, `2024-06-01T12:02:59.810` without a zone (a naive
+/// timestamp), `2024-06-01` for a date32 column; fractions of a second in 3, 6 or 9 digits, only as many as
+/// the value needs. Plain integers, and values outside chrono's years, print as the integer.
+///
+/// ```
+/// use windgate_core::time::{format_ts, TimeUnit};
+/// let utc: arrow_array::timezone::Tz = "UTC".parse().unwrap();
+/// assert_eq!(format_ts(1_717_243_379_810, TimeUnit::Millisecond, Some(&utc)), "2024-06-01T12:02:59.810Z");
+/// let berlin: arrow_array::timezone::Tz = "Europe/Berlin".parse().unwrap();
+/// assert_eq!(
+///     format_ts(1_717_243_379_810_000_000, TimeUnit::Nanosecond, Some(&berlin)),
+///     "2024-06-01T14:02:59.810+02:00"
+/// );
+/// assert_eq!(format_ts(1_717_243_379, TimeUnit::Second, None), "2024-06-01T12:02:59");
+/// assert_eq!(format_ts(42, TimeUnit::Plain, None), "42");
+/// ```
+pub fn format_ts(value: Timestamp, unit: TimeUnit, tz: Option<&Tz>) -> String {
+    use chrono::{DateTime, SecondsFormat};
+    let Some(unit_ns) = unit.nanos() else {
+        return value.to_string();
+    };
+    let ns = value as i128 * unit_ns;
+    let (secs, sub) = (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000));
+    let Some(utc) = i64::try_from(secs)
+        .ok()
+        .and_then(|s| DateTime::from_timestamp(s, sub as u32))
+    else {
+        return value.to_string();
+    };
+    if unit == TimeUnit::Day {
+        return utc.date_naive().format("%Y-%m-%d").to_string();
+    }
+    match tz {
+        Some(tz) => utc
+            .with_timezone(tz)
+            .to_rfc3339_opts(SecondsFormat::AutoSi, true),
+        None => utc.naive_utc().format("%Y-%m-%dT%H:%M:%S%.f").to_string(),
     }
 }
 
@@ -521,9 +770,18 @@ mod tests {
     #[test]
     fn overflow_is_an_error() {
         let w = WindowSpec::new(10, None, 0).unwrap();
-        assert!(w.check_range(0, i64::MAX - 5, "ts").is_err());
-        assert!(w.check_range(i64::MIN + 5, 0, "ts").is_err());
-        assert!(w.check_range(-1_000_000, 1_000_000, "ts").is_ok());
+        assert!(
+            w.check_range(0, i64::MAX - 5, "ts", &TimeFormat::plain())
+                .is_err()
+        );
+        assert!(
+            w.check_range(i64::MIN + 5, 0, "ts", &TimeFormat::plain())
+                .is_err()
+        );
+        assert!(
+            w.check_range(-1_000_000, 1_000_000, "ts", &TimeFormat::plain())
+                .is_ok()
+        );
     }
 
     #[test]
@@ -558,6 +816,203 @@ mod tests {
         }
         assert_eq!(s.window_end_saturating(i64::MAX), i64::MAX);
         assert_eq!(s.window_end_saturating(i64::MIN), i64::MIN);
+    }
+
+    #[test]
+    fn plain_integers_are_rejected_on_timestamp_columns() {
+        let e = Span::Units(300_000_000_000)
+            .resolve(TimeUnit::Nanosecond, "ts", "size")
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidParameter);
+        assert_eq!(
+            e.message(),
+            "size: the time column 'ts' is a timestamp[ns]; pass a duration such as size=\"5m\" \
+             (300000000000 ns) instead of a plain integer"
+        );
+        let e = Span::Units(302_400_000_000)
+            .resolve(TimeUnit::Microsecond, "t", "size")
+            .unwrap_err();
+        assert!(
+            e.message().contains("size=\"3d12h\" (302400000000 us)"),
+            "{e}"
+        );
+        // A unit-less string, as the command line passes it; the keyword of a pipeline operator's parameter.
+        let e = Span::Text("5".into())
+            .resolve(TimeUnit::Millisecond, "ts", "sessionize: gap")
+            .unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("sessionize: gap: the time column 'ts' is a timestamp[ms]")
+        );
+        assert!(e.message().contains("gap=\"5ms\" (5 ms)"), "{e}");
+        let e = Span::Units(-3600)
+            .resolve_signed(TimeUnit::Second, "ts", "offset")
+            .unwrap_err();
+        assert!(e.message().contains("offset=\"-1h\""), "{e}");
+        let e = Span::Units(2)
+            .resolve(TimeUnit::Day, "d", "size")
+            .unwrap_err();
+        assert!(
+            e.message()
+                .contains("is a date32; pass a duration such as size=\"2d\""),
+            "{e}"
+        );
+        // 0 means the same in every unit; integer columns take integers (and reject duration strings).
+        assert_eq!(
+            Span::Units(0)
+                .resolve(TimeUnit::Nanosecond, "ts", "offset")
+                .unwrap(),
+            0
+        );
+        assert_eq!(
+            Span::Units(7)
+                .resolve(TimeUnit::Plain, "ts", "size")
+                .unwrap(),
+            7
+        );
+        assert_eq!(
+            Span::Units(-7)
+                .resolve(TimeUnit::Plain, "ts", "offset")
+                .unwrap(),
+            -7
+        );
+        assert!(
+            Span::Text("7s".into())
+                .resolve(TimeUnit::Plain, "ts", "size")
+                .is_err()
+        );
+        assert_eq!(
+            Span::Text("7".into())
+                .check("size")
+                .map_err(|e| e.to_string()),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn signs_are_read_and_rejected_where_they_make_no_sense() {
+        let off = Span::Text("-1h".into());
+        assert_eq!(
+            off.resolve_signed(TimeUnit::Second, "ts", "offset")
+                .unwrap(),
+            -3600
+        );
+        assert_eq!(
+            Span::Text(" + 90 s".into())
+                .resolve(TimeUnit::Second, "ts", "size")
+                .unwrap(),
+            90
+        );
+        let e = off.resolve(TimeUnit::Second, "ts", "size").unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("size: expected a non-negative duration, got \"-1h\""),
+            "{e}"
+        );
+        let e = parse_duration("-1 fortnight", TimeUnit::Second, "offset").unwrap_err();
+        assert!(e.message().contains("\"-1 fortnight\""), "{e}");
+        assert!(parse_duration("-", TimeUnit::Second, "offset").is_err());
+        assert!(parse_duration("--1s", TimeUnit::Second, "offset").is_err());
+    }
+
+    #[test]
+    fn negative_offsets_give_sparks_windows() {
+        // Spark: window(t, "60 seconds", "20 seconds", "-15 seconds") puts t in [k*20 - 15, k*20 + 45).
+        let w = WindowSpec::new(60, Some(20), -15).unwrap();
+        assert_eq!(w.offset(), 5);
+        for ts in -100..100 {
+            let (lo, hi) = w.windows_of_ts(ts);
+            let starts: Vec<i64> = (lo..=hi).map(|j| w.window_start(j)).collect();
+            let brute: Vec<i64> = (-20..20)
+                .map(|k| k * 20 - 15)
+                .filter(|s| *s <= ts && ts < s + 60)
+                .collect();
+            assert_eq!(starts, brute, "{ts}");
+        }
+        // An offset beyond the slide names the same windows.
+        assert_eq!(WindowSpec::new(60, Some(20), 125).unwrap().offset(), 5);
+    }
+
+    #[test]
+    fn durations_format_as_users_write_them() {
+        assert_eq!(format_duration(300_000_000_000, TimeUnit::Nanosecond), "5m");
+        assert_eq!(format_duration(5_400, TimeUnit::Second), "1h30m");
+        assert_eq!(format_duration(250, TimeUnit::Millisecond), "250ms");
+        assert_eq!(
+            format_duration(-3_600_000_000, TimeUnit::Microsecond),
+            "-1h"
+        );
+        assert_eq!(format_duration(0, TimeUnit::Second), "0s");
+        assert_eq!(format_duration(3, TimeUnit::Day), "3d");
+        assert_eq!(format_duration(1_500, TimeUnit::Nanosecond), "1us500ns");
+        assert_eq!(format_duration(-7, TimeUnit::Plain), "-7");
+        assert_eq!(
+            format_duration(i64::MIN, TimeUnit::Nanosecond),
+            "-106751d23h47m16s854ms775us808ns"
+        );
+        for v in [1i64, 59, 61, 3_599_999, 86_400_001, -1, -90_061_001] {
+            let text = format_duration(v, TimeUnit::Millisecond);
+            assert_eq!(
+                parse_duration(&text, TimeUnit::Millisecond, "x").unwrap(),
+                v,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn timestamps_read_in_the_columns_zone() {
+        use arrow_schema::TimeUnit as Arrow;
+        let ms = 1_717_243_379_810; // 2024-06-01T12:02:59.810Z
+        let of = |tz: Option<&str>| {
+            TimeFormat::of(&DataType::Timestamp(Arrow::Millisecond, tz.map(Into::into)))
+        };
+        assert_eq!(of(Some("UTC")).format(ms), "2024-06-01T12:02:59.810Z");
+        assert_eq!(of(Some("+00:00")).format(ms), "2024-06-01T12:02:59.810Z");
+        assert_eq!(
+            of(Some("Europe/Berlin")).format(ms),
+            "2024-06-01T14:02:59.810+02:00"
+        );
+        // Winter time in Berlin.
+        assert_eq!(
+            of(Some("Europe/Berlin")).format(1_704_110_400_000),
+            "2024-01-01T13:00:00+01:00"
+        );
+        assert_eq!(
+            of(Some("+05:30")).format(ms),
+            "2024-06-01T17:32:59.810+05:30"
+        );
+        assert_eq!(of(None).format(ms), "2024-06-01T12:02:59.810");
+        assert_eq!(of(None).format(-1), "1969-12-31T23:59:59.999");
+        let ns = TimeFormat::of(&DataType::Timestamp(Arrow::Nanosecond, Some("UTC".into())));
+        assert_eq!(
+            ns.format(1_717_243_379_000_000_001),
+            "2024-06-01T12:02:59.000000001Z"
+        );
+        assert_eq!(ns.format(i64::MIN), "1677-09-21T00:12:43.145224192Z");
+        assert_eq!(
+            TimeFormat::of(&DataType::Date32).format(19_875),
+            "2024-06-01"
+        );
+        assert_eq!(TimeFormat::of(&DataType::Int64).format(ms), "1717243379810");
+        assert_eq!(TimeFormat::plain().format_opt(None), None);
+        // Beyond chrono's years: the integer.
+        let s = TimeFormat::of(&DataType::Timestamp(Arrow::Second, None));
+        assert_eq!(s.format(i64::MAX), i64::MAX.to_string());
+    }
+
+    #[test]
+    fn overflow_errors_print_timestamps() {
+        use arrow_schema::TimeUnit as Arrow;
+        let f = TimeFormat::of(&DataType::Timestamp(Arrow::Millisecond, Some("UTC".into())));
+        let w = WindowSpec::new(3_600_000, None, 0).unwrap();
+        let e = w.check_range(0, i64::MAX - 5, "ts", &f).unwrap_err();
+        assert!(
+            e.message()
+                .contains("timestamp 9223372036854775802 is too close"),
+            "{e}"
+        );
+        assert!(e.message().contains("(size 1h, slide 1h)"), "{e}");
     }
 
     proptest! {

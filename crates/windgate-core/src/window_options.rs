@@ -13,7 +13,7 @@ use crate::order::kslack::{Lateness, LatenessOpt};
 use crate::runtime::farm::{FarmConfig, WindowSchedulerKind};
 use crate::runtime::pane_scheduler::PaneSchedulerKind;
 use crate::threads::MAX_THREADS;
-use crate::time::{Span, TimeUnit, WindowSpec};
+use crate::time::{Span, TimeFormat, TimeUnit, WindowSpec};
 
 /// The pane farm's knobs (the pane scheduler and window scheduler of Mencagli, Torquati, Danelutto, De Matteis,
 /// *Parallel Continuous Preference Queries over Out-of-Order and Bursty Data Streams*); they change who
@@ -86,6 +86,8 @@ pub struct ResolvedWindow {
     pub lateness: Lateness,
     /// The type of `window_start` and `window_end`: the time column's, int64 for plain integers.
     pub window_type: DataType,
+    /// How the time column's values read in stats and errors.
+    pub format: TimeFormat,
 }
 
 /// The parameters of a windowed operator besides its query.
@@ -183,7 +185,7 @@ impl WindowOptions {
 
     /// Resolves the window and the lateness against the input's time column (whose type is `time_type`).
     pub fn resolve(&self, time_type: &DataType) -> Result<ResolvedWindow> {
-        self.resolve_with(time_type, |unit| self.lateness.policy(unit))
+        self.resolve_with(time_type, |unit| self.lateness.policy(unit, &self.time))
     }
 
     /// [`Self::resolve`] with the operator's own lateness policy (window aggregation merges sorted sources).
@@ -193,16 +195,19 @@ impl WindowOptions {
         lateness: impl FnOnce(TimeUnit) -> Result<Lateness>,
     ) -> Result<ResolvedWindow> {
         let unit = time_unit(time_type, &self.time)?;
-        let size = self.size.resolve(unit, "size")?;
+        let size = self.size.resolve(unit, &self.time, "size")?;
         let slide = self
             .slide
             .as_ref()
-            .map(|s| s.resolve(unit, "slide"))
+            .map(|s| s.resolve(unit, &self.time, "slide"))
             .transpose()?;
-        let offset = self.offset.resolve(unit, "offset")?;
+        // Any offset, negative or beyond the slide, gives the windows `[j*slide + offset, ... + size)`;
+        // `WindowSpec` reduces it modulo the slide (see `docs/time.md`).
+        let offset = self.offset.resolve_signed(unit, &self.time, "offset")?;
         Ok(ResolvedWindow {
             spec: WindowSpec::new(size, slide, offset)?,
             lateness: lateness(unit)?,
+            format: TimeFormat::of(time_type),
             window_type: if unit == TimeUnit::Plain {
                 DataType::Int64
             } else {

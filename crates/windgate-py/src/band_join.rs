@@ -255,6 +255,9 @@ impl BandJoiner {
         d.set_item("backpressured", s.backpressured)?;
         d.set_item("watermark_left", s.watermark[0])?;
         d.set_item("watermark_right", s.watermark[1])?;
+        let [left, right] = s.watermark_text;
+        d.set_item("watermark_time_left", left)?;
+        d.set_item("watermark_time_right", right)?;
         d.set_item("threads", s.threads)?;
         d.set_item("strategy", s.strategy)?;
         d.set_item("semantics", s.semantics)?;

@@ -13,7 +13,8 @@ use windgate_core::window_options::{FarmOptions, WindowOptions};
 
 use crate::errors::to_py;
 
-/// An int in the time column's unit or a duration string.
+/// An int (an integer time column's units; 0 on any column) or a duration string: the Python wrapper turned
+/// `timedelta`s into duration strings, and the core judges ints once it knows the time column's type.
 pub fn span(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Span> {
     if obj.is_instance_of::<pyo3::types::PyBool>() {
         return Err(to_py(Error::param(
@@ -210,12 +211,19 @@ pub fn farm_options(farm: Option<&Bound<'_, PyDict>>) -> PyResult<FarmOptions> {
     Ok(f)
 }
 
-/// A duration string in a time unit (`"s"`, `"ms"`, `"us"`, `"ns"`, `"day"`): `windgate.spark` uses it to
-/// place rows in time ranges with exactly the core's reading of durations.
+/// A span (an int or a duration string, as [`span`] reads it) in a time unit (`"s"`, `"ms"`, `"us"`, `"ns"`,
+/// `"day"`, `"plain"`), with the operators' rules ([`Span::resolve`]: a nonzero int on a timestamp column is
+/// an error naming `column`; only `offset`, `lower` and `upper` may be negative durations): `windgate.spark`
+/// uses it to place rows in time ranges with exactly the core's reading of durations.
 #[pyfunction]
-#[pyo3(signature = (text, unit, param="size"))]
-pub fn duration_units(text: &str, unit: &str, param: &str) -> PyResult<i64> {
-    use windgate_core::time::{TimeUnit, parse_duration};
+#[pyo3(signature = (value, unit, param="size", column="time"))]
+pub fn duration_units(
+    value: &Bound<'_, PyAny>,
+    unit: &str,
+    param: &str,
+    column: &str,
+) -> PyResult<i64> {
+    use windgate_core::time::TimeUnit;
     let unit = match unit {
         "s" => TimeUnit::Second,
         "ms" => TimeUnit::Millisecond,
@@ -230,7 +238,12 @@ pub fn duration_units(text: &str, unit: &str, param: &str) -> PyResult<i64> {
             )));
         }
     };
-    parse_duration(text, unit, param).map_err(to_py)
+    let span = span(value, param)?;
+    match param {
+        "offset" | "lower" | "upper" => span.resolve_signed(unit, column, param),
+        _ => span.resolve(unit, column, param),
+    }
+    .map_err(to_py)
 }
 
 /// An output schema for Python: a `pyarrow.Schema`, or `None` before it is known.

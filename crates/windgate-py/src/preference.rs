@@ -238,6 +238,7 @@ impl PreferenceQuery {
         d.set_item("retained_rows", s.retained_rows)?;
         d.set_item("keys", s.keys)?;
         d.set_item("watermark", s.watermark)?;
+        d.set_item("watermark_time", s.watermark_text)?;
         d.set_item("slack", s.slack)?;
         d.set_item("threads", s.threads)?;
         d.set_item("strategy", s.strategy)?;

@@ -336,6 +336,7 @@ impl WindowAggregator {
         d.set_item("open_slots", s.open_slots)?;
         d.set_item("keys", s.keys)?;
         d.set_item("watermark", s.watermark)?;
+        d.set_item("watermark_time", s.watermark_text)?;
         d.set_item("slack", s.slack)?;
         d.set_item("threads", s.threads)?;
         d.set_item("strategy", s.strategy)?;

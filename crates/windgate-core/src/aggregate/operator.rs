@@ -43,7 +43,7 @@ use crate::order::admission::{OnLate, Rules, admit};
 use crate::order::kslack::{KSlack, Lateness};
 use crate::runtime::farm::FarmStats;
 use crate::threads::resolve_threads;
-use crate::time::WindowSpec;
+use crate::time::{TimeFormat, WindowSpec};
 
 mod checkpoint;
 mod late_rows;
@@ -86,6 +86,8 @@ pub struct Stats {
     pub keys: u64,
     /// The watermark over sources (`None`: nothing is final yet).
     pub watermark: Option<i64>,
+    /// `watermark` as it reads: ISO 8601 in the time column's zone for timestamps, the integer otherwise.
+    pub watermark_text: Option<String>,
     /// Largest slack K over sources (grows under `lateness="adaptive"`).
     pub slack: i64,
     pub threads: u64,
@@ -98,6 +100,7 @@ pub struct Stats {
 struct Bound {
     schema: SchemaRef,
     spec: WindowSpec,
+    format: TimeFormat,
     keys: KeyDict,
     metas: Vec<Arc<AggMeta>>,
     engine: Engine,
@@ -240,6 +243,9 @@ impl WindowAggregator {
             }
         }
         s.watermark = self.watermark();
+        s.watermark_text = (self.bound.as_ref().map(|b| b.format))
+            .unwrap_or_default()
+            .format_opt(s.watermark);
         s.slack = self.sources.iter().map(|s| s.kslack.k()).max().unwrap_or(0);
         s
     }
@@ -393,6 +399,7 @@ impl WindowAggregator {
         self.bound = Some(Bound {
             schema: schema.clone(),
             spec,
+            format: resolved.format,
             keys: KeyDict::new(o.by.clone(), key_types)?,
             metas,
             engine,

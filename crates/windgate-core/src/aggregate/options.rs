@@ -308,7 +308,7 @@ impl WindowAggregateOptions {
     /// Returns the time unit, the window spec, the lateness policy and the type of `window_start`/`window_end`.
     pub fn resolve_window(&self, time_type: &DataType) -> Result<ResolvedWindow> {
         self.window()
-            .resolve_with(time_type, |unit| self.lateness_policy(unit))
+            .resolve_with(time_type, |unit| self.lateness_policy(unit, &self.time))
     }
 
     /// `allowed_lateness` and `emit="early"`'s interval in the time column's unit.
@@ -317,21 +317,21 @@ impl WindowAggregateOptions {
         let allowed = self
             .allowed_lateness
             .as_ref()
-            .map(|l| l.resolve(unit, "allowed_lateness"))
+            .map(|l| l.resolve(unit, &self.time, "allowed_lateness"))
             .transpose()?;
         let early = match &self.emit {
-            Emit::Early(i) => Some(i.resolve(unit, "interval")?),
+            Emit::Early(i) => Some(i.resolve(unit, &self.time, "interval")?),
             Emit::Final => None,
         };
         Ok(super::updates::UpdateMode { allowed, early })
     }
 
     /// The lateness policy of each source once the time unit is known.
-    pub fn lateness_policy(&self, unit: TimeUnit) -> Result<Lateness> {
+    pub fn lateness_policy(&self, unit: TimeUnit, column: &str) -> Result<Lateness> {
         Ok(match &self.lateness {
             LatenessOpt::Exact if self.strategy.is_multiway() => Lateness::Sorted,
             LatenessOpt::Exact if self.sources > 1 && self.gate_sources => Lateness::Sorted,
-            other => other.policy(unit)?,
+            other => other.policy(unit, column)?,
         })
     }
 }

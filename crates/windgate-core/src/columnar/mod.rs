@@ -170,7 +170,7 @@ impl TimeColumn {
 
     /// A duration parameter in this column's unit.
     pub fn span(&self, span: &Span, param: &str) -> Result<i64> {
-        span.resolve(self.unit, param)
+        span.resolve(self.unit, &self.name, param)
     }
 
     /// Output times as an array of the column's type.

@@ -17,6 +17,7 @@ use crate::interrupt;
 use crate::keys::KeyDict;
 use crate::order::admission::OnLate;
 use crate::order::kslack::{Admission, KSlack};
+use crate::time::{TimeFormat, format_duration};
 
 use super::engine::{Engine, EngineArgs};
 use super::options::{BandJoinOptions, Bounds, JoinHow, JoinStrategy, Predicate};
@@ -57,6 +58,8 @@ pub struct JoinStats {
     /// Pushes refused with a backpressure error.
     pub backpressured: u64,
     pub watermark: [Option<i64>; 2],
+    /// `watermark` as it reads: ISO 8601 in the time column's zone for timestamps, the integer otherwise.
+    pub watermark_text: [Option<String>; 2],
 }
 
 pub(super) struct SideState {
@@ -156,14 +159,14 @@ impl BandJoiner {
             prepare::check_eq_types(l, r)?;
         }
         if self.bounds.is_none() {
-            let bounds = self.opts.bounds(bound.unit)?;
+            let bounds = self.opts.bounds(bound.unit, &bound.time)?;
             self.eq_dict = Some(prepare::eq_dict(&bound)?);
             self.bounds = Some(bounds);
             if self.opts.how == JoinHow::Left {
                 self.merge.outer = Some(Outer::new(bounds, self.opts.semantics));
             }
         }
-        let kslack = KSlack::new(self.opts.lateness_policy(bound.unit)?);
+        let kslack = KSlack::new(self.opts.lateness_policy(bound.unit, &bound.time)?);
         self.sides[side.index()] = Some(SideState {
             schema: bound,
             kslack,
@@ -220,6 +223,8 @@ impl BandJoiner {
             if let Some(st) = &self.sides[side.index()] {
                 s.buffered_rows += st.buffer.len() as u64;
                 s.watermark[side.index()] = st.kslack.watermark();
+                s.watermark_text[side.index()] =
+                    TimeFormat::of(&st.schema.time_type).format_opt(s.watermark[side.index()]);
             }
         }
         s.buffered_rows += self.merge.pending_len() as u64;
@@ -409,15 +414,17 @@ impl BandJoiner {
                 }
                 Admission::Late { watermark } => {
                     if self.opts.on_late == OnLate::Error {
+                        let format = TimeFormat::of(&st.schema.time_type);
                         return Err(Error::new(
                             ErrorKind::LateRow,
                             format!(
-                                "{} input: row {i} of this batch has time {} below the watermark {watermark} \
+                                "{} input: row {i} of this batch has time {} below the watermark {} \
                                  (lateness {}); pass on_late=\"drop\" to drop such rows (the batch was not \
                                  consumed)",
                                 side.name(),
-                                t.key.ts,
-                                kslack.k()
+                                format.format(t.key.ts),
+                                format.format(watermark),
+                                format_duration(kslack.k(), format.unit())
                             ),
                         ));
                     }

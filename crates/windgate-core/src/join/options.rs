@@ -137,19 +137,8 @@ impl Bounds {
 }
 
 /// A signed length of time: an int, or a duration string with an optional leading `-` (`"-30s"`).
-pub fn signed_units(span: &Span, unit: TimeUnit, param: &str) -> Result<i64> {
-    match span {
-        Span::Units(v) => Ok(*v),
-        Span::Text(t) => {
-            let t = t.trim();
-            match t.strip_prefix('-') {
-                Some(rest) => Ok(-Span::Text(rest.to_string()).resolve(unit, param)?),
-                None => {
-                    Span::Text(t.strip_prefix('+').unwrap_or(t).to_string()).resolve(unit, param)
-                }
-            }
-        }
-    }
+pub fn signed_units(span: &Span, unit: TimeUnit, column: &str, param: &str) -> Result<i64> {
+    span.resolve_signed(unit, column, param)
 }
 
 /// Everything `band_join` and `BandJoiner` take (serialised whole into a checkpoint's parameters).
@@ -242,12 +231,17 @@ impl BandJoinOptions {
             }
             (None, Some(lo), Some(up)) => {
                 // Duration strings are compared in nanoseconds here, and again in the time column's unit.
-                let lo_ns = signed_units(lo, TimeUnit::Nanosecond, "lower")?;
-                let up_ns = signed_units(up, TimeUnit::Nanosecond, "upper")?;
-                if matches!(
-                    (lo, up),
-                    (Span::Units(_), Span::Units(_)) | (Span::Text(_), Span::Text(_))
-                ) {
+                lo.check("lower")?;
+                up.check("upper")?;
+                let both = match (lo, up) {
+                    (Span::Units(l), Span::Units(u)) => Some((*l, *u)),
+                    (Span::Text(_), Span::Text(_)) => Some((
+                        signed_units(lo, TimeUnit::Nanosecond, &self.time.0, "lower")?,
+                        signed_units(up, TimeUnit::Nanosecond, &self.time.0, "upper")?,
+                    )),
+                    _ => None,
+                };
+                if let Some((lo_ns, up_ns)) = both {
                     check_order(lo_ns, up_ns)?;
                     self.check_symmetric(lo_ns, up_ns)?;
                 }
@@ -296,10 +290,10 @@ impl BandJoinOptions {
     }
 
     /// The time bounds in time units, once the time column's unit is known.
-    pub fn bounds(&self, unit: TimeUnit) -> Result<Bounds> {
+    pub fn bounds(&self, unit: TimeUnit, column: &str) -> Result<Bounds> {
         if let (None, Some(lo), Some(up)) = (&self.window, &self.lower, &self.upper) {
-            let lower = signed_units(lo, unit, "lower")?;
-            let upper = signed_units(up, unit, "upper")?;
+            let lower = signed_units(lo, unit, column, "lower")?;
+            let upper = signed_units(up, unit, column, "upper")?;
             check_order(lower, upper)?;
             self.check_symmetric(lower, upper)?;
             return Ok(Bounds { lower, upper });
@@ -308,7 +302,7 @@ impl BandJoinOptions {
             .window
             .as_ref()
             .ok_or_else(|| Error::param("window", "expected window= or lower= and upper="))?
-            .resolve(unit, "window")?;
+            .resolve(unit, column, "window")?;
         if w < 0 {
             return Err(Error::param(
                 "window",
@@ -332,8 +326,8 @@ impl BandJoinOptions {
         Ok(())
     }
 
-    pub fn lateness_policy(&self, unit: TimeUnit) -> Result<Lateness> {
-        self.lateness.policy(unit)
+    pub fn lateness_policy(&self, unit: TimeUnit, column: &str) -> Result<Lateness> {
+        self.lateness.policy(unit, column)
     }
 }
 

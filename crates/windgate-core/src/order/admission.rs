@@ -7,6 +7,7 @@ use arrow_buffer::NullBuffer;
 use super::kslack::{Admission, KSlack, Lateness};
 use crate::error::{Error, ErrorKind, Result};
 use crate::prefetch::min_max;
+use crate::time::TimeFormat;
 
 /// `on_late=`: what happens to a row below its source's watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -84,6 +85,8 @@ pub struct Rules<'a> {
     pub what: &'a str,
     /// Row number of the first row within the pushed batch (large batches are sliced).
     pub first_row: usize,
+    /// How the time column's values read in errors (ISO 8601 for timestamps).
+    pub format: TimeFormat,
 }
 
 /// The outcome for one batch.
@@ -138,13 +141,14 @@ pub fn admit(
                 return Err(Error::new(
                     ErrorKind::LateRow,
                     format!(
-                        "source {} is not sorted by time: row {} of {} has {} = {t} after {}; \
+                        "source {} is not sorted by time: row {} of {} has {} = {} after {}; \
                          sources merged without lateness must be sorted (pass lateness=... to accept disorder)",
                         r.source,
                         r.first_row + i,
                         r.what,
                         r.time,
-                        watermark
+                        r.format.format(t),
+                        r.format.format(watermark)
                     ),
                 ));
             }
@@ -152,11 +156,13 @@ pub fn admit(
                 return Err(Error::new(
                     ErrorKind::LateRow,
                     format!(
-                        "late row: row {} of {} has {} = {t}, below the watermark {watermark} \
+                        "late row: row {} of {} has {} = {}, below the watermark {} \
                          (on_late=\"error\"; use on_late=\"drop\" to drop and count late rows)",
                         r.first_row + i,
                         r.what,
-                        r.time
+                        r.time,
+                        r.format.format(t),
+                        r.format.format(watermark)
                     ),
                 ));
             }
@@ -211,6 +217,7 @@ mod tests {
             source: 0,
             what: "this batch",
             first_row: 0,
+            format: TimeFormat::plain(),
         }
     }
 

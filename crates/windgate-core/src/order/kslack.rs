@@ -18,11 +18,11 @@ pub enum LatenessOpt {
 impl LatenessOpt {
     /// The policy of one source once the time unit is known (an operator that merges sorted sources maps
     /// `Exact` to [`Lateness::Sorted`] itself).
-    pub fn policy(&self, unit: TimeUnit) -> Result<Lateness> {
+    pub fn policy(&self, unit: TimeUnit, column: &str) -> Result<Lateness> {
         Ok(match self {
             LatenessOpt::Exact => Lateness::Exact,
             LatenessOpt::Adaptive => Lateness::Adaptive,
-            LatenessOpt::Bound(k) => Lateness::fixed(k.resolve(unit, "lateness")?)?,
+            LatenessOpt::Bound(k) => Lateness::fixed(k.resolve(unit, column, "lateness")?)?,
         })
     }
 }

@@ -307,7 +307,7 @@ impl PreferenceOperator {
         let (Some(lo), Some(hi)) = (admitted().min(), admitted().max()) else {
             return Ok(());
         };
-        b.spec.check_range(lo, hi, &o.time)?;
+        b.spec.check_range(lo, hi, &o.time, &b.format)?;
         if let Some(e) = self.emitted {
             for (i, k) in keep.iter_mut().enumerate() {
                 *k = *k && b.spec.windows_of_ts(ts[i]).1 > e;

@@ -24,7 +24,7 @@ use crate::order::admission::{Rules, admit};
 use crate::order::kslack::KSlack;
 use crate::runtime::farm::FarmStats;
 use crate::threads::resolve_threads;
-use crate::time::WindowSpec;
+use crate::time::{TimeFormat, WindowSpec};
 
 /// Rows ingested at a time on the caller's thread (one slice's scratch stays in cache).
 const INGEST_ROWS: usize = 1 << 15;
@@ -46,6 +46,8 @@ pub struct PreferenceStats {
     pub retained_rows: u64,
     pub keys: u64,
     pub watermark: Option<i64>,
+    /// `watermark` as it reads: ISO 8601 in the time column's zone for timestamps, the integer otherwise.
+    pub watermark_text: Option<String>,
     pub slack: i64,
     pub threads: u64,
     pub strategy: &'static str,
@@ -56,6 +58,7 @@ pub struct PreferenceStats {
 pub(super) struct Bound {
     pub(super) schema: SchemaRef,
     pub(super) spec: WindowSpec,
+    pub(super) format: TimeFormat,
     pub(super) keys: KeyDict,
     pub(super) engine: Engine,
     output_schema: SchemaRef,
@@ -152,6 +155,9 @@ impl PreferenceOperator {
         }
         s.retained_rows = self.retained.rows() as u64;
         s.watermark = self.kslack.watermark();
+        s.watermark_text = (self.bound.as_ref().map(|b| b.format))
+            .unwrap_or_default()
+            .format_opt(s.watermark);
         s.slack = self.kslack.k();
         s
     }
@@ -207,6 +213,7 @@ impl PreferenceOperator {
         self.bound = Some(Bound {
             schema: nullable(schema),
             spec: resolved.spec,
+            format: resolved.format,
             keys: KeyDict::new(o.by.clone(), key_types)?,
             engine: Engine::new(self.engine, resolved.spec, self.kernel.clone(), &cfg)?,
             output_schema: Arc::new(Schema::new(fields)),
@@ -333,6 +340,7 @@ impl PreferenceOperator {
             source: 0,
             what: "this batch",
             first_row,
+            format: b.format,
         };
         let admitted = admit(&mut ks, &ts, time_col.logical_nulls().as_ref(), &rules)?;
         let keep = admitted.keep.as_deref();
@@ -345,7 +353,7 @@ impl PreferenceOperator {
             .map(|c| values(column(batch, c, param)?, c, keep, first_row))
             .collect::<Result<Vec<_>>>()?;
         if let Some((lo, hi)) = admitted.range {
-            b.spec.check_range(lo, hi, &o.time)?;
+            b.spec.check_range(lo, hi, &o.time, &b.format)?;
         }
 
         // Commit.

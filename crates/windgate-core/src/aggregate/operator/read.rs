@@ -69,6 +69,7 @@ impl WindowAggregator {
             source,
             what: &what,
             first_row,
+            format: b.format,
         };
         let mut admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
         let accepted = match b.update.allowed {
@@ -76,7 +77,7 @@ impl WindowAggregator {
             None => Vec::new(),
         };
         if let Some((lo, hi)) = admitted.range {
-            b.spec.check_range(lo, hi, &o.time)?;
+            b.spec.check_range(lo, hi, &o.time, &b.format)?;
         }
         Ok(Read {
             ts,
@@ -103,7 +104,10 @@ pub(super) struct Read {
 
 /// The input columns an operator reads: time, `by`, then the aggregates' columns (their partial-state
 /// columns under `input="partials"`).
-pub(in crate::aggregate) fn used_columns(o: &WindowAggregateOptions, specs: &[AggSpec]) -> Vec<String> {
+pub(in crate::aggregate) fn used_columns(
+    o: &WindowAggregateOptions,
+    specs: &[AggSpec],
+) -> Vec<String> {
     let mut out: Vec<String> = std::iter::once(&o.time)
         .chain(&o.order_by)
         .chain(&o.by)

@@ -33,7 +33,7 @@ use crate::error::{Error, ErrorKind, Lifecycle, Result};
 use crate::keys::KeyDict;
 use crate::order::admission::{Rules, admit};
 use crate::order::kslack::{KSlack, Lateness};
-use crate::time::TimeUnit;
+use crate::time::{TimeFormat, TimeUnit};
 
 enum Engine {
     Stream(SessionEngine),
@@ -85,6 +85,8 @@ pub use checkpoint::OPERATOR as SESSION_OPERATOR;
 struct Bound {
     schema: SchemaRef,
     gap: i64,
+    /// How times read in errors (ISO 8601 on timestamp columns).
+    format: TimeFormat,
     keys: KeyDict,
     metas: Vec<Arc<AggMeta>>,
     engine: Engine,
@@ -225,8 +227,8 @@ impl SessionAggregator {
             }
         }
         let gap = o.gap.as_ref().expect("checked by new");
-        let gap = positive_gap(gap.resolve(unit, "gap")?)?;
-        let lateness = o.lateness_policy(unit)?;
+        let gap = positive_gap(gap.resolve(unit, &o.time, "gap")?)?;
+        let lateness = o.lateness_policy(unit, &o.time)?;
         let mut key_types = vec![];
         let mut out_fields = vec![];
         for b in &o.by {
@@ -285,6 +287,7 @@ impl SessionAggregator {
         self.bound = Some(Bound {
             schema: schema.clone(),
             gap,
+            format: TimeFormat::of(&time_type),
             keys: KeyDict::new(o.by.clone(), key_types)?,
             metas,
             engine,
@@ -376,6 +379,7 @@ impl SessionAggregator {
             source,
             what: &what,
             first_row: 0,
+            format: b.format,
         };
         let admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
         if let Some((_, hi)) = admitted.range
