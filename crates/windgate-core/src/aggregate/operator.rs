@@ -54,7 +54,7 @@ mod sources;
 
 use late_rows::LateRows;
 use output::{assemble, partial_batch};
-pub(super) use read::used_columns;
+pub(super) use read::{batch_name, check_order_by_type, order_by_values, used_columns};
 use row_log::RowLog;
 use sources::Source;
 
@@ -269,18 +269,7 @@ impl WindowAggregator {
         };
         let time_type = field(&o.time, "time")?.data_type().clone();
         if let Some(c) = &o.order_by {
-            let dt = field(c, "order_by")?.data_type();
-            if !(dt.is_integer()
-                || matches!(
-                    dt,
-                    DataType::Timestamp(..) | DataType::Date32 | DataType::Date64
-                ))
-            {
-                return Err(Error::column_type(
-                    c,
-                    format!("order_by expects an integer or timestamp column, got {dt}"),
-                ));
-            }
+            check_order_by_type(c, field(c, "order_by")?.data_type())?;
         }
         let resolved = o.resolve_window(&time_type)?;
         let spec = resolved.spec;

@@ -16,33 +16,14 @@ impl WindowAggregator {
     ) -> Result<Read> {
         let o = &self.opts;
         let b = self.bound.as_ref().expect("bound");
-        let what = if source == 0 {
-            "this batch".to_string()
-        } else {
-            format!("a batch of source {source}")
-        };
+        let what = batch_name(source);
         for name in used_columns(&self.opts, &self.specs) {
             check_same_type(&b.schema, batch, &name, &what)?;
             check_unambiguous(batch.schema_ref(), &name, "data")?;
         }
         let time_col = column(batch, &o.time, "time")?;
         let ts = as_i64(time_col, &o.time)?;
-        let order_by = match &o.order_by {
-            None => None,
-            Some(c) => {
-                let col = column(batch, c, "order_by")?;
-                if let Some(i) = col.logical_nulls().and_then(|n| n.iter().position(|v| !v)) {
-                    return Err(Error::new(
-                        ErrorKind::InvalidValue,
-                        format!(
-                            "order_by column {c:?} has a null at row {} of {what}; it must order every row",
-                            first_row + i
-                        ),
-                    ));
-                }
-                Some(as_i64(col, c)?)
-            }
-        };
+        let order_by = order_by_values(batch, o.order_by.as_deref(), &what, first_row)?;
         let inputs: Vec<InputValues> = b
             .metas
             .iter()
@@ -120,4 +101,53 @@ pub(in crate::aggregate) fn used_columns(
         }
     }
     out
+}
+
+/// How errors name a batch of `source`: "this batch", "a batch of source 2".
+pub(in crate::aggregate) fn batch_name(source: usize) -> String {
+    if source == 0 {
+        "this batch".to_string()
+    } else {
+        format!("a batch of source {source}")
+    }
+}
+
+/// The `order_by` column's values (`None` without one); a null is an error naming the row (`first_row` is the
+/// batch's first row within what the caller pushed).
+pub(in crate::aggregate) fn order_by_values(
+    batch: &RecordBatch,
+    order_by: Option<&str>,
+    what: &str,
+    first_row: usize,
+) -> Result<Option<ScalarBuffer<i64>>> {
+    let Some(c) = order_by else {
+        return Ok(None);
+    };
+    let col = column(batch, c, "order_by")?;
+    if let Some(i) = col.logical_nulls().and_then(|n| n.iter().position(|v| !v)) {
+        return Err(Error::new(
+            ErrorKind::InvalidValue,
+            format!(
+                "order_by column {c:?} has a null at row {} of {what}; it must order every row",
+                first_row + i
+            ),
+        ));
+    }
+    Ok(Some(as_i64(col, c)?))
+}
+
+/// `order_by` must be an integer, timestamp or date column.
+pub(in crate::aggregate) fn check_order_by_type(column: &str, dt: &DataType) -> Result<()> {
+    if dt.is_integer()
+        || matches!(
+            dt,
+            DataType::Timestamp(..) | DataType::Date32 | DataType::Date64
+        )
+    {
+        return Ok(());
+    }
+    Err(Error::column_type(
+        column,
+        format!("order_by expects an integer or timestamp column, got {dt}"),
+    ))
 }

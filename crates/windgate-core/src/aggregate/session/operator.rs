@@ -20,7 +20,9 @@ use crate::aggregate::forget::forget_idle_keys;
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::functions::{function, value_class};
 use crate::aggregate::input::input_values;
-use crate::aggregate::operator::{Stats, used_columns};
+use crate::aggregate::operator::{
+    Stats, batch_name, check_order_by_type, order_by_values, used_columns,
+};
 use crate::aggregate::options::WindowAggregateOptions;
 use crate::aggregate::slots::SlotStore;
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
@@ -213,18 +215,7 @@ impl SessionAggregator {
         let time_type = field(&o.time, "time")?.data_type().clone();
         let unit = time_unit(&time_type, &o.time)?;
         if let Some(c) = &o.order_by {
-            let dt = field(c, "order_by")?.data_type();
-            if !(dt.is_integer()
-                || matches!(
-                    dt,
-                    DataType::Timestamp(..) | DataType::Date32 | DataType::Date64
-                ))
-            {
-                return Err(Error::column_type(
-                    c,
-                    format!("order_by expects an integer or timestamp column, got {dt}"),
-                ));
-            }
+            check_order_by_type(c, field(c, "order_by")?.data_type())?;
         }
         let gap = o.gap.as_ref().expect("checked by new");
         let gap = positive_gap(gap.resolve(unit, &o.time, "gap")?)?;
@@ -325,32 +316,14 @@ impl SessionAggregator {
     fn ingest(&mut self, batch: &RecordBatch, source: usize) -> Result<()> {
         let o = &self.opts;
         let b = self.bound.as_mut().expect("bound");
-        let what = if source == 0 {
-            "this batch".to_string()
-        } else {
-            format!("a batch of source {source}")
-        };
+        let what = batch_name(source);
         for name in used_columns(o, &self.specs) {
             check_same_type(&b.schema, batch, &name, &what)?;
             check_unambiguous(batch.schema_ref(), &name, "data")?;
         }
         let time_col = column(batch, &o.time, "time")?;
         let ts = as_i64(time_col, &o.time)?;
-        let order_by = match &o.order_by {
-            None => None,
-            Some(c) => {
-                let col = column(batch, c, "order_by")?;
-                if let Some(i) = col.logical_nulls().and_then(|n| n.iter().position(|v| !v)) {
-                    return Err(Error::new(
-                        ErrorKind::InvalidValue,
-                        format!(
-                            "order_by column {c:?} has a null at row {i} of {what}; it must order every row"
-                        ),
-                    ));
-                }
-                Some(as_i64(col, c)?)
-            }
-        };
+        let order_by = order_by_values(batch, o.order_by.as_deref(), &what, 0)?;
         let mut inputs = vec![];
         for spec in &self.specs {
             inputs.push(match &spec.column {
