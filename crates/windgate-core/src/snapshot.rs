@@ -260,6 +260,22 @@ impl<'a> Reader<'a> {
             .map_err(|e| corrupt(format!("parameters: {e}")))
     }
 
+    /// The parameters to restore with: `given` after checking that it equals the snapshot's but for the
+    /// `runtime` settings ([`check_params`]), or the snapshot's own.
+    pub fn params_or<T: DeserializeOwned + Serialize>(
+        &self,
+        given: Option<T>,
+        runtime: &[&str],
+    ) -> Result<T> {
+        match given {
+            Some(o) => {
+                check_params(self.params_json(), &o, runtime)?;
+                Ok(o)
+            }
+            None => self.params(),
+        }
+    }
+
     /// The parameters as JSON (for [`check_params`]).
     pub fn params_json(&self) -> &Value {
         &self.header.params

@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::order::kslack::KSlack;
-use crate::snapshot::{Reader, Writer, check_params};
+use crate::snapshot::{Reader, Writer};
 
 use super::engine::Engine;
 use super::operator::{BandJoiner, SideState};
@@ -168,13 +168,7 @@ impl BandJoiner {
     /// `Snapshot` error; a refused restore has built nothing.
     pub fn restore(data: &[u8], opts: Option<BandJoinOptions>) -> Result<Self> {
         let r = Reader::open(data, OPERATOR, STATE_VERSION)?;
-        let opts = match opts {
-            Some(o) => {
-                check_params(r.params_json(), &o, &RUNTIME)?;
-                o
-            }
-            None => r.params()?,
-        };
+        let opts = r.params_or(opts, &RUNTIME)?;
         let mut j = BandJoiner::new(opts)?;
         let state: State = r.json("state")?;
         let mut window: [Vec<(u64, JoinTuple)>; 2] = [vec![], vec![]];

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::*;
 use crate::aggregate::updates::{Exported, Marks};
-use crate::snapshot::{Reader, Writer, check_params};
+use crate::snapshot::{Reader, Writer};
 
 /// The operator's name in a snapshot's header.
 pub const OPERATOR: &str = "window_aggregate";
@@ -101,13 +101,7 @@ impl WindowAggregator {
     /// settings (`threads`, `strategy`, `farm`), which are taken from `opts`.
     pub fn restore(data: &[u8], opts: Option<WindowAggregateOptions>) -> Result<Self> {
         let r = Reader::open(data, OPERATOR, STATE_VERSION)?;
-        let opts = match opts {
-            Some(o) => {
-                check_params(r.params_json(), &o, RUNTIME)?;
-                o
-            }
-            None => r.params()?,
-        };
+        let opts = r.params_or(opts, RUNTIME)?;
         let state: State = r.json("state")?;
         if state.sources.len() != opts.sources {
             return Err(corrupt("the state's sources do not match its parameters"));
