@@ -69,9 +69,8 @@ pub(crate) fn accept_allowed(
         if spec.window_end_saturating(last) <= purged {
             return true; // every window of the row is purged: it stays late
         }
-        let from = (first..=last)
-            .find(|&j| spec.window_end_saturating(j) > purged)
-            .expect("the last window is not purged");
+        // The first window ending above `purged`: after the last one the watermark `purged` closes.
+        let from = first.max(spec.last_closed_window(purged).saturating_add(1));
         accepted.push((i, from));
         a.late -= 1;
         if let Some(keep) = a.keep.as_mut() {
