@@ -128,6 +128,16 @@ impl UpdatingEngine {
         (self.watermark, self.tick) = (m.watermark, m.tick);
         let r = &e.rows;
         let n = r.num_rows();
+        let first_input = 5 + keys.names().len();
+        if r.num_columns() != first_input + m.inputs.len()
+            || e.revisions.num_columns() != 2 + keys.names().len()
+            || e.changed.num_columns() != 2 + keys.names().len()
+        {
+            return Err(Error::new(
+                ErrorKind::Snapshot,
+                "the update mode's state does not match the operator's keys and aggregates",
+            ));
+        }
         let int = |i: usize| as_i64(r.column(i), "checkpoint");
         let (ts, by, from) = (int(0)?, int(1)?, int(4)?);
         let source = downcast::<UInt32Array>(r.column(2))?;
@@ -142,7 +152,6 @@ impl UpdatingEngine {
                 seq: seq.value(i),
             })
             .collect();
-        let first_input = 5 + keys.names().len();
         let inputs = m
             .inputs
             .iter()
