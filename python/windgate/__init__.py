@@ -357,9 +357,10 @@ class WindowAggregator(Checkpointed):
         """End of stream: returns every window still open. The operator takes no more batches after it."""
         return self._call(self._inner.flush)
 
-    def late_rows(self) -> pa.RecordBatch:
+    def late_rows(self) -> pa.RecordBatch | None:
         """With ``on_late="keep"``: every late row since the last call, in arrival order, with every input
-        column, then ``source`` (several sources only) and the ``watermark`` it met on arrival.
+        column, then ``source`` (several sources only) and the ``watermark`` it met on arrival (``None``
+        before the first batch has shown the input's columns).
 
         Late rows are dropped from the windows as with ``on_late="drop"``; they wait here until taken, so take
         them as often as you push (a checkpoint carries the ones not yet taken).
