@@ -237,3 +237,38 @@ def test_threads_return_the_one_thread_rows(threads):
     parts.append(agg.flush())
     assert pa.Table.from_batches(parts).equals(one)
     assert agg.stats["threads"] == threads
+
+
+@pytest.mark.parametrize("key_type", ["int", "str"])
+def test_many_keys_streamed_equal_the_batch_call(key_type):
+    """Hundreds of thousands of keys, most with one session: pushes close few sessions against a large
+    dictionary (ordered by comparing their keys), the batch call closes all at once (ordered by ranking every
+    key); both give the same rows, sorted by (window_end, window_start, key) with null keys first."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    n = 200_000
+    ids = rng.integers(0, 150_000, n)
+    if key_type == "int":
+        keys = pa.array(ids, pa.int64(), mask=ids % 997 == 0)
+    else:
+        keys = pa.array([f"user-{i:06d}-{'x' * (i % 20)}" if i % 997 else None for i in ids], pa.string())
+    t = pa.table(
+        {
+            "ts": pa.array(np.sort(rng.integers(0, n * 10, n)), pa.int64()),
+            "k": keys,
+            "v": pa.array(rng.normal(size=n), pa.float64()),
+        }
+    )
+    kw = dict(time="ts", gap=500, by="k", aggs=AGGS)
+    whole = windgate.window_aggregate(t, **kw)
+    agg = windgate.WindowAggregator(lateness=0, **kw)
+    parts = [agg.push(b) for b in t.to_batches(max_chunksize=5_000)]
+    parts.append(agg.flush())
+    assert pa.Table.from_batches(parts).equals(whole)
+    order = [
+        (r["window_end"], r["window_start"], r["k"] is not None, r["k"])
+        for r in whole.select(["window_end", "window_start", "k"]).to_pylist()
+    ]
+    nulls_first = [(e, s, has, k if has else 0 if key_type == "int" else "") for e, s, has, k in order]
+    assert nulls_first == sorted(nulls_first)

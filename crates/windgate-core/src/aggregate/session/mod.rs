@@ -22,6 +22,7 @@
 //! each emission), which `strategy="reference"` runs and the tests compare against.
 
 mod engine;
+mod key_sessions;
 mod operator;
 mod reference;
 mod workers;
