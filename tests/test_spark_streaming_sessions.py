@@ -1,9 +1,10 @@
 """Session windows (``gap=``) of windgate.spark.window_aggregate on a streaming DataFrame: a Parquet file
 stream in four micro-batches (sessions spanning micro-batches, rows out of order within the lateness, one
 that bridges two sessions of earlier micro-batches, late rows far behind the watermark), run once straight
-through and once stopped after two files and restarted from its checkpoint. Both give the local batch call's
-sessions over the rows that are not late, and Spark's own ``groupBy(session_window(...))`` in append mode; the
-last micro-batch feeds one shard only, so the other shard's sessions close through its timer."""
+through and once stopped after two files, killed in the middle of the third and restarted from its
+checkpoint. Both give the local batch call's sessions over the rows that are not late, and Spark's own
+``groupBy(session_window(...))`` in append mode; the last micro-batch feeds one shard only, so the other
+shard's sessions close through its timer."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from test_spark_streaming import _kill_mid_batch
 
 import spark_procs
+import spark_stream_job as job
 import windgate
 from windgate.errors import InvalidParameterError
 from windgate.spark_streaming import state_sizes
@@ -28,8 +31,8 @@ pytestmark = [
 ]
 
 SECOND = 1_000_000
-GAP, LATENESS, LATENESS_S = "10s", "15s", 15
-AGGS = {"*": "count", "v": ["sum", "max", "mean"], "i": ["sum", "min"]}
+GAP, LATENESS, LATENESS_S = job.QUERIES["sessions"]["window"]["gap"], job.LATENESS, job.LATENESS_S
+AGGS = job.QUERIES["sessions"]["kw"]["aggs"]
 #: The key of the hand-made sessions: [1395, 1405) and [1411, 1423) in the first file, bridged by 1402 in
 #: the second (1402 is above Spark's watermark after the first file, 1413 - 15).
 BRIDGED = 7
@@ -110,13 +113,10 @@ def _run(df, out: Path, ckpt: Path) -> None:
 
 
 def _sessions(spark, src: Path, out: Path, ckpt: Path) -> None:
-    from windgate import spark as wspark
-
-    df = wspark.window_aggregate(
-        _stream(spark, src), time="ts", gap=GAP, by="k", aggs=AGGS, lateness=LATENESS, shards=2
-    )
-    assert "streaming: WindowAggregator" in df.windgate_plan
-    _run(df, out, ckpt)
+    """The query of ``spark_stream_job`` (the child the kill test runs is the same query)."""
+    q = job.stream_query(spark, "sessions", str(src), str(out), str(ckpt))
+    q.awaitTermination()
+    assert q.exception() is None
 
 
 def _spark_sessions(spark, src: Path, out: Path, ckpt: Path) -> None:
@@ -151,11 +151,15 @@ def test_session_stream_equals_batch_call_and_spark_after_a_restart(spark, tmp_p
     files, late = _files(far_key)
     src = tmp_path / "in"
     src.mkdir()
-    # Stopped after two files, two more written, restarted from the checkpoint.
+    # Stopped after two files; two more written, a run killed in the middle of the third micro-batch (its
+    # offsets written, not its commit), restarted from the checkpoint.
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
     _write_files(src, files[:2])
-    _sessions(spark, src, tmp_path / "out", tmp_path / "ckpt")
+    _sessions(spark, src, out, ckpt)
     _write_files(src, files[2:], first=2)
-    _sessions(spark, src, tmp_path / "out", tmp_path / "ckpt")
+    killed = _kill_mid_batch("sessions", src, out, ckpt, tmp_path)
+    assert not (ckpt / "commits" / str(killed)).exists()
+    _sessions(spark, src, out, ckpt)
     restarted = spark.read.parquet(str(tmp_path / "out")).toArrow()
     # Straight through, and Spark's own session windows, over the same four files.
     _sessions(spark, src, tmp_path / "out-once", tmp_path / "ckpt-once")
