@@ -127,16 +127,17 @@ class WindgateShard(StatefulProcessor):
         if max_time is None:
             return
         stats = op.stats
-        at = self._next_close(stats, max_time) if "reach" in self.spec else self._grid_close(stats, max_time)
+        at = self._next_close(stats, max_time) if "next_close" in stats else self._grid_close(stats, max_time)
         if at is not None:
             self.handle.registerTimer(max(1, math.ceil(at / _PER_MS[self.spec["unit"]])))
 
     def _next_close(self, stats: Mapping[str, Any], max_time: int) -> int | None:
         """An operator that names its next close (``stats["next_close"]``, session windows): there, while
-        a window may hold a row of the shard (the clock group's windows are open too, so this bound, not
-        ``next_close`` alone, says when the shard is done)."""
-        wm = stats.get("watermark")
-        if wm is not None and max_time + self.spec["reach"] < wm:
+        a window may hold a row of the shard. ``reach`` (session windows: ``gap``) bounds how far after
+        its largest row a window ends; the clock group's windows are open too, so this bound, not
+        ``next_close`` alone, says when the shard is done."""
+        wm, reach = stats.get("watermark"), self.spec.get("reach")
+        if wm is not None and reach is not None and max_time + reach < wm:
             return None  # every window holding a row of this shard has closed
         return stats.get("next_close")
 
