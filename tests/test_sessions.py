@@ -98,15 +98,16 @@ def case(draw):
             )
         ]
     cuts = sorted(draw(st.lists(st.integers(0, len(rows)), max_size=5)))
-    return gap, lateness, rows, cuts
+    threads = draw(st.integers(1, 4))
+    return gap, lateness, rows, cuts, threads
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_streaming_and_batch_match_brute_force(c):
-    gap, lateness, rows, cuts = c
+    gap, lateness, rows, cuts, threads = c
     want, late = brute(rows, gap, lateness)
-    agg = windgate.WindowAggregator(time="ts", gap=gap, by="k", aggs=AGGS, lateness=lateness)
+    agg = windgate.WindowAggregator(time="ts", gap=gap, by="k", aggs=AGGS, lateness=lateness, threads=threads)
     parts, start = [], 0
     for end in [*cuts, len(rows)]:
         parts.append(agg.push(table(rows[start:end])))
@@ -129,8 +130,10 @@ def test_streaming_and_batch_match_brute_force(c):
 def test_next_close_is_the_least_open_end_plus_one(c):
     """``stats["next_close"]`` after every push: the least end plus one of the brute force's sessions of
     the rows so far that the watermark has not closed (a session is final once ``end < watermark``)."""
-    gap, lateness, rows, cuts = c
-    agg = windgate.WindowAggregator(time="ts", gap=gap, by="k", aggs={"*": "count"}, lateness=lateness)
+    gap, lateness, rows, cuts, threads = c
+    agg = windgate.WindowAggregator(
+        time="ts", gap=gap, by="k", aggs={"*": "count"}, lateness=lateness, threads=threads
+    )
     assert agg.stats["next_close"] is None
     start = 0
     for end in [*cuts, len(rows)]:
@@ -196,9 +199,9 @@ def test_parameter_errors_name_them():
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_snapshot_restore_and_pickle_continue_exactly(c):
-    gap, lateness, rows, cuts = c
+    gap, lateness, rows, cuts, threads = c
     kw = dict(time="ts", gap=gap, by="k", aggs=AGGS, lateness=lateness)
-    whole = windgate.WindowAggregator(**kw)
+    whole = windgate.WindowAggregator(threads=threads, **kw)
     again = windgate.WindowAggregator(**kw)
     a, b, start = [], [], 0
     for i, end in enumerate([*cuts, len(rows)]):
@@ -232,3 +235,28 @@ def test_late_rows_follow_on_late():
     strict = windgate.WindowAggregator(time="ts", gap=3, aggs={"*": "count"}, lateness=2, on_late="error")
     with pytest.raises(LateRowError):
         strict.push(table([(10, 1, 1.0), (20, 1, 1.0), (17, 1, 1.0)]))
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_threads_return_the_one_thread_rows(threads):
+    """Batches large enough for the workers' own threads: random keys, values and disorder; every thread
+    count returns the one-thread rows, whole or cut, and reports its workers in stats."""
+    import numpy as np
+
+    rng = np.random.default_rng(threads)
+    n = 120_000
+    t = pa.table(
+        {
+            "ts": pa.array(np.arange(n) // 4 + rng.integers(0, 50, n), pa.int64()),
+            "k": pa.array(rng.integers(0, 3_000, n), pa.int32()),
+            "v": pa.array(rng.normal(size=n), pa.float64()),
+        }
+    )
+    kw = dict(time="ts", gap=20, by="k", aggs=AGGS, lateness=50)
+    one = windgate.window_aggregate(t, threads=1, **kw)
+    assert windgate.window_aggregate(t, threads=threads, **kw).equals(one)
+    agg = windgate.WindowAggregator(threads=threads, **kw)
+    parts = [agg.push(b) for b in t.to_batches(max_chunksize=40_000)]
+    parts.append(agg.flush())
+    assert pa.Table.from_batches(parts).equals(one)
+    assert agg.stats["threads"] == threads

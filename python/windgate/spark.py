@@ -262,7 +262,7 @@ def _sessions(df: Any, given: dict[str, Any]) -> DataFrame:
         paths = [df] if isinstance(df, (str, os.PathLike)) else df
         df = spark.read.parquet(*[os.fspath(p) for p in paths])
     by_cols = _specs.by_columns(given["by"])
-    pinned = {"by": by_cols, "lateness": 0, "on_late": "drop", "threads": 1}
+    pinned = {"by": by_cols, "lateness": 0, "on_late": "drop", "threads": _task_threads(df, given["threads"])}
     spec = _options.WINDOW_AGGREGATE.native({**given, **pinned}, _options.WINDOW_AGGREGATE.shared)
     arrow_in = input_schema(df)
     time = spec["time"]

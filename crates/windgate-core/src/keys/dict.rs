@@ -19,7 +19,8 @@ use crate::arrow_io::as_i64;
 use crate::error::{Error, Result};
 
 const DENSE: usize = 1 << 16;
-const NO_KEY: u32 = u32::MAX;
+/// The id [`KeyDict::retain`] maps a forgotten key to.
+pub(crate) const NO_KEY: u32 = u32::MAX;
 
 pub struct KeyDict {
     names: Vec<String>,

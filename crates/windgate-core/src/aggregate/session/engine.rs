@@ -85,8 +85,9 @@ impl SessionEngine {
         best
     }
 
-    /// Places every admitted row (`keep`) in its session and lifts the batch. `ts[i] + gap` must not
-    /// overflow (the operator checks the admitted range).
+    /// Places every admitted row (`keep`) whose key is `mine` in its session and lifts the batch (the
+    /// parallel engine runs one engine per worker over the same batch, each on its own keys).
+    /// `ts[i] + gap` must not overflow (the operator checks the admitted range).
     pub fn ingest(
         &mut self,
         ts: &[i64],
@@ -94,13 +95,14 @@ impl SessionEngine {
         keep: Option<&[bool]>,
         inputs: &[InputValues],
         order: RowOrder<'_>,
+        mine: impl Fn(u32) -> bool,
     ) {
         let mut slots = std::mem::take(&mut self.slots);
         slots.clear();
         self.merges.clear();
         self.freed.clear();
         for (i, (&t, &key)) in ts.iter().zip(keys).enumerate() {
-            if keep.is_some_and(|k| !k[i]) {
+            if keep.is_some_and(|k| !k[i]) || !mine(key) {
                 slots.push(SKIP);
                 continue;
             }

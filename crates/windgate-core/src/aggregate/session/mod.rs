@@ -24,6 +24,7 @@
 mod engine;
 mod operator;
 mod reference;
+mod workers;
 
 pub use operator::{SESSION_OPERATOR, SessionAggregator, session_aggregate};
 

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::engine::SessionEngine;
 use super::reference::SessionReference;
+use super::workers::{BatchRows, SessionWorkers};
 use super::{Closed, positive_gap};
 use crate::aggregate::forget::forget_idle_keys;
 use crate::aggregate::function::{AggSpec, ValueClass};
@@ -35,25 +35,21 @@ use crate::error::{Error, ErrorKind, Lifecycle, Result};
 use crate::keys::KeyDict;
 use crate::order::admission::{Rules, admit};
 use crate::order::kslack::{KSlack, Lateness};
+use crate::threads::resolve_threads;
 use crate::time::{TimeFormat, TimeUnit};
 
 enum Engine {
-    Stream(SessionEngine),
+    Stream(SessionWorkers),
     Reference(SessionReference),
 }
 
 impl Engine {
-    fn ingest(
-        &mut self,
-        ts: &[i64],
-        keys: &[u32],
-        keep: Option<&[bool]>,
-        inputs: &[InputValues],
-        order: RowOrder<'_>,
-    ) {
+    fn ingest(&mut self, rows: &BatchRows<'_>, key_count: usize, admitted: usize) {
         match self {
-            Engine::Stream(e) => e.ingest(ts, keys, keep, inputs, order),
-            Engine::Reference(e) => e.ingest(ts, keys, keep, inputs, order),
+            Engine::Stream(e) => e.ingest(rows, key_count, admitted),
+            Engine::Reference(e) => {
+                e.ingest(rows.ts, rows.keys, rows.keep, rows.inputs, rows.order)
+            }
         }
     }
 
@@ -159,7 +155,11 @@ impl SessionAggregator {
             })
             .collect();
         let stats = Stats {
-            threads: 1,
+            threads: if reference {
+                1
+            } else {
+                resolve_threads(opts.threads) as u64
+            },
             strategy: if reference { "reference" } else { "session" },
             ..Stats::default()
         };
@@ -189,7 +189,10 @@ impl SessionAggregator {
         if let Some(b) = &self.bound {
             s.keys = b.keys.len() as u64;
             s.open_slots = match &b.engine {
-                Engine::Stream(e) => e.open_sessions() as u64,
+                Engine::Stream(e) => {
+                    s.threads = e.threads() as u64;
+                    e.open_sessions() as u64
+                }
                 Engine::Reference(e) => e.retained_rows() as u64,
             };
         }
@@ -285,7 +288,7 @@ impl SessionAggregator {
         let engine = if self.reference {
             Engine::Reference(SessionReference::new(gap, store))
         } else {
-            Engine::Stream(SessionEngine::new(gap, store))
+            Engine::Stream(SessionWorkers::new(gap, store, resolve_threads(o.threads)))
         };
         for s in &mut self.sources {
             s.kslack = KSlack::new(lateness);
@@ -392,8 +395,15 @@ impl SessionAggregator {
             seq0: src.seq,
         };
         src.seq += batch.num_rows() as u64;
-        b.engine
-            .ingest(&ts, &keys, admitted.keep.as_deref(), &inputs, order);
+        let rows = BatchRows {
+            ts: &ts,
+            keys: &keys,
+            keep: admitted.keep.as_deref(),
+            inputs: &inputs,
+            order,
+        };
+        let admitted_rows = batch.num_rows() - (admitted.late + admitted.null_time) as usize;
+        b.engine.ingest(&rows, b.keys.len(), admitted_rows);
         self.stats.batches_in += 1;
         self.stats.rows_in += batch.num_rows() as u64;
         self.stats.late_rows += admitted.late;

@@ -163,19 +163,10 @@ impl SessionAggregator {
         let Engine::Stream(engine) = &mut b.engine else {
             return Err(no_reference());
         };
-        let slots: Vec<u32> = (0..n).map(|_| engine.store_mut().alloc()).collect();
-        let pairs: Vec<(u32, u32)> = (slots.iter().enumerate())
-            .map(|(i, &s)| (s, i as u32))
-            .collect();
-        for (dst, src) in engine.store_mut().states.iter_mut().zip(&states) {
-            dst.combine_pairs(src, &pairs);
+        if (starts.iter().zip(&ends)).any(|(s, e)| s >= e) {
+            return Err(corrupt("a session ends before it starts"));
         }
-        for i in 0..n {
-            if starts[i] >= ends[i] {
-                return Err(corrupt("a session ends before it starts"));
-            }
-            engine.insert(keys[i], starts[i], ends[i], slots[i]);
-        }
+        engine.restore(&keys, &starts, &ends, &states);
         Ok(())
     }
 }
@@ -198,7 +189,7 @@ fn sessions_batch(b: &Bound, schema: &SchemaRef) -> Result<RecordBatch> {
     let Engine::Stream(engine) = &b.engine else {
         return Err(no_reference());
     };
-    let open = engine.open();
+    let (open, store) = engine.open();
     let keys: Vec<u32> = open.iter().map(|c| c.key).collect();
     let slots: Vec<u32> = open.iter().map(|c| c.slot).collect();
     let mut columns = b.keys.columns(&keys)?;
@@ -208,7 +199,7 @@ fn sessions_batch(b: &Bound, schema: &SchemaRef) -> Result<RecordBatch> {
     columns.push(Arc::new(Int64Array::from_iter_values(
         open.iter().map(|c| c.end),
     )));
-    for state in &engine.store().states {
+    for state in &store.states {
         columns.extend(partial::export(state, &slots)?);
     }
     let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(open.len()));
