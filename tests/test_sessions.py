@@ -125,6 +125,28 @@ def test_streaming_and_batch_match_brute_force(c):
     assert ref.equals(got)
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case())
+def test_next_close_is_the_least_open_end_plus_one(c):
+    """``stats["next_close"]`` after every push: the least end plus one of the brute force's sessions of
+    the rows so far that the watermark has not closed (a session is final once ``end < watermark``)."""
+    gap, lateness, rows, cuts, threads = c
+    agg = windgate.WindowAggregator(
+        time="ts", gap=gap, by="k", aggs={"*": "count"}, lateness=lateness, threads=threads
+    )
+    assert agg.stats["next_close"] is None
+    start = 0
+    for end in [*cuts, len(rows)]:
+        agg.push(table(rows[start:end]))
+        start = end
+        wm = agg.stats["watermark"]
+        ends = [s["window_end"] for s in brute(rows[:end], gap, lateness)[0]]
+        want = min((e + 1 for e in ends if wm is None or e >= wm), default=None)
+        assert agg.stats["next_close"] == want
+    agg.flush()
+    assert agg.stats["next_close"] is None
+
+
 def _same(got, want):
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
@@ -190,6 +212,7 @@ def test_snapshot_restore_and_pickle_continue_exactly(c):
             again = pickle.loads(pickle.dumps(again))
         else:
             again = windgate.WindowAggregator.restore(again.snapshot(), threads=1)
+        assert again.stats["next_close"] == whole.stats["next_close"]
     a.append(whole.flush())
     b.append(again.flush())
     assert pa.Table.from_batches(b).equals(pa.Table.from_batches(a))

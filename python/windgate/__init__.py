@@ -268,7 +268,8 @@ class WindowAggregator(Checkpointed):
 
     Takes the keyword arguments of :func:`window_aggregate` plus ``sources`` (how many sources push into it).
     With ``gap=``, windows are sessions (see :func:`window_aggregate`); a session is final, and emitted,
-    once the watermark passes its end (``stats["open_slots"]`` counts the open sessions). A window is
+    once the watermark passes its end (``stats["open_slots"]`` counts the open sessions,
+    ``stats["next_close"]`` is the least watermark that closes one, ``None`` with none open). A window is
     final when the watermark passes its end: the watermark is the largest time seen minus
     ``lateness`` (the minimum over sources). With ``lateness=None`` and one source, nothing is final until
     :meth:`flush`; with several sources and no lateness, each source must be sorted by time and windows close
@@ -304,6 +305,8 @@ class WindowAggregator(Checkpointed):
         >>> sessions = windgate.WindowAggregator(time="ts", gap=10, aggs={"*": "count"}, lateness=0)
         >>> sessions.push(pa.record_batch({"ts": [1, 5, 30]})).to_pydict()
         {'window_start': [1], 'window_end': [15], 'count': [2]}
+        >>> sessions.stats["next_close"]  # [30, 40) is final once the watermark passes 40
+        41
         >>> sessions.flush().to_pydict()
         {'window_start': [30], 'window_end': [40], 'count': [1]}
     """

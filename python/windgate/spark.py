@@ -144,7 +144,9 @@ def window_aggregate(
         gap: session windows (as Spark's ``session_window(time, gap)``), instead of ``size``/``slide``.
             Sessions are per key, so the plan is exact with one operator per task: rows shuffled by ``by``
             (all into one task without ``by``), sorted by time in each task and streamed through the
-            session engine. Batch DataFrames only.
+            session engine. On a streaming DataFrame each session comes out once, when Spark's watermark
+            passes its end (``on_late`` takes ``"drop"`` or ``"error"``; ``allowed_lateness`` and ``emit``
+            are for sliding windows).
         threads: windgate threads per Spark task (default: ``spark.task.cpus``): with more than one, each task
             runs the pane farm on that many cores.
         strategy, farm: as in :func:`windgate.window_aggregate`.
@@ -176,11 +178,6 @@ def window_aggregate(
     output; each started query runs that operator, and as windgate is deterministic the two agree.
     """
     if getattr(df, "isStreaming", False) is True:
-        if gap is not None:
-            raise InvalidParameterError(
-                "gap: session windows run on batch DataFrames only (call the helper on each micro-batch in "
-                "foreachBatch, or use windgate.WindowAggregator(gap=...))"
-            )
         names = (*_options.WINDOW_AGGREGATE.shared, *_options.UPDATES)
         given = {**locals(), "threads": _task_threads(df, threads)}
         _options.WINDOW_AGGREGATE.native(given, names)  # every parameter checked before Spark runs

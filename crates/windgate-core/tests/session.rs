@@ -406,6 +406,69 @@ fn idle_keys_are_forgotten() {
     assert!(agg.stats().keys < 20_000, "{} keys kept", agg.stats().keys);
 }
 
+/// `next_close` after every batch of the case (both engines, and an operator restored from a snapshot):
+/// the least end plus one over the brute force's sessions of the rows so far that the watermark has not
+/// closed; pushing that watermark closes a session, one unit less closes none.
+fn next_closes(c: &Case, strategy: Strategy, restore: bool) -> Vec<Option<i64>> {
+    let mut agg = SessionAggregator::new(options(c, strategy)).unwrap();
+    let mut got = vec![];
+    let mut start = 0;
+    for end in c.cuts.iter().copied().chain([c.rows.len()]) {
+        let end = end.min(c.rows.len());
+        if end < start {
+            continue;
+        }
+        agg.push(&batch(&c.rows[start..end]), 0).unwrap();
+        start = end;
+        if restore {
+            agg = SessionAggregator::restore(&agg.snapshot(&Default::default()).unwrap(), None)
+                .unwrap();
+        }
+        let so_far = Case {
+            rows: c.rows[..end].to_vec(),
+            ..c.clone()
+        };
+        let wm = agg.stats().watermark;
+        let open = brute(&so_far)
+            .0
+            .into_iter()
+            .filter(|s| wm.is_none_or(|w| s.2 >= w));
+        let want = open.map(|s| s.2 + 1).min();
+        assert_eq!(agg.next_close(), want, "after {end} rows, watermark {wm:?}");
+        got.push(agg.next_close());
+    }
+    got
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn next_close_is_the_least_open_end_plus_one(c in case()) {
+        let stream = next_closes(&c, Strategy::Auto, false);
+        prop_assert_eq!(&next_closes(&c, Strategy::Reference, false), &stream);
+        prop_assert_eq!(&next_closes(&c, Strategy::Auto, true), &stream);
+    }
+}
+
+/// The watermark `next_close` names closes the session; one unit less closes nothing.
+#[test]
+fn next_close_is_where_the_first_session_closes() {
+    let mut opts = WindowAggregateOptions::session("ts", Span::Units(5), aggs());
+    opts.lateness = LatenessOpt::Bound(Span::Units(10));
+    let mut agg = SessionAggregator::new(opts).unwrap();
+    assert_eq!(agg.next_close(), None);
+    agg.push(&batch(&rows(&[0, 3, 12])), 0).unwrap(); // [0, 8) and [12, 17); watermark 2
+    assert_eq!(agg.next_close(), Some(9));
+    agg.push(&batch(&rows(&[8])), 0).unwrap(); // 8 bridges them: [0, 17)
+    assert_eq!(agg.next_close(), Some(18));
+    assert_eq!(agg.push(&batch(&rows(&[27])), 0).unwrap().num_rows(), 0); // watermark 17
+    assert_eq!(agg.push(&batch(&rows(&[28])), 0).unwrap().num_rows(), 1); // watermark 18
+    assert_eq!(agg.next_close(), Some(34)); // [27, 33) closes at watermark 34
+    agg.flush().unwrap();
+    assert_eq!(agg.next_close(), None);
+}
+
 /// Batches large enough to run the workers on their own threads: random keys, values and disorder; the
 /// rows of the reference engine, in order, for 1 to 4 workers, whole or cut.
 #[test]

@@ -343,6 +343,9 @@ impl WindowAggregator {
         if let Some(f) = s.farm {
             farm_stats(&d, &f)?;
         }
+        if let Inner::Session(inner) = &self.inner {
+            d.set_item("next_close", inner.next_close())?;
+        }
         Ok(d)
     }
 

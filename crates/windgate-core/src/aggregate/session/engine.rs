@@ -71,6 +71,21 @@ impl SessionEngine {
         self.open
     }
 
+    /// The least end of an open session. The by-end set lists a session under an end at most its own
+    /// (lazy listing), so the scan stops at the first listed end not below the best current end found:
+    /// one step when no session has grown since it was listed.
+    pub fn earliest_end(&self) -> Option<i64> {
+        let mut best: Option<i64> = None;
+        for &(listed, key, start) in &self.by_end {
+            if best.is_some_and(|b| listed >= b) {
+                break;
+            }
+            let end = self.keys[key as usize][&start].end;
+            best = Some(best.map_or(end, |b| b.min(end)));
+        }
+        best
+    }
+
     /// Places every admitted row (`keep`) whose key is `mine` in its session and lifts the batch (the
     /// parallel engine runs one engine per worker over the same batch, each on its own keys).
     /// `ts[i] + gap` must not overflow (the operator checks the admitted range).

@@ -60,6 +60,13 @@ impl Engine {
         }
     }
 
+    fn earliest_end(&self) -> Option<i64> {
+        match self {
+            Engine::Stream(e) => e.earliest_end(),
+            Engine::Reference(e) => e.earliest_end(),
+        }
+    }
+
     fn store(&self) -> &SlotStore {
         match self {
             Engine::Stream(e) => e.store(),
@@ -192,6 +199,14 @@ impl SessionAggregator {
         s.watermark = self.watermark();
         s.slack = self.sources.iter().map(|s| s.kslack.k()).max().unwrap_or(0);
         s
+    }
+
+    /// The least watermark at which an open session becomes final (its end plus one: a session is final
+    /// once `end < watermark`), `None` while no session is open. A driver that moves the watermark itself
+    /// (the Spark Structured Streaming shard, `docs/spark.md`) sets its next timer there.
+    pub fn next_close(&self) -> Option<i64> {
+        let end = self.bound.as_ref()?.engine.earliest_end()?;
+        Some(end.saturating_add(1))
     }
 
     /// Marks the operator unusable (used by the bindings when a panic was caught).

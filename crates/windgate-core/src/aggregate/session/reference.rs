@@ -44,6 +44,26 @@ impl SessionReference {
         self.rows.len()
     }
 
+    /// The least end of an open session: the retained rows cut into sessions as [`Self::close_through`]
+    /// does (every retained row is in an open session).
+    pub fn earliest_end(&self) -> Option<i64> {
+        let mut rows: Vec<(u32, i64)> = self.rows.iter().map(|r| (r.key, r.at.ts)).collect();
+        rows.sort_unstable();
+        let mut best: Option<i64> = None;
+        let mut i = 0;
+        while i < rows.len() {
+            let (key, first) = rows[i];
+            let mut end = first + self.gap;
+            i += 1;
+            while i < rows.len() && rows[i].0 == key && rows[i].1 <= end {
+                end = end.max(rows[i].1 + self.gap);
+                i += 1;
+            }
+            best = Some(best.map_or(end, |b| b.min(end)));
+        }
+        best
+    }
+
     pub fn ingest(
         &mut self,
         ts: &[i64],

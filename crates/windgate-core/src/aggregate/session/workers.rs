@@ -62,6 +62,14 @@ impl SessionWorkers {
         self.workers.iter().map(SessionEngine::open_sessions).sum()
     }
 
+    /// The least end of an open session over the workers.
+    pub fn earliest_end(&self) -> Option<i64> {
+        self.workers
+            .iter()
+            .filter_map(SessionEngine::earliest_end)
+            .min()
+    }
+
     /// Gives every key id below `keys` a worker (new ids in round robin).
     fn own(&mut self, keys: usize) {
         let n = self.workers.len();
