@@ -71,19 +71,32 @@ impl SessionEngine {
         self.open
     }
 
-    /// The least end of an open session. The by-end set lists a session under an end at most its own
-    /// (lazy listing), so the scan stops at the first listed end not below the best current end found:
-    /// one step when no session has grown since it was listed.
+    /// The least end of an open session (`None` when none is open). Exact because every call that changes
+    /// the sessions ends with [`Self::settle`]: the heap's first entry is then a session listed under its
+    /// current end, and every other session ends at or after its own listed end, which is no smaller.
     pub fn earliest_end(&self) -> Option<i64> {
-        let mut best: Option<i64> = None;
-        for &(listed, key, start) in &self.by_end {
-            if best.is_some_and(|b| listed >= b) {
-                break;
+        self.by_end.peek().map(|&Reverse((listed, ..))| listed)
+    }
+
+    /// Drops stale entries from the front of the heap and lists a grown session at the front again under
+    /// its current end, until the front entry is exact (the work [`Self::close_through`] would do later).
+    fn settle(&mut self) {
+        while let Some(&Reverse((listed, key, start))) = self.by_end.peek() {
+            match self.keys[key as usize].get_mut(start) {
+                Some(open) if open.listed == listed => {
+                    if open.end == listed {
+                        return;
+                    }
+                    open.listed = open.end;
+                    let end = open.end;
+                    self.by_end.pop();
+                    self.by_end.push(Reverse((end, key, start)));
+                }
+                _ => {
+                    self.by_end.pop();
+                }
             }
-            let end = self.keys[key as usize][&start].end;
-            best = Some(best.map_or(end, |b| b.min(end)));
         }
-        best
     }
 
     /// Places every admitted row (`keep`) whose key is `mine` in its session and lifts the batch (the
@@ -117,6 +130,7 @@ impl SessionEngine {
             self.store.release(s);
         }
         self.slots = slots;
+        self.settle();
     }
 
     /// The slot of the session that row time `t` of `key` belongs to, merging sessions as needed.
@@ -217,6 +231,7 @@ impl SessionEngine {
                 slot: open.slot,
             });
         }
+        self.settle();
     }
 
     /// Every open session, by key id and start (what a checkpoint writes).
@@ -285,5 +300,6 @@ impl KeyHolder for SessionEngine {
             .filter(|Reverse((_, key, _))| remap[*key as usize] != NO_KEY)
             .map(|Reverse((listed, key, start))| Reverse((listed, remap[key as usize], start)))
             .collect();
+        self.settle();
     }
 }
