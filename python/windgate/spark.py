@@ -104,6 +104,7 @@ def window_aggregate(
     slide: _specs.Span | None = None,
     offset: _specs.Span = 0,
     gap: _specs.Span | None = None,
+    tz: str | None = None,
     by: str | list[str] | None = None,
     aggs: Mapping[str, str | list[str]],
     null_time: str = "error",
@@ -140,7 +141,7 @@ def window_aggregate(
     Args:
         df: the input DataFrame (any columns; the time column is a timestamp, date or integer column), or
             the path(s) of Parquet files or directories (local or any filesystem pyarrow reaches).
-        time, size, slide, offset, by, aggs, null_time: as in :func:`windgate.window_aggregate`.
+        time, size, slide, offset, tz, by, aggs, null_time: as in :func:`windgate.window_aggregate`.
         gap: session windows (as Spark's ``session_window(time, gap)``), instead of ``size``/``slide``.
             Sessions are per key, so the plan is exact with one operator per task: rows shuffled by ``by``
             (all into one task without ``by``), sorted by time in each task and streamed through the

@@ -10,6 +10,8 @@
 //! [`Span`] is a length of time as the user gives it (units or a duration string), resolved here once the time
 //! column's unit is known, so that every operator reads lengths of time the same way.
 
+pub(crate) mod calendar;
+
 use arrow_array::timezone::Tz;
 use arrow_schema::DataType;
 

@@ -14,7 +14,7 @@ use crate::errors::{detached, detached_batch_call, finish_batch, to_py};
 
 /// Batch window aggregation over one or several sources (see `windgate.window_aggregate`).
 #[pyfunction]
-#[pyo3(signature = (sources, *, time, size=None, slide=None, offset=None, gap=None, by=vec![], aggs, lateness=None,
+#[pyo3(signature = (sources, *, time, size=None, slide=None, offset=None, gap=None, tz=None, by=vec![], aggs, lateness=None,
                     on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
                     order_by=None, in_memory=false, input="rows", output="windows", row_offset=0,
                     allowed_lateness=None, emit="final", interval=None))]
@@ -27,6 +27,7 @@ pub fn window_aggregate<'py>(
     slide: Option<&Bound<'py, PyAny>>,
     offset: Option<&Bound<'py, PyAny>>,
     gap: Option<&Bound<'py, PyAny>>,
+    tz: Option<String>,
     by: Vec<String>,
     aggs: Vec<(String, Vec<String>)>,
     lateness: Option<&Bound<'py, PyAny>>,
@@ -62,6 +63,7 @@ pub fn window_aggregate<'py>(
         sources.len(),
     )?;
     opts.order_by = order_by;
+    opts.tz = tz;
     two_phase(&mut opts, input, output, row_offset)?;
     update_mode(&mut opts, allowed_lateness, emit, interval)?;
     opts.validate().map_err(to_py)?;
@@ -163,7 +165,7 @@ enum Inner {
 #[pymethods]
 impl WindowAggregator {
     #[new]
-    #[pyo3(signature = (*, time, size=None, slide=None, offset=None, gap=None, by=vec![], aggs, lateness=None,
+    #[pyo3(signature = (*, time, size=None, slide=None, offset=None, gap=None, tz=None, by=vec![], aggs, lateness=None,
                         on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
                         sources=1, credits=Some(1 << 20), order_by=None, input="rows",
                         output="windows", row_offset=0, allowed_lateness=None, emit="final",
@@ -176,6 +178,7 @@ impl WindowAggregator {
         slide: Option<&Bound<'py, PyAny>>,
         offset: Option<&Bound<'py, PyAny>>,
         gap: Option<&Bound<'py, PyAny>>,
+        tz: Option<String>,
         by: Vec<String>,
         aggs: Vec<(String, Vec<String>)>,
         lateness: Option<&Bound<'py, PyAny>>,
@@ -225,6 +228,7 @@ impl WindowAggregator {
         )?;
         opts.credits = credits.map(|c| c as u64);
         opts.order_by = order_by;
+        opts.tz = tz;
         two_phase(&mut opts, input, output, row_offset)?;
         update_mode(&mut opts, allowed_lateness, emit, interval)?;
         opts.validate().map_err(to_py)?;

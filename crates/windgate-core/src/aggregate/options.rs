@@ -61,6 +61,10 @@ pub struct WindowAggregateOptions {
     /// When windows fire: once, when final (the default), or also early (see `aggregate::updates`).
     #[serde(default, skip_serializing_if = "Emit::is_final")]
     pub emit: Emit,
+    /// `tz=`: windows of whole days follow this zone's local days (see `time::calendar`). Left out of
+    /// snapshots when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tz: Option<String>,
 }
 
 /// `emit=`: when windows fire.
@@ -129,6 +133,7 @@ impl WindowAggregateOptions {
             allowed_lateness: None,
             emit: Emit::Final,
             gap: None,
+            tz: None,
         }
     }
 
@@ -175,6 +180,15 @@ impl WindowAggregateOptions {
 
     /// Checks everything that can be checked without the data; returns the parsed aggregates.
     pub fn validate(&self) -> Result<Vec<AggSpec>> {
+        if let Some(tz) = &self.tz {
+            crate::time::calendar::check_zone(tz)?;
+            if self.gap.is_some() {
+                return Err(Error::param(
+                    "tz",
+                    "session windows (gap=) have no calendar grid to align: leave tz unset",
+                ));
+            }
+        }
         if let Some(gap) = &self.gap {
             super::session::validate(self, gap)?;
             return AggSpec::parse_all(&self.aggs);
