@@ -138,7 +138,8 @@ def zone(value: Any, param: str) -> str | None:
     if isinstance(key, str):
         return key
     raise InvalidParameterError(
-        f'{param}: expected a time zone name such as "Europe/Berlin" or None, got {type(value).__name__} {value!r}'
+        f'{param}: expected a time zone name such as "Europe/Berlin" or None, '
+        f"got {type(value).__name__} {value!r}"
     )
 
 

@@ -124,7 +124,7 @@ impl Bound {
     /// A window bound of `spec` as the instant it stands for.
     fn instant(&self, coordinate: i64) -> i64 {
         self.calendar
-            .map_or(coordinate, |c| c.from_local(coordinate))
+            .map_or(coordinate, |c| c.instant_of(coordinate))
     }
 }
 

@@ -188,6 +188,16 @@ impl WindowAggregateOptions {
                     "session windows (gap=) have no calendar grid to align: leave tz unset",
                 ));
             }
+            if self.strategy.is_multiway() {
+                return Err(Error::param(
+                    "tz",
+                    format!(
+                        "strategy {:?} merges sources sorted by time, and wall time runs back at an autumn \
+                         change: use another strategy with tz=",
+                        self.strategy.name()
+                    ),
+                ));
+            }
         }
         if let Some(gap) = &self.gap {
             super::session::validate(self, gap)?;

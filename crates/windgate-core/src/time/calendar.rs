@@ -2,9 +2,9 @@
 //!
 //! A day in `Europe/Berlin` is 23, 24 or 25 hours long, so local days are no grid of instants; on wall time,
 //! `local(t) = t + utc_offset(t)`, they are one again. So the operator cuts windows on wall time: every row's
-//! time goes through [`Calendar::to_local`] once, at the operator's front, and every engine (pane, shard,
+//! time goes through [`Calendar::wall_time`] once, at the operator's front, and every engine (pane, shard,
 //! farm, reference, update mode) works on that coordinate with the plain [`WindowSpec`] and pane model. What
-//! comes out goes back to instants: a window's bounds through [`Calendar::from_local`], the watermark that
+//! comes out goes back to instants: a window's bounds through [`Calendar::instant_of`], the watermark that
 //! closes windows through [`Calendar::local_watermark`] (wall time runs backwards at an autumn change, so a
 //! window closes only once no row still to come can have a wall time inside it). Watermarks and K-slack stay
 //! in instants: they order arrivals. `docs/time.md`, "Calendar windows in a time zone", is the user's view.
@@ -145,19 +145,19 @@ impl Calendar {
 
     /// Wall time at instant `ts`: the instant plus the zone's offset there (saturating at the i64 limits,
     /// which `WindowSpec::check_range` then refuses).
-    pub(crate) fn to_local(&self, ts: i64) -> i64 {
+    pub(crate) fn wall_time(&self, ts: i64) -> i64 {
         ts.saturating_add(self.offset(ts))
     }
 
     /// Every value of `ts` on wall time.
     pub(crate) fn localize(&self, ts: &[i64]) -> Vec<i64> {
-        ts.iter().map(|&t| self.to_local(t)).collect()
+        ts.iter().map(|&t| self.wall_time(t)).collect()
     }
 
     /// The instant a window bound on wall time stands for: the instant whose wall time is `local`; the
     /// earlier of two at an autumn change; at a spring change, where `local` does not exist, the change
     /// itself (the first instant whose wall time is past `local`).
-    pub(crate) fn from_local(&self, local: i64) -> i64 {
+    pub(crate) fn instant_of(&self, local: i64) -> i64 {
         let secs = floor_div(local, self.per_sec);
         let sub = local - secs * self.per_sec;
         let Some(naive) = chrono::DateTime::from_timestamp(secs, 0).map(|d| d.naive_utc()) else {
@@ -182,7 +182,7 @@ impl Calendar {
     fn first_at_or_after(&self, mut lo: i64, mut hi: i64, local: i64) -> i64 {
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.to_local(mid) >= local {
+            if self.wall_time(mid) >= local {
                 hi = mid;
             } else {
                 lo = mid + 1;
@@ -196,7 +196,7 @@ impl Calendar {
     /// soon after (an autumn change), where wall time runs back.
     pub(crate) fn local_watermark(&self, watermark: i64) -> i64 {
         let probe = PROBE_SECS * self.per_sec;
-        let mut least = self.to_local(watermark);
+        let mut least = self.wall_time(watermark);
         let (mut at, mut off) = (watermark, self.offset(watermark));
         for _ in 0..LOOKAHEAD_SECS / PROBE_SECS {
             let next = at.saturating_add(probe);
