@@ -332,3 +332,36 @@ def test_bad_parameters_name_them(kwargs, column, match):
     if kwargs["tz"] == "Mars/Olympus":  # checked before any data
         with pytest.raises(InvalidParameterError, match=match):
             windgate.WindowAggregator(time="ts", aggs={"*": "count"}, **kwargs)
+
+
+def test_the_command_line_takes_tz(tmp_path):
+    import pyarrow.parquet as pq
+
+    from windgate.cli import main
+
+    zone = "Europe/Berlin"
+    change = ms(CHANGES[zone][1])
+    rows = [(change + m * 600_000, m % 3, m) for m in range(-400, 400, 7)]
+    data, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    pq.write_table(table(rows, zone), data)
+    args = [
+        "--time",
+        "ts",
+        "--size",
+        "1d",
+        "--by",
+        "k",
+        "--agg",
+        "*=count",
+        "--agg",
+        "v=sum",
+        "--lateness",
+        "1h",
+    ]
+    assert main(["aggregate", "--input", str(data), "--out", str(out), "--tz", zone, *args]) == 0
+    want = windgate.window_aggregate(
+        table(rows, zone), time="ts", size="1d", by="k", aggs={"*": "count", "v": "sum"}, tz=zone
+    )
+    got = pq.read_table(out)
+    assert got.equals(want.cast(got.schema))
+    assert got["window_start"].cast(pa.int64()).to_pylist()[0] == ms("2024-10-23T22:00:00+00:00")

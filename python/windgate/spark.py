@@ -218,6 +218,11 @@ def window_aggregate(
         input_schema(df)  # a batch DataFrame, and executors that can import windgate
         spark = df.sparkSession
     by_cols = _specs.by_columns(by)
+    if tz is not None and plan == "one_phase" and not by_cols:
+        raise InvalidParameterError(
+            "tz: the one-phase plan cuts unkeyed rows into time ranges of the UTC grid, which local days do "
+            'not follow: use plan="two_phase" (the default) or by='
+        )
     # The tasks stream time-sorted rows: lateness 0 loses none.
     pinned = {"by": by_cols, "lateness": 0, "on_late": "drop", "threads": _task_threads(spark, threads)}
     spec = _options.WINDOW_AGGREGATE.native({**locals(), **pinned}, _options.WINDOW_AGGREGATE.shared)

@@ -1,0 +1,65 @@
+"""``tz=`` on local[2]: windgate.spark.window_aggregate gives the local call's local days, whichever plan."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import windgate
+from windgate.errors import InvalidParameterError
+
+pytestmark = pytest.mark.spark
+
+#: 2024-10-20 .. 2024-11-09 UTC: the autumn changes of Europe/Berlin (10-27) and America/New_York (11-03).
+START_S = 1_729_382_400
+
+
+def _data(n, seed, zone):
+    rng = np.random.default_rng(seed)
+    ts = (START_S + rng.integers(0, 20 * 86_400, n)) * 1_000_000
+    return pa.table(
+        {
+            "ts": pa.array(ts, pa.timestamp("us", tz=zone)),
+            "key": pa.array(rng.integers(0, 4, n), pa.int64()),
+            "v": pa.array(rng.integers(-400, 400, n) / 4, pa.float64()),
+        }
+    )
+
+
+def _instants(t: pa.Table, names):
+    cols = {n: t[n].cast(pa.int64()) if n.startswith("window_") else t[n] for n in names}
+    rows = list(zip(*(cols[n].to_pylist() for n in names), strict=True))
+    return sorted(rows, key=lambda r: tuple((x is not None, x) for x in r))
+
+
+@pytest.mark.parametrize(
+    ("zone", "size", "slide", "by", "plan"),
+    [
+        ("Europe/Berlin", "1d", None, ["key"], "two_phase"),
+        ("America/New_York", "2d", "1d", None, "two_phase"),
+        ("Europe/Berlin", "1w", None, ["key"], "one_phase"),
+    ],
+)
+def test_local_days_match_the_local_call(spark, zone, size, slide, by, plan):
+    from windgate import spark as wspark
+
+    t = _data(3000, seed=len(zone) + len(size), zone=zone)
+    kw = dict(time="ts", size=size, slide=slide, tz=zone, by=by, aggs={"*": "count", "v": ["sum", "max"]})
+    df = spark.createDataFrame(t.to_pandas()).repartition(3)
+    got = wspark.window_aggregate(df, plan=plan, **kw).toArrow()
+    want = windgate.window_aggregate(t, **kw)
+    names = [*(by or []), "window_start", "window_end", "count", "sum_v", "max_v"]
+    assert _instants(got, names) == _instants(want, names)
+    starts, ends = (want[c].cast(pa.int64()).to_pylist() for c in ("window_start", "window_end"))
+    assert len({e - s for s, e in zip(starts, ends, strict=True)}) > 1  # days of 23, 24 and 25 hours
+
+
+def test_one_phase_unkeyed_is_refused(spark):
+    from windgate import spark as wspark
+
+    df = spark.createDataFrame(_data(10, seed=1, zone="UTC").to_pandas())
+    with pytest.raises(InvalidParameterError, match="^tz: the one-phase plan"):
+        wspark.window_aggregate(
+            df, time="ts", size="1d", tz="Europe/Berlin", aggs={"*": "count"}, plan="one_phase"
+        )
