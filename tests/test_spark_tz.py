@@ -63,3 +63,51 @@ def test_one_phase_unkeyed_is_refused(spark):
         wspark.window_aggregate(
             df, time="ts", size="1d", tz="Europe/Berlin", aggs={"*": "count"}, plan="one_phase"
         )
+
+
+def test_a_stream_closes_local_days(spark, tmp_path):
+    """A Parquet file stream over Berlin's autumn change, one file per micro-batch in time order: every
+    local day the stream closed is the local call's."""
+    import os
+    import time
+
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from windgate import spark as wspark
+
+    src = tmp_path / "in"
+    src.mkdir()
+    rows = _data(1500, seed=7, zone="UTC").sort_by("ts")
+    far = pa.table(
+        {
+            "ts": pa.array([(START_S + 40 * 86_400) * 1_000_000], pa.timestamp("us", tz="UTC")),
+            "key": pa.array([0], pa.int64()),
+            "v": pa.array([0.0], pa.float64()),
+        }
+    )
+    parts = [rows.slice(0, 500), rows.slice(500, 500), rows.slice(1000), far]
+    now = time.time()
+    for i, part in enumerate(parts):
+        pq.write_table(part, src / f".part-{i}")
+        (src / f".part-{i}").rename(src / f"part-{i}.parquet")
+        os.utime(src / f"part-{i}.parquet", (now - 100 + i, now - 100 + i))
+    kw = dict(time="ts", size="1d", tz="Europe/Berlin", by="key", aggs={"*": "count", "v": "sum"})
+    stream = spark.readStream.schema(from_arrow_schema(rows.schema)).option("maxFilesPerTrigger", 1)
+    df = wspark.window_aggregate(stream.parquet(str(src)), lateness="1h", shards=2, **kw)
+    q = (
+        df.writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination()
+    assert q.exception() is None
+    got = spark.read.parquet(str(tmp_path / "out")).toArrow()
+    want = windgate.window_aggregate(pa.concat_tables(parts), **kw)
+    names = ["key", "window_start", "window_end", "count", "sum_v"]
+    last = max(want["window_start"].cast(pa.int64()).to_pylist())
+    closed = [r for r in _instants(want, names) if r[1] != last]  # the far row's day stays open
+    assert _instants(got, names) == closed
+    assert len(closed) > 40
