@@ -365,3 +365,17 @@ def test_the_command_line_takes_tz(tmp_path):
     got = pq.read_table(out)
     assert got.equals(want.cast(got.schema))
     assert got["window_start"].cast(pa.int64()).to_pylist()[0] == ms("2024-10-23T22:00:00+00:00")
+
+
+def test_months_are_refused_and_a_restore_keeps_tz():
+    from windgate.errors import SnapshotMismatchError
+
+    t = pa.table({"ts": pa.array([1, 2], pa.timestamp("ms", tz="UTC"))})
+    with pytest.raises(InvalidParameterError, match='^size: cannot read duration "1mo": calendar months'):
+        windgate.window_aggregate(t, time="ts", size="1mo", tz="Europe/Berlin", aggs={"*": "count"})
+    agg = windgate.WindowAggregator(
+        time="ts", size="1d", tz="Europe/Berlin", aggs={"*": "count"}, lateness="1h"
+    )
+    agg.push(t)
+    with pytest.raises(SnapshotMismatchError, match="^tz"):
+        windgate.WindowAggregator.restore(agg.snapshot(), tz="UTC")

@@ -7,7 +7,7 @@
 //! comes out goes back to instants: a window's bounds through [`Calendar::instant_of`], the watermark that
 //! closes windows through [`Calendar::local_watermark`] (wall time runs backwards at an autumn change, so a
 //! window closes only once no row still to come can have a wall time inside it). Watermarks and K-slack stay
-//! in instants: they order arrivals. `docs/time.md`, "Calendar windows in a time zone", is the user's view.
+//! in instants: they order arrivals. `docs/time.md`, "Calendar windows in a time zone (`tz=`)", is the user's view.
 
 use arrow_array::timezone::Tz;
 use arrow_schema::{DataType, TimeUnit as ArrowUnit};
