@@ -149,9 +149,32 @@ impl Calendar {
         ts.saturating_add(self.offset(ts))
     }
 
-    /// Every value of `ts` on wall time.
+    /// Every value of `ts` on wall time. The zone is looked up twice per hour of UTC the rows touch, not
+    /// once per row: an hour whose two ends have the same offset has it throughout (no zone changes twice
+    /// within an hour), and rows come in runs of nearby times.
     pub(crate) fn localize(&self, ts: &[i64]) -> Vec<i64> {
-        ts.iter().map(|&t| self.wall_time(t)).collect()
+        let hour = PROBE_SECS * self.per_sec;
+        let mut cached: Option<(i64, Option<i64>)> = None;
+        ts.iter()
+            .map(|&t| {
+                let h = floor_div(t, hour);
+                let uniform = match cached {
+                    Some((c, off)) if c == h => off,
+                    _ => {
+                        let start = h.saturating_mul(hour);
+                        let first = self.offset(start);
+                        let off =
+                            (self.offset(start.saturating_add(hour - 1)) == first).then_some(first);
+                        cached = Some((h, off));
+                        off
+                    }
+                };
+                match uniform {
+                    Some(off) => t.saturating_add(off),
+                    None => self.wall_time(t),
+                }
+            })
+            .collect()
     }
 
     /// The instant a window bound on wall time stands for: the instant whose wall time is `local`; the

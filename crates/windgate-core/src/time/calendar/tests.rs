@@ -194,3 +194,22 @@ fn units_and_bad_parameters() {
     let long = WindowSpec::new(36 * 3_600_000, None, 0).unwrap();
     assert!(err("UTC", &ms, long).contains("got size 1d12h"));
 }
+
+#[test]
+fn localize_matches_wall_time_row_by_row() {
+    for zone in [
+        "Europe/Berlin",
+        "America/Santiago",
+        "Australia/Lord_Howe",
+        "+05:30",
+    ] {
+        let (_, cal) = days(zone, 24 * H, 0);
+        let ts: Vec<i64> = (0..20_000)
+            .map(|i| utc("2024-04-05T00:00:00") + i * 53 - (i % 7) * 3_000)
+            .chain((0..20_000).map(|i| utc("2024-10-26T00:00:00") + i * 11))
+            .chain((0..20_000).map(|i| utc("2024-09-07T00:00:00") + i * 17))
+            .collect();
+        let each: Vec<i64> = ts.iter().map(|&t| cal.wall_time(t)).collect();
+        assert_eq!(cal.localize(&ts), each, "{zone}");
+    }
+}
