@@ -265,7 +265,7 @@ def test_days_of_23_and_25_hours_in_berlin():
 
 
 @pytest.mark.parametrize("zone", ["Europe/Berlin", "America/New_York"])
-@pytest.mark.parametrize("every", ["1d", "2d", "1w"])
+@pytest.mark.parametrize("every", ["1d", "2d", "3d", "1w", "2w"])
 def test_the_same_windows_as_polars_group_by_dynamic(zone, every):
     pl = pytest.importorskip("polars")
     start = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
