@@ -39,6 +39,8 @@ def _instants(t: pa.Table, names):
         ("Europe/Berlin", "1d", None, ["key"], "two_phase"),
         ("America/New_York", "2d", "1d", None, "two_phase"),
         ("Europe/Berlin", "1w", None, ["key"], "one_phase"),
+        ("Europe/Berlin", "1mo", None, ["key"], "two_phase"),
+        ("America/New_York", "1mo", None, None, "two_phase"),
     ],
 )
 def test_local_days_match_the_local_call(spark, zone, size, slide, by, plan):
@@ -111,3 +113,15 @@ def test_a_stream_closes_local_days(spark, tmp_path):
     closed = [r for r in _instants(want, names) if r[1] != last]  # the far row's day stays open
     assert _instants(got, names) == closed
     assert len(closed) > 40
+
+
+def test_a_stream_refuses_months(spark, tmp_path):
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from windgate import spark as wspark
+
+    stream = spark.readStream.schema(from_arrow_schema(_data(1, seed=1, zone="UTC").schema)).parquet(
+        str(tmp_path)
+    )
+    with pytest.raises(InvalidParameterError, match='^size: month windows \\("1mo"\\) run on batch'):
+        wspark.window_aggregate(stream, time="ts", size="1mo", tz="UTC", aggs={"*": "count"}, lateness="1h")

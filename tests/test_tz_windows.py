@@ -22,6 +22,8 @@ DAY = 86_400_000  # ms
 HOUR = 3_600_000
 #: Whole-week windows start on Mondays: 1970-01-05 is the first after the epoch.
 MONDAY = 4 * DAY
+#: A month on the coordinate of month windows (longer than any month).
+MONTH = 31 * DAY
 #: Instants (ms) of daylight-saving changes: Berlin changes at 02:00/03:00 local, Santiago at midnight.
 CHANGES = {
     "Europe/Berlin": ["2024-03-31T01:00:00+00:00", "2024-10-27T01:00:00+00:00"],
@@ -64,6 +66,25 @@ def instant(wall: int, zone: str) -> int:
     return lo
 
 
+def month_start(index: int) -> int:
+    """Wall time (ms) of midnight on the first of month ``index`` (months since 1970-01)."""
+    first = dt.datetime(1970 + index // 12, index % 12 + 1, 1)
+    return (first - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1)
+
+
+def coordinate(wall: int, months: bool) -> int:
+    """Month windows: the month's index times :data:`MONTH` plus the time since its first; else wall time."""
+    if not months:
+        return wall
+    d = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=wall)
+    index = (d.year - 1970) * 12 + d.month - 1
+    return index * MONTH + wall - month_start(index)
+
+
+def wall_of(c: int, months: bool) -> int:
+    return month_start(c // MONTH) + c % MONTH if months else c
+
+
 def admitted(rows, lateness):
     """The rows a fixed K-slack admits (watermark = largest time seen - K) and the number of late ones."""
     if lateness is None:
@@ -79,14 +100,14 @@ def admitted(rows, lateness):
     return out, late
 
 
-def brute(rows, zone, size, slide, offset, lateness=None):
-    """Every admitted row in the windows of its wall time; bounds back to instants; ordered by
-    ``(window_start, k)``; ``first``/``last`` by (instant, arrival)."""
+def brute(rows, zone, size, slide, offset, lateness=None, months=False):
+    """Every admitted row in the windows of its wall time (for months: of its month coordinate); bounds back
+    to instants; ordered by ``(window_start, k)``; ``first``/``last`` by (instant, arrival)."""
     keep, late = admitted(rows, lateness)
-    grid = offset + (MONDAY if slide % (7 * DAY) == 0 else 0)
+    grid = offset + (MONDAY if slide % (7 * DAY) == 0 and not months else 0)
     groups: dict[tuple[int, int], list] = {}
     for seq, (t, k, v) in enumerate(keep):
-        for start in windows_of(local(t, zone), size, slide, grid):
+        for start in windows_of(coordinate(local(t, zone), months), size, slide, grid):
             groups.setdefault((start, k), []).append((t, seq, v))
     out = []
     for (start, k), members in sorted(groups.items()):
@@ -95,8 +116,8 @@ def brute(rows, zone, size, slide, offset, lateness=None):
         out.append(
             {
                 "k": k,
-                "window_start": instant(start, zone),
-                "window_end": instant(start + size, zone),
+                "window_start": instant(wall_of(start, months), zone),
+                "window_end": instant(wall_of(start + size, months), zone),
                 "count": len(members),
                 "sum_v": sum(vals),
                 "min_v": min(vals),
@@ -132,13 +153,21 @@ def plain(out: pa.Table) -> list[dict]:
 def case(draw):
     zone = draw(st.sampled_from(ZONES))
     change = ms(draw(st.sampled_from(CHANGES[zone])))
-    size, slide = draw(
-        st.sampled_from([(DAY, DAY), (2 * DAY, DAY), (7 * DAY, DAY), (7 * DAY, 7 * DAY), (2 * DAY, 2 * DAY)])
-    )
-    offset = draw(st.sampled_from([0, 0, 6 * HOUR, -HOUR, 2 * HOUR + 30 * 60_000]))
+    months = draw(st.integers(0, 3)) == 0
+    if months:
+        size, slide = draw(st.sampled_from([(MONTH, MONTH), (3 * MONTH, MONTH), (2 * MONTH, 2 * MONTH)]))
+        offset = draw(st.sampled_from([0, 0, 6 * HOUR, DAY]))
+    else:
+        size, slide = draw(
+            st.sampled_from(
+                [(DAY, DAY), (2 * DAY, DAY), (7 * DAY, DAY), (7 * DAY, 7 * DAY), (2 * DAY, 2 * DAY)]
+            )
+        )
+        offset = draw(st.sampled_from([0, 0, 6 * HOUR, -HOUR, 2 * HOUR + 30 * 60_000]))
     lateness = draw(st.one_of(st.none(), st.sampled_from([0, HOUR, 5 * HOUR])))
+    span = (45 if months else 3) * DAY // 60_000
     row = st.tuples(
-        st.integers(-3 * DAY // 60_000, 3 * DAY // 60_000).map(lambda m: change + m * 60_000),
+        st.integers(-span, span).map(lambda m: change + m * 60_000),
         st.integers(0, 2),
         st.integers(-50, 50),
     )
@@ -150,14 +179,14 @@ def case(draw):
         rows = [r for _, r in sorted(zip(delays, by_time, strict=True), key=lambda x: x[1][0] + x[0])]
     cuts = sorted(draw(st.lists(st.integers(0, len(rows)), max_size=4)))
     strategy = draw(st.sampled_from(STRATEGIES))
-    return zone, size, slide, offset, lateness, rows, cuts, strategy
+    return zone, size, slide, offset, lateness, rows, cuts, strategy, months
 
 
-def query(zone, size, slide, offset, lateness, strategy="auto"):
+def query(zone, size, slide, offset, lateness, strategy="auto", months=False):
     return dict(
         time="ts",
-        size=f"{size // HOUR}h",
-        slide=f"{slide // HOUR}h",
+        size=f"{size // MONTH}mo" if months else f"{size // HOUR}h",
+        slide=f"{slide // MONTH}mo" if months else f"{slide // HOUR}h",
         offset=f"{offset // 60_000}m",
         tz=zone,
         by="k",
@@ -171,9 +200,9 @@ def query(zone, size, slide, offset, lateness, strategy="auto"):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_every_engine_matches_a_zoneinfo_brute_force(c):
-    zone, size, slide, offset, lateness, rows, cuts, strategy = c
-    want, late = brute(rows, zone, size, slide, offset, lateness)
-    q = query(zone, size, slide, offset, lateness, strategy)
+    zone, size, slide, offset, lateness, rows, cuts, strategy, months = c
+    want, late = brute(rows, zone, size, slide, offset, lateness, months)
+    q = query(zone, size, slide, offset, lateness, strategy, months)
     agg = windgate.WindowAggregator(**q)
     parts, start = [], 0
     for end in [*cuts, len(rows)]:
@@ -192,8 +221,8 @@ def test_every_engine_matches_a_zoneinfo_brute_force(c):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_snapshot_restore_and_pickle_continue_exactly(c):
-    zone, size, slide, offset, lateness, rows, cuts, strategy = c
-    q = query(zone, size, slide, offset, lateness, strategy)
+    zone, size, slide, offset, lateness, rows, cuts, strategy, months = c
+    q = query(zone, size, slide, offset, lateness, strategy, months)
     whole = windgate.WindowAggregator(**q)
     again = windgate.WindowAggregator(**q)
     a, b, start = [], [], 0
@@ -213,8 +242,8 @@ def test_snapshot_restore_and_pickle_continue_exactly(c):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_partial_states_merge_into_the_same_windows(c):
-    zone, size, slide, offset, _, rows, cuts, _ = c
-    q = query(zone, size, slide, offset, None)
+    zone, size, slide, offset, _, rows, cuts, _, months = c
+    q = query(zone, size, slide, offset, None, months=months)
     whole = windgate.window_aggregate(table(rows, zone), **q)
     cut = cuts[0] if cuts else len(rows) // 2
     first = windgate.window_aggregate(table(rows[:cut], zone), output="partials", **q)
@@ -265,11 +294,11 @@ def test_days_of_23_and_25_hours_in_berlin():
 
 
 @pytest.mark.parametrize("zone", ["Europe/Berlin", "America/New_York"])
-@pytest.mark.parametrize("every", ["1d", "2d", "3d", "1w", "2w"])
+@pytest.mark.parametrize("every", ["1d", "2d", "3d", "1w", "2w", "1mo", "3mo", "5mo"])
 def test_the_same_windows_as_polars_group_by_dynamic(zone, every):
     pl = pytest.importorskip("polars")
     start = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
-    times = [start + dt.timedelta(minutes=37 * i) for i in range(0, 12_000, 7)]  # into November
+    times = [start + dt.timedelta(minutes=37 * i) for i in range(0, 40_000, 7)]  # two years
     df = pl.DataFrame({"ts": times, "v": list(range(len(times)))}).with_columns(
         pl.col("ts").dt.cast_time_unit("ms").dt.convert_time_zone(zone)
     )
@@ -367,15 +396,22 @@ def test_the_command_line_takes_tz(tmp_path):
     assert got["window_start"].cast(pa.int64()).to_pylist()[0] == ms("2024-10-23T22:00:00+00:00")
 
 
-def test_months_are_refused_and_a_restore_keeps_tz():
+def test_months_need_a_zone_and_a_restore_keeps_tz():
     from windgate.errors import SnapshotMismatchError
 
     t = pa.table({"ts": pa.array([1, 2], pa.timestamp("ms", tz="UTC"))})
+    q = dict(time="ts", aggs={"*": "count"})
     with pytest.raises(InvalidParameterError, match='^size: cannot read duration "1mo": calendar months'):
-        windgate.window_aggregate(t, time="ts", size="1mo", tz="Europe/Berlin", aggs={"*": "count"})
-    agg = windgate.WindowAggregator(
-        time="ts", size="1d", tz="Europe/Berlin", aggs={"*": "count"}, lateness="1h"
-    )
+        windgate.window_aggregate(t, size="1mo", **q)
+    with pytest.raises(InvalidParameterError, match="^slide: month windows"):
+        windgate.window_aggregate(t, size="1mo", slide="1d", tz="UTC", **q)
+    with pytest.raises(InvalidParameterError, match="^offset: month windows"):
+        windgate.window_aggregate(t, size="1mo", offset="-1d", tz="UTC", **q)
+    agg = windgate.WindowAggregator(size="3mo", tz="Europe/Berlin", lateness="1h", **q)
+    agg.push(t)
+    again = windgate.WindowAggregator.restore(agg.snapshot())
+    assert again.flush().equals(agg.flush())
+    agg = windgate.WindowAggregator(size="1d", tz="Europe/Berlin", lateness="1h", **q)
     agg.push(t)
     with pytest.raises(SnapshotMismatchError, match="^tz"):
         windgate.WindowAggregator.restore(agg.snapshot(), tz="UTC")

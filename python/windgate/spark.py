@@ -182,6 +182,13 @@ def window_aggregate(
                 "gap: session windows run on batch DataFrames only (call the helper on each micro-batch in "
                 "foreachBatch, or use windgate.WindowAggregator(gap=...))"
             )
+        if tz is not None and any(
+            isinstance(v, str) and v.strip().endswith(("mo", "month", "months")) for v in (size, slide)
+        ):
+            raise InvalidParameterError(
+                'size: month windows ("1mo") run on batch DataFrames and locally; a streaming DataFrame '
+                "takes windows of whole days or weeks with tz="
+            )
         names = (*_options.WINDOW_AGGREGATE.shared, *_options.UPDATES)
         given = {**locals(), "threads": _task_threads(df, threads)}
         _options.WINDOW_AGGREGATE.native(given, names)  # every parameter checked before Spark runs

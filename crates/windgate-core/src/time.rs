@@ -443,10 +443,15 @@ fn parse_ns(text: &str, param: &str) -> Result<i128> {
             "h" | "hr" | "hrs" | "hour" | "hours" => 3_600_000_000_000,
             "d" | "day" | "days" => 86_400_000_000_000,
             "w" | "week" | "weeks" => 604_800_000_000_000,
-            "mo" | "month" | "months" | "y" | "year" | "years" => {
+            "mo" | "month" | "months" => {
                 return Err(bad(
-                    "calendar months and years have no fixed length and are not supported (yet); \
-                     whole days and weeks follow local days with tz=",
+                    "calendar months have no fixed length: give tz= (e.g. tz=\"UTC\") to cut windows into \
+                     a zone's months",
+                ));
+            }
+            "y" | "year" | "years" => {
+                return Err(bad(
+                    "years are not supported: give \"12mo\" with tz= for calendar years",
                 ));
             }
             "" => return Err(bad("a unit is missing after the number")),

@@ -52,6 +52,7 @@ pub fn window_aggregate<'py>(
         slide,
         offset,
         gap,
+        tz,
         by,
         aggs,
         lateness,
@@ -63,7 +64,6 @@ pub fn window_aggregate<'py>(
         sources.len(),
     )?;
     opts.order_by = order_by;
-    opts.tz = tz;
     two_phase(&mut opts, input, output, row_offset)?;
     update_mode(&mut opts, allowed_lateness, emit, interval)?;
     opts.validate().map_err(to_py)?;
@@ -216,6 +216,7 @@ impl WindowAggregator {
             slide,
             offset,
             gap,
+            tz,
             by,
             aggs,
             lateness,
@@ -228,7 +229,6 @@ impl WindowAggregator {
         )?;
         opts.credits = credits.map(|c| c as u64);
         opts.order_by = order_by;
-        opts.tz = tz;
         two_phase(&mut opts, input, output, row_offset)?;
         update_mode(&mut opts, allowed_lateness, emit, interval)?;
         opts.validate().map_err(to_py)?;

@@ -117,14 +117,12 @@ impl Bound {
     /// The coordinate below which no row still to come falls, once every source is at `watermark`: the
     /// watermark itself, or on wall time the least wall time still to come.
     fn closing(&self, watermark: i64) -> i64 {
-        self.calendar
-            .map_or(watermark, |c| c.local_watermark(watermark))
+        self.calendar.map_or(watermark, |c| c.closing(watermark))
     }
 
     /// A window bound of `spec` as the instant it stands for.
     fn instant(&self, coordinate: i64) -> i64 {
-        self.calendar
-            .map_or(coordinate, |c| c.instant_of(coordinate))
+        self.calendar.map_or(coordinate, |c| c.instant(coordinate))
     }
 }
 
@@ -291,7 +289,11 @@ impl WindowAggregator {
             check_order_by_type(c, field(c, "order_by")?.data_type())?;
         }
         let resolved = o.resolve_window(&time_type)?;
-        let (spec, calendar) = calendar::bind(o.tz.as_deref(), &time_type, &o.time, resolved.spec)?;
+        let is_months = |s: &crate::time::Span| calendar::months(s).is_some();
+        let size_months = is_months(&o.size);
+        let months = (size_months, o.slide.as_ref().map_or(size_months, is_months));
+        let (spec, calendar) =
+            calendar::bind(o.tz.as_deref(), &time_type, &o.time, resolved.spec, months)?;
         for s in &mut self.sources {
             s.kslack = KSlack::new(resolved.lateness);
         }

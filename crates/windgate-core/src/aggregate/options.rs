@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::order::admission::{DEFAULT_CREDITS, NullTime, OnLate};
 use crate::order::kslack::{Lateness, LatenessOpt};
 use crate::threads::MAX_THREADS;
+use crate::time::calendar::month_placeholder;
 use crate::time::{Span, TimeUnit};
 use crate::window_options::{FarmOptions, ResolvedWindow, WindowOptions};
 
@@ -166,8 +167,9 @@ impl WindowAggregateOptions {
     pub fn window(&self) -> WindowOptions {
         WindowOptions {
             time: self.time.clone(),
-            size: self.size.clone(),
-            slide: self.slide.clone(),
+            // Months (`tz=` only) are validated and cut as coordinate months (`time::calendar`).
+            size: month_placeholder(&self.size, self.tz.as_deref()),
+            slide: (self.slide.as_ref()).map(|s| month_placeholder(s, self.tz.as_deref())),
             offset: self.offset.clone(),
             by: self.by.clone(),
             lateness: self.lateness.clone(),

@@ -1,4 +1,4 @@
-//! Windows of local calendar days (`tz=`): the row's window coordinate is its local wall time.
+//! Windows of local calendar days, weeks and months (`tz=`): the row's window coordinate is its wall time.
 //!
 //! A day in `Europe/Berlin` is 23, 24 or 25 hours long, so local days are no grid of instants; on wall time,
 //! `local(t) = t + utc_offset(t)`, they are one again. So the operator cuts windows on wall time: every row's
@@ -7,13 +7,15 @@
 //! comes out goes back to instants: a window's bounds through [`Calendar::instant_of`], the watermark that
 //! closes windows through [`Calendar::local_watermark`] (wall time runs backwards at an autumn change, so a
 //! window closes only once no row still to come can have a wall time inside it). Watermarks and K-slack stay
-//! in instants: they order arrivals. `docs/time.md`, "Calendar windows in a time zone (`tz=`)", is the user's view.
+//! in instants: they order arrivals. Months are no grid on wall time either: their coordinate is the month's
+//! index times 31 days plus the time since the month's local midnight ([`Calendar::coordinate`]), a grid of
+//! months that the same spec cuts. `docs/time.md`, "Calendar windows in a time zone (`tz=`)", is the user's view.
 
 use arrow_array::timezone::Tz;
 use arrow_schema::{DataType, TimeUnit as ArrowUnit};
-use chrono::{LocalResult, NaiveDateTime, Offset, TimeZone};
+use chrono::{Datelike, LocalResult, NaiveDate, NaiveDateTime, Offset, TimeZone};
 
-use super::{WindowSpec, floor_div};
+use super::{Span, WindowSpec, floor_div};
 use crate::error::{Error, Result};
 
 const DAY_SECS: i64 = 86_400;
@@ -31,12 +33,45 @@ const LOOKAHEAD_SECS: i64 = 2 * MAX_OFFSET_SECS;
 /// zone changes twice within an hour).
 const PROBE_SECS: i64 = 3600;
 
+/// A month on the coordinate of month windows: longer than any month, so that `month index * MONTH + time
+/// since the month's local midnight` is a uniform grid of months (see [`Calendar::coordinate`]).
+const MONTH_DAYS: i64 = 31;
+/// Month windows take offsets within the shortest month.
+const MONTH_OFFSET_DAYS: i64 = 28;
+
 /// A zone and the time column's unit: converts instants to wall time and back.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Calendar {
     tz: Tz,
     /// Time-column units per second.
     per_sec: i64,
+    /// Month windows: [`MONTH_DAYS`] in time-column units (the coordinate's month).
+    month: Option<i64>,
+}
+
+/// `"1mo"`, `"3 months"`: a number of calendar months (`None` for any other length).
+pub(crate) fn months(span: &Span) -> Option<i64> {
+    let Span::Text(text) = span else {
+        return None;
+    };
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: i64 = num.parse().ok().filter(|&n| n > 0)?;
+    matches!(
+        unit.trim().to_ascii_lowercase().as_str(),
+        "mo" | "month" | "months"
+    )
+    .then_some(n)
+}
+
+/// With `tz=`, `span` as the validation and window spec read it: a number of months as that many coordinate
+/// months of [`MONTH_DAYS`] days (see [`bind`]), anything else as it is.
+pub(crate) fn month_placeholder(span: &Span, tz: Option<&str>) -> Span {
+    match months(span) {
+        Some(n) if tz.is_some() => Span::Text(format!("{}d", n.saturating_mul(MONTH_DAYS))),
+        _ => span.clone(),
+    }
 }
 
 /// Checks `tz=` without the data: a zone arrow-rs reads (IANA names through `chrono-tz`, or `"+05:30"`).
@@ -60,6 +95,7 @@ pub(crate) fn bind(
     time_type: &DataType,
     column: &str,
     spec: WindowSpec,
+    month_spans: (bool, bool),
 ) -> Result<(WindowSpec, Option<Calendar>)> {
     let Some(name) = tz else {
         return Ok((spec, None));
@@ -97,6 +133,9 @@ pub(crate) fn bind(
     };
     let day = DAY_SECS * per_sec;
     let (size, slide) = (spec.size(), spec.slide());
+    if month_spans.0 || month_spans.1 {
+        return bind_months(tz, per_sec, spec, month_spans);
+    }
     if size % day != 0 || slide % day != 0 {
         if size < day {
             return Ok((spec, None)); // shorter than a day: the UTC grid, fixed-length windows
@@ -122,7 +161,41 @@ pub(crate) fn bind(
         0
     };
     let spec = WindowSpec::new(size, Some(slide), spec.offset() + monday)?;
-    Ok((spec, Some(Calendar { tz, per_sec })))
+    let month = None;
+    Ok((spec, Some(Calendar { tz, per_sec, month })))
+}
+
+/// [`bind`] for month windows: size and slide whole months (as placeholders of [`MONTH_DAYS`] days each),
+/// the offset within the shortest month.
+fn bind_months(
+    tz: Tz,
+    per_sec: i64,
+    spec: WindowSpec,
+    (size_months, slide_months): (bool, bool),
+) -> Result<(WindowSpec, Option<Calendar>)> {
+    if !(size_months && slide_months) {
+        let param = if size_months { "slide" } else { "size" };
+        return Err(Error::param(
+            param,
+            "month windows (\"1mo\") take a size and slide of whole months (\"1mo\", \"3mo\")",
+        ));
+    }
+    let month = MONTH_DAYS * DAY_SECS * per_sec;
+    if spec.offset() % month >= MONTH_OFFSET_DAYS * DAY_SECS * per_sec {
+        return Err(Error::param(
+            "offset",
+            format!(
+                "month windows take an offset of under {MONTH_OFFSET_DAYS} days into the month (\"1d\": \
+                 months from the 2nd), and no negative one"
+            ),
+        ));
+    }
+    let calendar = Calendar {
+        tz,
+        per_sec,
+        month: Some(month),
+    };
+    Ok((spec, Some(calendar)))
 }
 
 impl Calendar {
@@ -149,7 +222,55 @@ impl Calendar {
         ts.saturating_add(self.offset(ts))
     }
 
-    /// Every value of `ts` on wall time. The zone is looked up twice per hour of UTC the rows touch, not
+    /// The window coordinate of wall time `wall`: wall time itself, or for month windows the month's index
+    /// since 1970-01 times [`MONTH_DAYS`] plus the time since the month's local midnight (monotone in wall
+    /// time, and a uniform grid of months).
+    pub(crate) fn coordinate(&self, wall: i64) -> i64 {
+        let Some(month) = self.month else {
+            return wall;
+        };
+        let secs = floor_div(wall, self.per_sec);
+        let Some(d) = chrono::DateTime::from_timestamp(secs, 0) else {
+            return wall; // beyond chrono's years (refused by the range check)
+        };
+        let index = (i64::from(d.year()) - 1970) * 12 + i64::from(d.month0());
+        let start = self.month_start(index);
+        index.saturating_mul(month).saturating_add(wall - start)
+    }
+
+    /// Wall time at coordinate `c` (the inverse of [`Self::coordinate`]).
+    pub(crate) fn wall_of(&self, c: i64) -> i64 {
+        let Some(month) = self.month else {
+            return c;
+        };
+        let index = floor_div(c, month);
+        self.month_start(index).saturating_add(c - index * month)
+    }
+
+    /// Wall time of local midnight on the first of month `index` (months since 1970-01).
+    fn month_start(&self, index: i64) -> i64 {
+        let year = i32::try_from(1970 + floor_div(index, 12)).unwrap_or(i32::MAX);
+        let first = NaiveDate::from_ymd_opt(year, index.rem_euclid(12) as u32 + 1, 1);
+        let secs = first.map_or(if index < 0 { i64::MIN } else { i64::MAX }, |d| {
+            d.and_hms_opt(0, 0, 0)
+                .expect("midnight")
+                .and_utc()
+                .timestamp()
+        });
+        secs.saturating_mul(self.per_sec)
+    }
+
+    /// The instant a window bound (a coordinate) stands for.
+    pub(crate) fn instant(&self, c: i64) -> i64 {
+        self.instant_of(self.wall_of(c))
+    }
+
+    /// The coordinate below which no row still to come falls once the watermark is `watermark`.
+    pub(crate) fn closing(&self, watermark: i64) -> i64 {
+        self.coordinate(self.local_watermark(watermark))
+    }
+
+    /// Every value of `ts` as its window coordinate (see [`Self::coordinate`]). The zone is looked up twice per hour of UTC the rows touch, not
     /// once per row: an hour whose two ends have the same offset has it throughout (no zone changes twice
     /// within an hour), and rows come in runs of nearby times.
     pub(crate) fn localize(&self, ts: &[i64]) -> Vec<i64> {
@@ -169,10 +290,11 @@ impl Calendar {
                         off
                     }
                 };
-                match uniform {
+                let wall = match uniform {
                     Some(off) => t.saturating_add(off),
                     None => self.wall_time(t),
-                }
+                };
+                self.coordinate(wall)
             })
             .collect()
     }

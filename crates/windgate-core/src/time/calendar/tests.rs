@@ -20,7 +20,14 @@ fn utc(text: &str) -> i64 {
 /// Tumbling windows of `size` seconds in zone `tz` on a seconds column.
 fn days(tz: &str, size: i64, offset: i64) -> (WindowSpec, Calendar) {
     let spec = WindowSpec::new(size, None, offset).unwrap();
-    let (spec, cal) = bind(Some(tz), &zoned(ArrowUnit::Second, tz), "ts", spec).unwrap();
+    let (spec, cal) = bind(
+        Some(tz),
+        &zoned(ArrowUnit::Second, tz),
+        "ts",
+        spec,
+        (false, false),
+    )
+    .unwrap();
     (spec, cal.expect("whole days"))
 }
 
@@ -172,7 +179,7 @@ fn the_local_watermark_waits_for_the_repeated_hour() {
 fn units_and_bad_parameters() {
     let ms = zoned(ArrowUnit::Millisecond, "Europe/Berlin");
     let spec = WindowSpec::new(86_400_000, None, 0).unwrap();
-    let (_, cal) = bind(Some("Europe/Berlin"), &ms, "ts", spec).unwrap();
+    let (_, cal) = bind(Some("Europe/Berlin"), &ms, "ts", spec, (false, false)).unwrap();
     let cal = cal.unwrap();
     let t = utc("2024-10-27T01:30:00") * 1000 + 250;
     assert_eq!(cal.wall_time(t), utc("2024-10-27T02:30:00") * 1000 + 250);
@@ -182,9 +189,17 @@ fn units_and_bad_parameters() {
     );
     // Windows shorter than a day keep the UTC grid.
     let hour = WindowSpec::new(3_600_000, None, 0).unwrap();
-    assert!(bind(Some("+05:30"), &ms, "ts", hour).unwrap().1.is_none());
-    let err =
-        |tz: &str, dt: &DataType, spec| bind(Some(tz), dt, "ts", spec).unwrap_err().to_string();
+    assert!(
+        bind(Some("+05:30"), &ms, "ts", hour, (false, false))
+            .unwrap()
+            .1
+            .is_none()
+    );
+    let err = |tz: &str, dt: &DataType, spec| {
+        bind(Some(tz), dt, "ts", spec, (false, false))
+            .unwrap_err()
+            .to_string()
+    };
     assert!(err("Mars/Olympus", &ms, spec).contains("tz: unknown time zone \"Mars/Olympus\""));
     assert!(err("UTC", &DataType::Int64, spec).starts_with("tz: the time column 'ts' is Int64"));
     let naive = DataType::Timestamp(ArrowUnit::Millisecond, None);
@@ -212,4 +227,70 @@ fn localize_matches_wall_time_row_by_row() {
         let each: Vec<i64> = ts.iter().map(|&t| cal.wall_time(t)).collect();
         assert_eq!(cal.localize(&ts), each, "{zone}");
     }
+}
+
+#[test]
+fn months_start_on_the_first_at_local_midnight() {
+    let month = 31 * 24 * H;
+    let ts = zoned(ArrowUnit::Second, "Europe/Berlin");
+    let bound = |size, slide, offset| {
+        let spec = WindowSpec::new(size, Some(slide), offset).unwrap();
+        let (spec, cal) = bind(Some("Europe/Berlin"), &ts, "ts", spec, (true, true)).unwrap();
+        (spec, cal.unwrap())
+    };
+    let of = |spec: &WindowSpec, cal: &Calendar, t: i64| {
+        let (j, _) = spec.windows_of_ts(cal.localize(&[t])[0]);
+        (
+            cal.instant(spec.window_start(j)),
+            cal.instant(spec.window_end(j)),
+        )
+    };
+    let (spec, cal) = bound(month, month, 0);
+    assert_eq!(
+        of(&spec, &cal, utc("2024-03-31T12:00:00")),
+        (utc("2024-02-29T23:00:00"), utc("2024-03-31T22:00:00"))
+    );
+    assert_eq!(
+        of(&spec, &cal, utc("2024-02-29T22:59:59")),
+        (utc("2024-01-31T23:00:00"), utc("2024-02-29T23:00:00"))
+    );
+    // Quarters: months 0, 3, 6, ... since 1970-01, so January to March.
+    let (spec, cal) = bound(3 * month, 3 * month, 0);
+    assert_eq!(
+        of(&spec, &cal, utc("2024-02-10T00:00:00")),
+        (utc("2023-12-31T23:00:00"), utc("2024-03-31T22:00:00"))
+    );
+    // From the 2nd of each month (offset "1d").
+    let (spec, cal) = bound(month, month, 24 * H);
+    assert_eq!(
+        of(&spec, &cal, utc("2024-03-01T12:00:00")),
+        (utc("2024-02-01T23:00:00"), utc("2024-03-01T23:00:00"))
+    );
+    // The closing coordinate: every March row is final once the watermark is past April's local midnight.
+    let (spec, cal) = bound(month, month, 0);
+    let march = spec
+        .windows_of_ts(cal.localize(&[utc("2024-03-15T00:00:00")])[0])
+        .0;
+    assert_eq!(
+        spec.last_closed_window(cal.closing(utc("2024-03-31T21:59:59"))),
+        march - 1
+    );
+    assert_eq!(
+        spec.last_closed_window(cal.closing(utc("2024-03-31T22:00:00"))),
+        march
+    );
+    // Bad combinations.
+    let spec = WindowSpec::new(month, Some(24 * H), 0).unwrap();
+    let err = bind(Some("UTC"), &ts, "ts", spec, (true, false))
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("slide: month windows"), "{err}");
+    let spec = WindowSpec::new(month, None, 29 * 24 * H).unwrap();
+    let err = bind(Some("UTC"), &ts, "ts", spec, (true, true))
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("offset: month windows"), "{err}");
+    assert_eq!(months(&Span::Text("3mo".into())), Some(3));
+    assert_eq!(months(&Span::Text(" 2 months".into())), Some(2));
+    assert_eq!(months(&Span::Text("1m".into())), None);
 }
