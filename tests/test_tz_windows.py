@@ -415,3 +415,16 @@ def test_months_need_a_zone_and_a_restore_keeps_tz():
     agg.push(t)
     with pytest.raises(SnapshotMismatchError, match="^tz"):
         windgate.WindowAggregator.restore(agg.snapshot(), tz="UTC")
+
+
+@pytest.mark.parametrize("size", ["1d", "1mo"])
+def test_early_firings_end_in_the_final_windows(size):
+    zone = "America/Santiago"
+    change = ms(CHANGES[zone][1])
+    rows = [(change + m * 3_600_000, m % 2, m) for m in range(-900, 900, 5)]
+    q = dict(time="ts", size=size, tz=zone, by="k", aggs=AGGS, lateness="1h")
+    agg = windgate.WindowAggregator(**q, emit="early", interval="6h")
+    parts = [agg.push(table(rows[i : i + 40], zone)) for i in range(0, len(rows), 40)] + [agg.flush()]
+    out = [r for r in plain(pa.Table.from_batches(parts)) if r.pop("final")]
+    assert out == plain(windgate.window_aggregate(table(rows, zone), **q))
+    assert len(out) > 2
