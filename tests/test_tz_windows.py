@@ -428,3 +428,19 @@ def test_early_firings_end_in_the_final_windows(size):
     out = [r for r in plain(pa.Table.from_batches(parts)) if r.pop("final")]
     assert out == plain(windgate.window_aggregate(table(rows, zone), **q))
     assert len(out) > 2
+
+
+def test_several_sources_merge_into_the_same_local_days():
+    zone = "Europe/Berlin"
+    change = ms(CHANGES[zone][1])
+    rows = [(change + m * 600_000, m % 3, m) for m in range(-600, 600, 7)]
+    q = dict(time="ts", size="1d", tz=zone, by="k", aggs={"*": "count", "v": "sum"})
+    agg = windgate.WindowAggregator(**q, sources=2)
+    parts = []
+    for i in range(0, len(rows), 30):
+        parts.append(agg.push(table(rows[i : i + 30 : 2], zone), 0))
+        parts.append(agg.push(table(rows[i + 1 : i + 30 : 2], zone), 1))
+    parts.append(agg.flush())
+    got = pa.Table.from_batches([p for p in parts if p.num_rows])
+    assert plain(got) == plain(windgate.window_aggregate(table(rows, zone), **q))
+    assert sum(p.num_rows for p in parts[:-1]) > 0  # days closed before the end
