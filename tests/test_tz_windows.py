@@ -102,13 +102,15 @@ def admitted(rows, lateness):
 
 def brute(rows, zone, size, slide, offset, lateness=None, months=False):
     """Every admitted row in the windows of its wall time (for months: of its month coordinate); bounds back
-    to instants; ordered by ``(window_start, k)``; ``first``/``last`` by (instant, arrival)."""
+    to instants; ordered by ``(window_start, k)``; ``first``/``last`` by (wall time, arrival), which is the
+    instants' order but in the repeated hour of an autumn change (see docs/time.md)."""
     keep, late = admitted(rows, lateness)
     grid = offset + (MONDAY if slide % (7 * DAY) == 0 and not months else 0)
     groups: dict[tuple[int, int], list] = {}
     for seq, (t, k, v) in enumerate(keep):
-        for start in windows_of(coordinate(local(t, zone), months), size, slide, grid):
-            groups.setdefault((start, k), []).append((t, seq, v))
+        c = coordinate(local(t, zone), months)
+        for start in windows_of(c, size, slide, grid):
+            groups.setdefault((start, k), []).append((c, seq, v))
     out = []
     for (start, k), members in sorted(groups.items()):
         members.sort()
