@@ -98,6 +98,7 @@ def window_aggregate(
     slide: _specs.Span | None = None,
     offset: _specs.Span = 0,
     gap: _specs.Span | None = None,
+    tz: str | None = None,
     by: str | list[str] | None = None,
     aggs: Aggs,
     lateness: _specs.Span | None = None,
@@ -138,6 +139,13 @@ def window_aggregate(
             ``timedelta``; positive), instead of ``size`` and ``slide``. Runs on the session engine
             (``strategy`` ``"auto"`` or ``"reference"``; one thread); ``input``/``output="partials"``
             and ``offset`` are for sliding windows only.
+        tz: a time zone (``"Europe/Berlin"``, ``"+05:30"``, or a ``zoneinfo.ZoneInfo``) whose local days
+            windows of whole days (``"1d"``, ``"1w"``; size and slide whole days) follow, across
+            daylight-saving changes (days of 23 and 25 hours), as Polars' ``group_by_dynamic`` and DuckDB's
+            ``time_bucket`` do; ``offset`` is then a time of day (``"6h"``: days from 06:00 local), and
+            whole weeks start on Mondays. With ``tz``, ``size="1mo"`` (``"3mo"``, ...) gives calendar
+            months from the first. Windows shorter than a day keep the UTC grid. The time column must be a
+            timestamp with a zone. ``docs/time.md``, "Calendar windows in a time zone".
         by: group column(s). Null is a group of its own.
         aggs: output aggregates: ``{"*": "count", "kwh": ["sum", "max"]}``. Functions: ``count``, ``sum``,
             ``min``, ``max``, ``mean``, ``var``, ``std`` (sample), ``first``, ``last`` (by time, then
@@ -319,6 +327,7 @@ class WindowAggregator(Checkpointed):
         slide: _specs.Span | None = None,
         offset: _specs.Span = 0,
         gap: _specs.Span | None = None,
+        tz: str | None = None,
         by: str | list[str] | None = None,
         aggs: Aggs,
         lateness: _specs.Span | None = None,

@@ -100,8 +100,9 @@ _SPARK_STREAMING = ("lateness", "on_late", "shards")
 UPDATES = ("allowed_lateness", "emit", "interval")
 
 _WINDOW_HEAD = ("time", "size", "slide", "offset")
-#: Window aggregation's head: the window, or the inactivity gap of session windows instead of ``size``.
-_AGG_HEAD = (*_WINDOW_HEAD, "gap")
+#: Window aggregation's head: the window, or the inactivity gap of session windows instead of ``size``, and
+#: the zone whose local days windows of whole days follow.
+_AGG_HEAD = (*_WINDOW_HEAD, "gap", "tz")
 _RUN = ("lateness", "on_late", "null_time", "threads", "strategy", "farm")
 _SPARK_RUN = ("null_time", "threads", "strategy", "farm")
 
@@ -125,6 +126,7 @@ WINDOW_AGGREGATE = OperatorOptions(
         **_window(
             {
                 "gap": Option(None, _specs.span),
+                "tz": Option(None, _specs.zone),
                 "by": Option(None, _specs.columns),
                 "aggs": Option(REQUIRED, lambda v, p: _specs.agg_list(v)),
             }

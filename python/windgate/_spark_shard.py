@@ -147,6 +147,12 @@ class WindgateShard(StatefulProcessor):
         size, slide, offset = s["size"], s["slide"], s["offset"]
         wm = stats.get("watermark")
         last_end = (max_time - offset) // slide * slide + offset + size
+        if self.op_kwargs.get("tz") is not None:
+            # Local days (``tz=``; whole weeks from Mondays) end within a slide and 16 h of the UTC grid's
+            # ends, on a quarter hour: wake every quarter hour of event time until the last can have closed.
+            quarter = round(900_000 * _PER_MS[s["unit"]])
+            last_end += slide + 64 * quarter
+            size, slide, offset = quarter, quarter, 0
         if wm is not None and last_end <= wm:
             return None  # every window holding a row of this shard has closed
         base = max_time - size if wm is None else wm

@@ -104,6 +104,7 @@ def window_aggregate(
     slide: _specs.Span | None = None,
     offset: _specs.Span = 0,
     gap: _specs.Span | None = None,
+    tz: str | None = None,
     by: str | list[str] | None = None,
     aggs: Mapping[str, str | list[str]],
     null_time: str = "error",
@@ -140,7 +141,7 @@ def window_aggregate(
     Args:
         df: the input DataFrame (any columns; the time column is a timestamp, date or integer column), or
             the path(s) of Parquet files or directories (local or any filesystem pyarrow reaches).
-        time, size, slide, offset, by, aggs, null_time: as in :func:`windgate.window_aggregate`.
+        time, size, slide, offset, tz, by, aggs, null_time: as in :func:`windgate.window_aggregate`.
         gap: session windows (as Spark's ``session_window(time, gap)``), instead of ``size``/``slide``.
             Sessions are per key, so the plan is exact with one operator per task: rows shuffled by ``by``
             (all into one task without ``by``), sorted by time in each task and streamed through the
@@ -178,6 +179,13 @@ def window_aggregate(
     output; each started query runs that operator, and as windgate is deterministic the two agree.
     """
     if getattr(df, "isStreaming", False) is True:
+        if tz is not None and any(
+            isinstance(v, str) and v.strip().endswith(("mo", "month", "months")) for v in (size, slide)
+        ):
+            raise InvalidParameterError(
+                'size: month windows ("1mo") run on batch DataFrames and locally; a streaming DataFrame '
+                "takes windows of whole days or weeks with tz="
+            )
         names = (*_options.WINDOW_AGGREGATE.shared, *_options.UPDATES)
         given = {**locals(), "threads": _task_threads(df, threads)}
         _options.WINDOW_AGGREGATE.native(given, names)  # every parameter checked before Spark runs
@@ -214,6 +222,11 @@ def window_aggregate(
         input_schema(df)  # a batch DataFrame, and executors that can import windgate
         spark = df.sparkSession
     by_cols = _specs.by_columns(by)
+    if tz is not None and plan == "one_phase" and not by_cols:
+        raise InvalidParameterError(
+            "tz: the one-phase plan cuts unkeyed rows into time ranges of the UTC grid, which local days do "
+            'not follow: use plan="two_phase" (the default) or by='
+        )
     # The tasks stream time-sorted rows: lateness 0 loses none.
     pinned = {"by": by_cols, "lateness": 0, "on_late": "drop", "threads": _task_threads(spark, threads)}
     spec = _options.WINDOW_AGGREGATE.native({**locals(), **pinned}, _options.WINDOW_AGGREGATE.shared)

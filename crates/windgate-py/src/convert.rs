@@ -68,6 +68,7 @@ pub fn options<'py>(
     slide: Option<&Bound<'py, PyAny>>,
     offset: Option<&Bound<'py, PyAny>>,
     gap: Option<&Bound<'py, PyAny>>,
+    tz: Option<String>,
     by: Vec<String>,
     aggs: Vec<(String, Vec<String>)>,
     lateness: Option<&Bound<'_, PyAny>>,
@@ -117,6 +118,7 @@ pub fn options<'py>(
     o.strategy = Strategy::parse(strategy).map_err(to_py)?;
     o.sources = sources;
     o.gap = gap;
+    o.tz = tz;
     o.validate().map_err(to_py)?;
     Ok(o)
 }

@@ -14,7 +14,7 @@ use crate::errors::{detached, detached_batch_call, finish_batch, to_py};
 
 /// Batch window aggregation over one or several sources (see `windgate.window_aggregate`).
 #[pyfunction]
-#[pyo3(signature = (sources, *, time, size=None, slide=None, offset=None, gap=None, by=vec![], aggs, lateness=None,
+#[pyo3(signature = (sources, *, time, size=None, slide=None, offset=None, gap=None, tz=None, by=vec![], aggs, lateness=None,
                     on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
                     order_by=None, in_memory=false, input="rows", output="windows", row_offset=0,
                     allowed_lateness=None, emit="final", interval=None))]
@@ -27,6 +27,7 @@ pub fn window_aggregate<'py>(
     slide: Option<&Bound<'py, PyAny>>,
     offset: Option<&Bound<'py, PyAny>>,
     gap: Option<&Bound<'py, PyAny>>,
+    tz: Option<String>,
     by: Vec<String>,
     aggs: Vec<(String, Vec<String>)>,
     lateness: Option<&Bound<'py, PyAny>>,
@@ -51,6 +52,7 @@ pub fn window_aggregate<'py>(
         slide,
         offset,
         gap,
+        tz,
         by,
         aggs,
         lateness,
@@ -163,7 +165,7 @@ enum Inner {
 #[pymethods]
 impl WindowAggregator {
     #[new]
-    #[pyo3(signature = (*, time, size=None, slide=None, offset=None, gap=None, by=vec![], aggs, lateness=None,
+    #[pyo3(signature = (*, time, size=None, slide=None, offset=None, gap=None, tz=None, by=vec![], aggs, lateness=None,
                         on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
                         sources=1, credits=Some(1 << 20), order_by=None, input="rows",
                         output="windows", row_offset=0, allowed_lateness=None, emit="final",
@@ -176,6 +178,7 @@ impl WindowAggregator {
         slide: Option<&Bound<'py, PyAny>>,
         offset: Option<&Bound<'py, PyAny>>,
         gap: Option<&Bound<'py, PyAny>>,
+        tz: Option<String>,
         by: Vec<String>,
         aggs: Vec<(String, Vec<String>)>,
         lateness: Option<&Bound<'py, PyAny>>,
@@ -213,6 +216,7 @@ impl WindowAggregator {
             slide,
             offset,
             gap,
+            tz,
             by,
             aggs,
             lateness,
