@@ -17,25 +17,18 @@ use super::engine::SessionEngine;
 use super::reference::SessionReference;
 use super::{Closed, positive_gap};
 use crate::aggregate::forget::forget_idle_keys;
-use crate::aggregate::function::{AggSpec, ValueClass};
-use crate::aggregate::functions::{function, value_class};
-use crate::aggregate::input::input_values;
-use crate::aggregate::operator::{
-    Stats, batch_name, check_order_by_type, order_by_values, used_columns,
-};
+use crate::aggregate::front::{self, Columns, Source};
+use crate::aggregate::function::AggSpec;
+use crate::aggregate::operator::Stats;
 use crate::aggregate::options::WindowAggregateOptions;
 use crate::aggregate::slots::SlotStore;
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
 use crate::aggregate::strategy::Strategy;
-use crate::arrow_io::{
-    as_i64, check_same_type, check_unambiguous, column, decode_dictionaries, int_column_as,
-    plain_schema, time_unit,
-};
+use crate::arrow_io::{column, decode_dictionaries, int_column_as, plain_schema};
 use crate::error::{Error, ErrorKind, Lifecycle, Result};
 use crate::keys::KeyDict;
-use crate::order::admission::{Rules, admit};
-use crate::order::kslack::{KSlack, Lateness};
-use crate::time::{TimeFormat, TimeUnit};
+use crate::order::kslack::KSlack;
+use crate::time::TimeFormat;
 
 enum Engine {
     Stream(SessionEngine),
@@ -95,12 +88,6 @@ struct Bound {
     output_schema: SchemaRef,
 }
 
-struct Source {
-    kslack: KSlack,
-    seq: u64,
-    closed: bool,
-}
-
 /// The streaming operator of session windows.
 ///
 /// ```
@@ -144,13 +131,7 @@ impl SessionAggregator {
         }
         let specs = opts.validate()?;
         let reference = opts.strategy == Strategy::Reference;
-        let sources = (0..opts.sources)
-            .map(|_| Source {
-                kslack: KSlack::new(Lateness::Exact),
-                seq: opts.row_offset,
-                closed: false,
-            })
-            .collect();
+        let sources = front::sources(&opts);
         let stats = Stats {
             threads: 1,
             strategy: if reference { "reference" } else { "session" },
@@ -202,85 +183,31 @@ impl SessionAggregator {
             return Ok(());
         }
         let schema = &plain_schema(schema);
-        for name in used_columns(&self.opts, &self.specs) {
-            check_unambiguous(schema, &name, "data")?;
-        }
         let o = &self.opts;
-        let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-        let field = |name: &str, param: &str| {
-            schema
-                .field_with_name(name)
-                .map_err(|_| Error::column_not_found(param, name, &names))
-        };
-        let time_type = field(&o.time, "time")?.data_type().clone();
-        let unit = time_unit(&time_type, &o.time)?;
-        if let Some(c) = &o.order_by {
-            check_order_by_type(c, field(c, "order_by")?.data_type())?;
-        }
+        let cols = Columns::bind(o, &self.specs, schema)?;
         let gap = o.gap.as_ref().expect("checked by new");
-        let gap = positive_gap(gap.resolve(unit, &o.time, "gap")?)?;
-        let lateness = o.lateness_policy(unit, &o.time)?;
-        let mut key_types = vec![];
-        let mut out_fields = vec![];
-        for b in &o.by {
-            let f = field(b, "by")?;
-            key_types.push(f.data_type().clone());
-            out_fields.push(Field::new(b, f.data_type().clone(), true));
-        }
-        let window_type = if unit == TimeUnit::Plain {
-            DataType::Int64
-        } else {
-            time_type.clone()
-        };
-        out_fields.push(Field::new("window_start", window_type.clone(), false));
-        out_fields.push(Field::new("window_end", window_type, false));
-        let mut metas = vec![];
-        for spec in &self.specs {
-            let meta = match &spec.column {
-                None => AggMeta {
-                    spec: spec.clone(),
-                    input_type: DataType::Int64,
-                    class: ValueClass::Int,
-                },
-                Some(c) => {
-                    let dt = field(c, "aggs")?.data_type().clone();
-                    AggMeta {
-                        spec: spec.clone(),
-                        class: value_class(&dt, spec.func, c)?,
-                        input_type: dt,
-                    }
-                }
-            };
-            let nullable = function(spec.func).output_nullable();
-            out_fields.push(Field::new(&spec.output_name, meta.output_type(), nullable));
-            metas.push(Arc::new(meta));
-        }
-        for (i, f) in out_fields.iter().enumerate() {
-            if out_fields[..i].iter().any(|g| g.name() == f.name()) {
-                return Err(Error::param(
-                    "aggs",
-                    format!(
-                        "output column '{}' clashes with another output column (rename the input)",
-                        f.name()
-                    ),
-                ));
-            }
-        }
-        let store = SlotStore::new(&metas);
+        let gap = positive_gap(gap.resolve(cols.unit, &o.time, "gap")?)?;
+        let window_type = cols.window_type();
+        let out_fields = cols.output_fields(vec![
+            Field::new("window_start", window_type.clone(), false),
+            Field::new("window_end", window_type, false),
+        ])?;
+        let store = SlotStore::new(&cols.metas);
         let engine = if self.reference {
             Engine::Reference(SessionReference::new(gap, store))
         } else {
             Engine::Stream(SessionEngine::new(gap, store))
         };
         for s in &mut self.sources {
-            s.kslack = KSlack::new(lateness);
+            s.kslack = KSlack::new(cols.lateness);
         }
+        let key_types = cols.by.iter().map(|f| f.data_type().clone()).collect();
         self.bound = Some(Bound {
             schema: schema.clone(),
             gap,
-            format: TimeFormat::of(&time_type),
+            format: TimeFormat::of(&cols.time_type),
             keys: KeyDict::new(o.by.clone(), key_types)?,
-            metas,
+            metas: cols.metas,
             engine,
             output_schema: Arc::new(Schema::new(out_fields)),
         });
@@ -290,21 +217,7 @@ impl SessionAggregator {
     /// Pushes one batch of source `source`; returns the sessions that became final.
     pub fn push(&mut self, batch: &RecordBatch, source: usize) -> Result<RecordBatch> {
         self.life.check("push")?;
-        if source >= self.sources.len() {
-            return Err(Error::param(
-                "source",
-                format!(
-                    "source {source} does not exist; this operator has {} source(s)",
-                    self.sources.len()
-                ),
-            ));
-        }
-        if self.sources[source].closed {
-            return Err(Error::param(
-                "source",
-                format!("source {source} was closed"),
-            ));
-        }
+        front::check_source(&self.sources, source, true)?;
         let batch = &decode_dictionaries(batch)?;
         self.bind(batch.schema_ref())?;
         self.ingest(batch, source)?;
@@ -316,45 +229,9 @@ impl SessionAggregator {
     fn ingest(&mut self, batch: &RecordBatch, source: usize) -> Result<()> {
         let o = &self.opts;
         let b = self.bound.as_mut().expect("bound");
-        let what = batch_name(source);
-        for name in used_columns(o, &self.specs) {
-            check_same_type(&b.schema, batch, &name, &what)?;
-            check_unambiguous(batch.schema_ref(), &name, "data")?;
-        }
-        let time_col = column(batch, &o.time, "time")?;
-        let ts = as_i64(time_col, &o.time)?;
-        let order_by = order_by_values(batch, o.order_by.as_deref(), &what, 0)?;
-        let mut inputs = vec![];
-        for spec in &self.specs {
-            inputs.push(match &spec.column {
-                None => InputValues::Star,
-                Some(c) => {
-                    let col = column(batch, c, "aggs")?;
-                    let dt = col.data_type();
-                    input_values(
-                        col,
-                        value_class(dt, spec.func, c)?,
-                        !function(spec.func).reads_values(),
-                        c,
-                    )?
-                }
-            });
-        }
-        let by_cols: Vec<ArrayRef> =
-            o.by.iter()
-                .map(|c| column(batch, c, "by").cloned())
-                .collect::<Result<_>>()?;
-        let mut kslack = self.sources[source].kslack.clone();
-        let rules = Rules {
-            time: &o.time,
-            null_time: o.null_time,
-            on_late: o.on_late,
-            source,
-            what: &what,
-            first_row: 0,
-            format: b.format,
-        };
-        let admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
+        let src = &self.sources[source];
+        let read = front::read(o, &self.specs, &b.schema, b.format, src, batch, source)?;
+        let admitted = &read.admitted;
         if let Some((_, hi)) = admitted.range
             && hi.checked_add(b.gap).is_none()
         {
@@ -366,19 +243,21 @@ impl SessionAggregator {
                 ),
             ));
         }
-        let keys = b.keys.ids(&by_cols, batch.num_rows())?;
+        let keys = b.keys.ids(&read.by_cols, batch.num_rows())?;
         // Commit.
-        let src = &mut self.sources[source];
-        src.kslack = kslack;
         let order = RowOrder {
-            ts: &ts,
-            by: order_by.as_deref(),
+            ts: &read.ts,
+            by: read.order_by.as_deref(),
             source: source as u32,
-            seq0: src.seq,
+            seq0: read.commit(&mut self.sources[source]),
         };
-        src.seq += batch.num_rows() as u64;
-        b.engine
-            .ingest(&ts, &keys, admitted.keep.as_deref(), &inputs, order);
+        b.engine.ingest(
+            &read.ts,
+            &keys,
+            admitted.keep.as_deref(),
+            &read.inputs,
+            order,
+        );
         self.stats.batches_in += 1;
         self.stats.rows_in += batch.num_rows() as u64;
         self.stats.late_rows += admitted.late;
@@ -388,11 +267,7 @@ impl SessionAggregator {
 
     /// The watermark over open sources: `None` while some open source has none, `i64::MAX` once all closed.
     fn watermark(&self) -> Option<i64> {
-        let mut wm = i64::MAX;
-        for s in self.sources.iter().filter(|s| !s.closed) {
-            wm = wm.min(s.kslack.watermark()?);
-        }
-        Some(wm)
+        front::watermark(&self.sources)
     }
 
     fn emit_ready(&mut self) -> Result<RecordBatch> {
@@ -438,12 +313,7 @@ impl SessionAggregator {
     /// Ends source `source`: it no longer holds the watermark back.
     pub fn close_source(&mut self, source: usize) -> Result<RecordBatch> {
         self.life.check("close_source")?;
-        if source >= self.sources.len() {
-            return Err(Error::param(
-                "source",
-                format!("source {source} does not exist"),
-            ));
-        }
+        front::check_source(&self.sources, source, false)?;
         self.sources[source].closed = true;
         let r = self.emit_ready();
         self.life.record(r)
