@@ -98,6 +98,8 @@ def window_aggregate(
     slide: _specs.Span | None = None,
     offset: _specs.Span = 0,
     gap: _specs.Span | None = None,
+    rows: int | None = None,
+    rows_slide: int | None = None,
     by: str | list[str] | None = None,
     aggs: Aggs,
     lateness: _specs.Span | None = None,
@@ -126,6 +128,14 @@ def window_aggregate(
     ``lateness``) may bridge two sessions into one. Sessions come out ordered by ``(window_end,
     window_start, by...)``.
 
+    With ``rows`` instead, windows are count windows, as Flink's ``countWindow(rows, rows_slide)``: per group,
+    rows are counted in the total order (time, then ``order_by``, source and arrival), and at every
+    ``rows_slide``-th row of the group a window fires over the group's last ``rows`` rows (fewer at the start:
+    with ``rows=5, rows_slide=2`` the windows hold rows 1-2, 1-4, 2-6, 4-8, ...). The rows after a group's
+    last firing never fire, not even at the end (as in Flink). Windows come out in the order of the rows that
+    completed them, with ``window_first``, ``window_last`` (the times of the first and last row covered) and
+    ``window_rows`` instead of ``window_start`` and ``window_end``.
+
     Args:
         data: a pyarrow Table, RecordBatch or RecordBatchReader, anything with ``__arrow_c_stream__`` (polars,
             pandas, duckdb), or a list of those (several sources, merged by time).
@@ -138,6 +148,14 @@ def window_aggregate(
             ``timedelta``; positive), instead of ``size`` and ``slide``. Runs on the session engine
             (``strategy`` ``"auto"`` or ``"reference"``; one thread); ``input``/``output="partials"``
             and ``offset`` are for sliding windows only.
+        rows: count windows: rows per window (a positive int), instead of ``size``, ``slide`` and ``gap``.
+            Runs on the count-window engine (``strategy`` ``"auto"`` or ``"reference"``; one thread);
+            ``offset``, ``input``/``output="partials"``, ``on_late="keep"`` and the update mode are for
+            time windows only. A row waits until the watermark passes its time (its place in the order is
+            known then): the memory holds those rows and each group's last ``rows`` rows (as partial states).
+            A window costs ``rows / gcd(rows, rows_slide)`` combines.
+        rows_slide: count windows: rows between firings (default ``rows``: tumbling count windows); above
+            ``rows``, the rows between windows are in none.
         by: group column(s). Null is a group of its own.
         aggs: output aggregates: ``{"*": "count", "kwh": ["sum", "max"]}``. Functions: ``count``, ``sum``,
             ``min``, ``max``, ``mean``, ``var``, ``std`` (sample), ``first``, ``last`` (by time, then
@@ -256,6 +274,13 @@ def window_aggregate(
         (['a', 'b', 'a', 'a'], [0, 8, 20, 30])
         >>> out.column("window_end").to_pylist(), out.column("count").to_pylist()
         ([8, 13, 25, 35], [2, 1, 1, 1])
+
+        Count windows: per group, every 2 rows a window over the last 3 (the row at 9 never fires).
+
+        >>> s = pa.table({"ts": [1, 2, 3, 4, 5, 6, 9], "v": [1, 2, 3, 4, 5, 6, 7]})
+        >>> out = windgate.window_aggregate(s, time="ts", rows=3, rows_slide=2, aggs={"v": "sum"})
+        >>> out.to_pydict()
+        {'window_first': [1, 2, 4], 'window_last': [2, 4, 6], 'window_rows': [2, 3, 3], 'sum_v': [3, 9, 15]}
     """
     kwargs = _options.WINDOW_AGGREGATE.forward("windgate.window_aggregate", locals())
     sources = _specs.sources(data)
@@ -268,7 +293,9 @@ class WindowAggregator(Checkpointed):
 
     Takes the keyword arguments of :func:`window_aggregate` plus ``sources`` (how many sources push into it).
     With ``gap=``, windows are sessions (see :func:`window_aggregate`); a session is final, and emitted,
-    once the watermark passes its end (``stats["open_slots"]`` counts the open sessions). A window is
+    once the watermark passes its end (``stats["open_slots"]`` counts the open sessions). With ``rows=``,
+    windows are count windows (see :func:`window_aggregate`): a row is counted once the watermark passes its
+    time, and a window fires when its completing row is counted. A window is
     final when the watermark passes its end: the watermark is the largest time seen minus
     ``lateness`` (the minimum over sources). With ``lateness=None`` and one source, nothing is final until
     :meth:`flush`; with several sources and no lateness, each source must be sorted by time and windows close
@@ -306,6 +333,15 @@ class WindowAggregator(Checkpointed):
         {'window_start': [1], 'window_end': [15], 'count': [2]}
         >>> sessions.flush().to_pydict()
         {'window_start': [30], 'window_end': [40], 'count': [1]}
+
+        Tumbling count windows of 2 rows; a row is counted, in time order, once the watermark (largest time
+        - 2) passes it:
+
+        >>> counts = windgate.WindowAggregator(time="ts", rows=2, aggs={"*": "count"}, lateness=2)
+        >>> counts.push(pa.record_batch({"ts": [1, 5, 3, 7]})).to_pydict()
+        {'window_first': [1], 'window_last': [3], 'window_rows': [2], 'count': [2]}
+        >>> pickle.loads(pickle.dumps(counts)).flush().to_pydict()
+        {'window_first': [5], 'window_last': [7], 'window_rows': [2], 'count': [2]}
     """
 
     def __init__(
@@ -316,6 +352,8 @@ class WindowAggregator(Checkpointed):
         slide: _specs.Span | None = None,
         offset: _specs.Span = 0,
         gap: _specs.Span | None = None,
+        rows: int | None = None,
+        rows_slide: int | None = None,
         by: str | list[str] | None = None,
         aggs: Aggs,
         lateness: _specs.Span | None = None,

@@ -104,6 +104,8 @@ def window_aggregate(
     slide: _specs.Span | None = None,
     offset: _specs.Span = 0,
     gap: _specs.Span | None = None,
+    rows: int | None = None,
+    rows_slide: int | None = None,
     by: str | list[str] | None = None,
     aggs: Mapping[str, str | list[str]],
     null_time: str = "error",
@@ -145,6 +147,9 @@ def window_aggregate(
             Sessions are per key, so the plan is exact with one operator per task: rows shuffled by ``by``
             (all into one task without ``by``), sorted by time in each task and streamed through the
             session engine. Batch DataFrames only.
+        rows, rows_slide: count windows (as Flink's ``countWindow(rows, rows_slide)``; see
+            :func:`windgate.window_aggregate`), instead of ``size``/``slide``: the same plan as ``gap``,
+            rows of equal time in the DataFrame's order. Batch DataFrames only.
         threads: windgate threads per Spark task (default: ``spark.task.cpus``): with more than one, each task
             runs the pane farm on that many cores.
         strategy, farm: as in :func:`windgate.window_aggregate`.
@@ -175,6 +180,11 @@ def window_aggregate(
     (every column of ``df``, then the ``watermark`` each met). Both select from one stateful operator's
     output; each started query runs that operator, and as windgate is deterministic the two agree.
     """
+    if rows is not None and getattr(df, "isStreaming", False) is True:
+        raise InvalidParameterError(
+            "rows: count windows run on batch DataFrames only (call the helper on each micro-batch in "
+            "foreachBatch, or use windgate.WindowAggregator(rows=...))"
+        )
     if getattr(df, "isStreaming", False) is True:
         if gap is not None:
             raise InvalidParameterError(
@@ -200,7 +210,7 @@ def window_aggregate(
             "emit: only a streaming DataFrame fires early (a batch DataFrame is one finite stream), "
             f"got emit={emit!r}"
         )
-    if gap is not None:
+    if gap is not None or rows is not None:
         return _sessions(df, locals())
     plan = _specs.choice(plan, "plan")
     if plan not in ("auto", "two_phase", "one_phase"):
@@ -249,15 +259,17 @@ def window_aggregate(
 
 
 def _sessions(df: Any, given: dict[str, Any]) -> DataFrame:
-    """Session windows (``gap=``) of a batch DataFrame: one session operator per task over the rows of the
-    keys hashed to it (no key: one task), sorted by time (ties in the DataFrame's order when ``first`` or
-    ``last`` read it), so every key's rows stream through one operator in order and the result is the local
-    call's rows."""
+    """Session (``gap=``) or count (``rows=``) windows of a batch DataFrame: one operator per task over the
+    rows of the keys hashed to it (no key: one task), sorted by time (ties in the DataFrame's order when
+    ``first`` or ``last`` read it, and always for count windows, whose rows they count), so every key's rows
+    stream through one operator in order and the result is the local call's rows."""
     from pyspark.sql import functions as F
 
+    count = given["rows"] is not None
+    kind = "rows: count" if count else "gap: session"
     if given["plan"] not in ("auto", "one_phase") or given["range_size"] is not None:
         raise InvalidParameterError(
-            "gap: session windows have one plan (rows shuffled by key, sorted by time): leave plan and "
+            f"{kind} windows have one plan (rows shuffled by key, sorted by time): leave plan and "
             "range_size unset"
         )
     if isinstance(df, (str, os.PathLike, list, tuple)):
@@ -276,7 +288,7 @@ def _sessions(df: Any, given: dict[str, Any]) -> DataFrame:
                 f"column '{col}' is not in the DataFrame (columns: {', '.join(df.columns)})"
             )
     spark_out = output_schema(_native.window_aggregate([arrow_in.empty_table()], **spec).schema)
-    ties = any(f.lower() in ("first", "last") for _, fs in spec["aggs"] for f in fs)
+    ties = count or any(f.lower() in ("first", "last") for _, fs in spec["aggs"] for f in fs)
     seq = df.select(*columns).withColumn(
         _SEQ, F.monotonically_increasing_id() if ties else F.lit(0).cast("long")
     )
@@ -284,8 +296,10 @@ def _sessions(df: Any, given: dict[str, Any]) -> DataFrame:
     parts = parts.sortWithinPartitions(time, *([_SEQ] if ties else []))
     out = parts.mapInArrow(_keyed_task("WindowAggregator", spec), spark_out)
     if given["ordered"]:
-        out = out.persist().orderBy("window_end", "window_start", *by_cols)
-    out.windgate_plan = "sessions: raw rows shuffled by key (no key: one task), sorted by time"
+        ends = ("window_last", "window_first") if count else ("window_end", "window_start")
+        out = out.persist().orderBy(*ends, *by_cols)
+    what = "count windows" if count else "sessions"
+    out.windgate_plan = f"{what}: raw rows shuffled by key (no key: one task), sorted by time"
     return out
 
 
