@@ -11,7 +11,7 @@ use crate::keys::KeyDict;
 pub(super) const FORGET_MIN_KEYS: usize = 1 << 12;
 
 /// An engine whose state names keys by dictionary id and can be renumbered between calls.
-pub(super) trait KeyHolder {
+pub trait KeyHolder {
     /// How many (key, state) entries the open state holds: an upper bound on the keys in use.
     fn key_entries(&self) -> usize;
     /// Marks `live[key]` for every key with open state.

@@ -12,6 +12,7 @@ mod front;
 pub(crate) mod function;
 mod functions;
 mod input;
+mod keyed;
 pub(crate) mod operator;
 pub(crate) mod options;
 pub(crate) mod pane_engine;

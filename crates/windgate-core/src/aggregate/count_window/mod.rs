@@ -33,7 +33,7 @@ pub const MAX_ROWS: u64 = 1 << 48;
 
 /// A window that fired, before its aggregates are lowered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Fired {
+pub struct Fired {
     pub key: u32,
     /// Times of the first and last row the window covers.
     pub first: i64,

@@ -34,7 +34,7 @@ use crate::time::Span;
 
 /// A session closed by the watermark, before its aggregates are lowered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Closed {
+pub struct Closed {
     pub key: u32,
     pub start: i64,
     pub end: i64,

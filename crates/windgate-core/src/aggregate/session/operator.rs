@@ -1,41 +1,93 @@
 //! `SessionAggregator`: the streaming operator of session windows, and `session_aggregate`, the batch
 //! function built on it.
 //!
-//! The pieces every windowed operator shares are the window aggregation's: the options
-//! ([`WindowAggregateOptions`] with `gap`), admission (null times, then one K-slack per source, see
-//! [`crate::order::admission`]), the watermark as the minimum over open sources, the key dictionary and its
-//! output order, the aggregate functions' states. What differs is the engine ([`super::engine`] or
+//! The operator is the per-key operators' ([`crate::aggregate::keyed`]: options, admission, watermark, key
+//! dictionary, aggregate states); what is the sessions' own is the engine ([`super::engine`] or
 //! [`super::reference`]) and the output: the `by` columns, `window_start`, `window_end` (the time column's
 //! type), then the aggregates, in the order `(window_end, window_start, key)`.
 
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, SchemaRef};
 
 use super::engine::SessionEngine;
 use super::reference::SessionReference;
 use super::{Closed, positive_gap};
-use crate::aggregate::forget::forget_idle_keys;
-use crate::aggregate::front::{self, Columns, Source};
-use crate::aggregate::function::AggSpec;
-use crate::aggregate::operator::Stats;
+use crate::aggregate::forget::KeyHolder;
+use crate::aggregate::keyed::{KeyedEngine, KeyedOperator, keyed_aggregate};
 use crate::aggregate::options::WindowAggregateOptions;
 use crate::aggregate::slots::SlotStore;
-use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
-use crate::aggregate::strategy::Strategy;
-use crate::arrow_io::{column, decode_dictionaries, int_column_as, plain_schema};
-use crate::error::{Error, ErrorKind, Lifecycle, Result};
-use crate::keys::KeyDict;
-use crate::order::kslack::KSlack;
-use crate::time::TimeFormat;
+use crate::aggregate::state::{InputValues, RowOrder};
+use crate::arrow_io::int_column_as;
+use crate::error::{Error, ErrorKind, Result};
+use crate::time::TimeUnit;
+
+mod checkpoint;
+
+pub use checkpoint::OPERATOR as SESSION_OPERATOR;
+
+/// The engines of session windows, and the gap in time units.
+pub struct SessionEngines {
+    gap: i64,
+    engine: Engine,
+}
 
 enum Engine {
     Stream(SessionEngine),
     Reference(SessionReference),
 }
 
-impl Engine {
+impl KeyedEngine for SessionEngines {
+    type Window = Closed;
+    const STRATEGY: &'static str = "session";
+
+    fn require(opts: &WindowAggregateOptions) -> Result<()> {
+        if opts.gap.is_none() {
+            return Err(Error::param(
+                "gap",
+                "a session operator needs gap= (the inactivity gap)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn window_fields(window_type: &DataType) -> Vec<Field> {
+        vec![
+            Field::new("window_start", window_type.clone(), false),
+            Field::new("window_end", window_type.clone(), false),
+        ]
+    }
+
+    fn new(
+        opts: &WindowAggregateOptions,
+        unit: TimeUnit,
+        store: SlotStore,
+        reference: bool,
+    ) -> Result<Self> {
+        let gap = opts.gap.as_ref().expect("checked by require");
+        let gap = positive_gap(gap.resolve(unit, &opts.time, "gap")?)?;
+        let engine = if reference {
+            Engine::Reference(SessionReference::new(gap, store))
+        } else {
+            Engine::Stream(SessionEngine::new(gap, store))
+        };
+        Ok(Self { gap, engine })
+    }
+
+    fn check_range(&self, (_, hi): (i64, i64), time: &str) -> Result<()> {
+        if hi.checked_add(self.gap).is_none() {
+            return Err(Error::new(
+                ErrorKind::InvalidValue,
+                format!(
+                    "column '{time}': time {hi} plus gap {} overflows int64 (the session's end)",
+                    self.gap
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn ingest(
         &mut self,
         ts: &[i64],
@@ -44,48 +96,85 @@ impl Engine {
         inputs: &[InputValues],
         order: RowOrder<'_>,
     ) {
-        match self {
+        match &mut self.engine {
             Engine::Stream(e) => e.ingest(ts, keys, keep, inputs, order),
             Engine::Reference(e) => e.ingest(ts, keys, keep, inputs, order),
         }
     }
 
     fn close_through(&mut self, watermark: i64, out: &mut Vec<Closed>) {
-        match self {
+        match &mut self.engine {
             Engine::Stream(e) => e.close_through(watermark, out),
             Engine::Reference(e) => e.close_through(watermark, out),
         }
     }
 
+    /// `(end, start, key rank)`.
+    fn order(closed: &mut [Closed], ranks: &[u32]) {
+        closed.sort_unstable_by_key(|c| (c.end, c.start, ranks[c.key as usize]));
+    }
+
     fn store(&self) -> &SlotStore {
-        match self {
+        match &self.engine {
             Engine::Stream(e) => e.store(),
             Engine::Reference(e) => e.store(),
         }
     }
 
     fn release(&mut self, closed: &[Closed]) {
-        match self {
+        match &mut self.engine {
             Engine::Stream(e) => e.release(closed),
             Engine::Reference(e) => e.release(closed),
         }
     }
+
+    /// The open sessions (the reference engine: its retained rows).
+    fn open_slots(&self) -> u64 {
+        match &self.engine {
+            Engine::Stream(e) => e.open_sessions() as u64,
+            Engine::Reference(e) => e.retained_rows() as u64,
+        }
+    }
+
+    fn key(c: &Closed) -> u32 {
+        c.key
+    }
+
+    fn slot(c: &Closed) -> u32 {
+        c.slot
+    }
+
+    fn columns(closed: &[Closed], window_type: &DataType) -> Result<Vec<ArrayRef>> {
+        let starts = Int64Array::from_iter_values(closed.iter().map(|c| c.start));
+        let ends = Int64Array::from_iter_values(closed.iter().map(|c| c.end));
+        Ok(vec![
+            int_column_as(Arc::new(starts), window_type)?,
+            int_column_as(Arc::new(ends), window_type)?,
+        ])
+    }
 }
 
-mod checkpoint;
+impl KeyHolder for SessionEngines {
+    fn key_entries(&self) -> usize {
+        match &self.engine {
+            Engine::Stream(e) => e.key_entries(),
+            Engine::Reference(e) => e.key_entries(),
+        }
+    }
 
-pub use checkpoint::OPERATOR as SESSION_OPERATOR;
+    fn mark_live_keys(&self, live: &mut [bool]) {
+        match &self.engine {
+            Engine::Stream(e) => e.mark_live_keys(live),
+            Engine::Reference(e) => e.mark_live_keys(live),
+        }
+    }
 
-/// What is fixed once the first schema is seen.
-struct Bound {
-    schema: SchemaRef,
-    gap: i64,
-    /// How times read in errors (ISO 8601 on timestamp columns).
-    format: TimeFormat,
-    keys: KeyDict,
-    metas: Vec<Arc<AggMeta>>,
-    engine: Engine,
-    output_schema: SchemaRef,
+    fn remap_keys(&mut self, remap: &[u32]) {
+        match &mut self.engine {
+            Engine::Stream(e) => e.remap_keys(remap),
+            Engine::Reference(e) => e.remap_keys(remap),
+        }
+    }
 }
 
 /// The streaming operator of session windows.
@@ -110,243 +199,7 @@ struct Bound {
 /// let rest = agg.flush().unwrap();          // [40, 50) at the end of the stream
 /// assert_eq!(rest.num_rows(), 1);
 /// ```
-pub struct SessionAggregator {
-    opts: WindowAggregateOptions,
-    specs: Vec<AggSpec>,
-    bound: Option<Bound>,
-    sources: Vec<Source>,
-    stats: Stats,
-    life: Lifecycle,
-    reference: bool,
-}
-
-impl SessionAggregator {
-    /// The operator of `opts`, whose `gap` must be set.
-    pub fn new(opts: WindowAggregateOptions) -> Result<Self> {
-        if opts.gap.is_none() {
-            return Err(Error::param(
-                "gap",
-                "a session operator needs gap= (the inactivity gap)",
-            ));
-        }
-        let specs = opts.validate()?;
-        let reference = opts.strategy == Strategy::Reference;
-        let sources = front::sources(&opts);
-        let stats = Stats {
-            threads: 1,
-            strategy: if reference { "reference" } else { "session" },
-            ..Stats::default()
-        };
-        Ok(Self {
-            opts,
-            specs,
-            bound: None,
-            sources,
-            stats,
-            life: Lifecycle::default(),
-            reference,
-        })
-    }
-
-    pub fn options(&self) -> &WindowAggregateOptions {
-        &self.opts
-    }
-
-    /// The output schema, once the input schema is known.
-    pub fn output_schema(&self) -> Option<SchemaRef> {
-        self.bound.as_ref().map(|b| b.output_schema.clone())
-    }
-
-    /// Counters; `open_slots` counts the open sessions (the reference engine: its retained rows).
-    pub fn stats(&self) -> Stats {
-        let mut s = self.stats.clone();
-        if let Some(b) = &self.bound {
-            s.keys = b.keys.len() as u64;
-            s.open_slots = match &b.engine {
-                Engine::Stream(e) => e.open_sessions() as u64,
-                Engine::Reference(e) => e.retained_rows() as u64,
-            };
-        }
-        s.watermark = self.watermark();
-        s.slack = self.sources.iter().map(|s| s.kslack.k()).max().unwrap_or(0);
-        s
-    }
-
-    /// Marks the operator unusable (used by the bindings when a panic was caught).
-    pub fn poison(&mut self, why: impl Into<String>) {
-        self.life.poison(why);
-    }
-
-    /// Fixes the input schema (the first batch's, or a reader's schema before any batch).
-    pub fn bind(&mut self, schema: &SchemaRef) -> Result<()> {
-        if self.bound.is_some() {
-            return Ok(());
-        }
-        let schema = &plain_schema(schema);
-        let o = &self.opts;
-        let cols = Columns::bind(o, &self.specs, schema)?;
-        let gap = o.gap.as_ref().expect("checked by new");
-        let gap = positive_gap(gap.resolve(cols.unit, &o.time, "gap")?)?;
-        let window_type = cols.window_type();
-        let out_fields = cols.output_fields(vec![
-            Field::new("window_start", window_type.clone(), false),
-            Field::new("window_end", window_type, false),
-        ])?;
-        let store = SlotStore::new(&cols.metas);
-        let engine = if self.reference {
-            Engine::Reference(SessionReference::new(gap, store))
-        } else {
-            Engine::Stream(SessionEngine::new(gap, store))
-        };
-        for s in &mut self.sources {
-            s.kslack = KSlack::new(cols.lateness);
-        }
-        let key_types = cols.by.iter().map(|f| f.data_type().clone()).collect();
-        self.bound = Some(Bound {
-            schema: schema.clone(),
-            gap,
-            format: TimeFormat::of(&cols.time_type),
-            keys: KeyDict::new(o.by.clone(), key_types)?,
-            metas: cols.metas,
-            engine,
-            output_schema: Arc::new(Schema::new(out_fields)),
-        });
-        Ok(())
-    }
-
-    /// Pushes one batch of source `source`; returns the sessions that became final.
-    pub fn push(&mut self, batch: &RecordBatch, source: usize) -> Result<RecordBatch> {
-        self.life.check("push")?;
-        front::check_source(&self.sources, source, true)?;
-        let batch = &decode_dictionaries(batch)?;
-        self.bind(batch.schema_ref())?;
-        self.ingest(batch, source)?;
-        let r = self.emit_ready();
-        self.life.record(r)
-    }
-
-    /// Reads, checks and admits a batch; on error nothing has changed but the key dictionary.
-    fn ingest(&mut self, batch: &RecordBatch, source: usize) -> Result<()> {
-        let o = &self.opts;
-        let b = self.bound.as_mut().expect("bound");
-        let src = &self.sources[source];
-        let read = front::read(o, &self.specs, &b.schema, b.format, src, batch, source)?;
-        let admitted = &read.admitted;
-        if let Some((_, hi)) = admitted.range
-            && hi.checked_add(b.gap).is_none()
-        {
-            return Err(Error::new(
-                ErrorKind::InvalidValue,
-                format!(
-                    "column '{}': time {hi} plus gap {} overflows int64 (the session's end)",
-                    o.time, b.gap
-                ),
-            ));
-        }
-        let keys = b.keys.ids(&read.by_cols, batch.num_rows())?;
-        // Commit.
-        let order = RowOrder {
-            ts: &read.ts,
-            by: read.order_by.as_deref(),
-            source: source as u32,
-            seq0: read.commit(&mut self.sources[source]),
-        };
-        b.engine.ingest(
-            &read.ts,
-            &keys,
-            admitted.keep.as_deref(),
-            &read.inputs,
-            order,
-        );
-        self.stats.batches_in += 1;
-        self.stats.rows_in += batch.num_rows() as u64;
-        self.stats.late_rows += admitted.late;
-        self.stats.null_time_rows += admitted.null_time;
-        Ok(())
-    }
-
-    /// The watermark over open sources: `None` while some open source has none, `i64::MAX` once all closed.
-    fn watermark(&self) -> Option<i64> {
-        front::watermark(&self.sources)
-    }
-
-    fn emit_ready(&mut self) -> Result<RecordBatch> {
-        match self.watermark() {
-            Some(wm) => self.emit_through(wm),
-            None => Ok(self.empty()),
-        }
-    }
-
-    fn empty(&self) -> RecordBatch {
-        let schema = self
-            .output_schema()
-            .unwrap_or_else(|| Arc::new(Schema::empty()));
-        RecordBatch::new_empty(schema)
-    }
-
-    /// Emits every final session (ending before `watermark`), in the order `(end, start, key)`.
-    fn emit_through(&mut self, watermark: i64) -> Result<RecordBatch> {
-        let Some(b) = self.bound.as_mut() else {
-            return Ok(RecordBatch::new_empty(Arc::new(Schema::empty())));
-        };
-        let mut closed = Vec::new();
-        b.engine.close_through(watermark, &mut closed);
-        if closed.is_empty() {
-            return Ok(RecordBatch::new_empty(b.output_schema.clone()));
-        }
-        let ranks = b.keys.order().ranks;
-        closed.sort_unstable_by_key(|c| (c.end, c.start, ranks[c.key as usize]));
-        let out = assemble(b, &closed);
-        b.engine.release(&closed);
-        let out = out?;
-        // Keys without open sessions are forgotten once they are most of the dictionary (memory follows
-        // the open sessions, not the stream's keys).
-        match &mut b.engine {
-            Engine::Stream(e) => forget_idle_keys(e, &mut b.keys),
-            Engine::Reference(e) => forget_idle_keys(e, &mut b.keys),
-        }
-        self.stats.rows_out += out.num_rows() as u64;
-        self.stats.windows_out += out.num_rows() as u64;
-        Ok(out)
-    }
-
-    /// Ends source `source`: it no longer holds the watermark back.
-    pub fn close_source(&mut self, source: usize) -> Result<RecordBatch> {
-        self.life.check("close_source")?;
-        front::check_source(&self.sources, source, false)?;
-        self.sources[source].closed = true;
-        let r = self.emit_ready();
-        self.life.record(r)
-    }
-
-    /// End of stream: emits every session still open.
-    pub fn flush(&mut self) -> Result<RecordBatch> {
-        self.life.check("flush")?;
-        self.life.end();
-        let r = self.emit_through(i64::MAX);
-        self.life.record(r)
-    }
-}
-
-/// The output batch of the closed sessions, in their order.
-fn assemble(b: &Bound, closed: &[Closed]) -> Result<RecordBatch> {
-    let keys: Vec<u32> = closed.iter().map(|c| c.key).collect();
-    let slots: Vec<u32> = closed.iter().map(|c| c.slot).collect();
-    let mut columns = b.keys.columns(&keys)?;
-    let window_type = b
-        .output_schema
-        .field(b.keys.names().len())
-        .data_type()
-        .clone();
-    let starts = Int64Array::from_iter_values(closed.iter().map(|c| c.start));
-    let ends = Int64Array::from_iter_values(closed.iter().map(|c| c.end));
-    columns.push(int_column_as(Arc::new(starts), &window_type)?);
-    columns.push(int_column_as(Arc::new(ends), &window_type)?);
-    for state in &b.engine.store().states {
-        columns.push(state.finish(&slots)?);
-    }
-    RecordBatch::try_new(b.output_schema.clone(), columns).map_err(Error::output)
-}
+pub type SessionAggregator = KeyedOperator<SessionEngines>;
 
 /// The batch function of session windows: every source's batches through one [`SessionAggregator`], then
 /// the end of the stream. Without `lateness` the result is exact over all rows whatever their order.
@@ -366,30 +219,11 @@ fn assemble(b: &Bound, closed: &[Closed]) -> Result<RecordBatch> {
 /// ```
 pub fn session_aggregate<I>(
     sources: Vec<(SchemaRef, I)>,
-    mut opts: WindowAggregateOptions,
-    mut on_batch: impl FnMut() -> Result<()>,
+    opts: WindowAggregateOptions,
+    on_batch: impl FnMut() -> Result<()>,
 ) -> Result<(SchemaRef, Vec<RecordBatch>)>
 where
     I: IntoIterator<Item = Result<RecordBatch>>,
 {
-    if sources.is_empty() {
-        return Err(Error::param("data", "expected at least one source"));
-    }
-    opts.sources = sources.len();
-    opts.gate_sources = false;
-    let mut agg = SessionAggregator::new(opts)?;
-    let mut out = vec![];
-    for (s, (schema, batches)) in sources.into_iter().enumerate() {
-        agg.bind(&schema)?;
-        for batch in batches {
-            on_batch()?;
-            let got = agg.push(&batch?, s)?;
-            if got.num_rows() > 0 {
-                out.push(got);
-            }
-        }
-    }
-    out.push(agg.flush()?);
-    let schema = agg.output_schema().expect("bound");
-    Ok((schema, out))
+    keyed_aggregate::<SessionEngines, I>(sources, opts, on_batch)
 }

@@ -17,7 +17,10 @@ use arrow_array::{RecordBatchOptions, UInt64Array};
 
 use super::*;
 use crate::aggregate::count_window::engine::{Pane, Pending};
-use crate::aggregate::front::RunState;
+use arrow_schema::Schema;
+
+use crate::aggregate::front::{self, RunState};
+use crate::aggregate::keyed::Bound;
 use crate::aggregate::partial;
 use crate::aggregate::state::OrderKey;
 use crate::snapshot::{Reader, Writer};
@@ -57,7 +60,7 @@ impl CountWindowAggregator {
             &RunState::of(&self.sources, &self.stats, self.bound.is_some()),
         )?;
         if let Some(b) = &self.bound {
-            let Engine::Stream(engine) = &b.engine else {
+            let Engine::Stream(engine) = &b.engine.0 else {
                 return Err(no_reference());
             };
             w.batches("schema", &b.schema, &[])?;
@@ -131,7 +134,7 @@ impl CountWindowAggregator {
         let keys = b
             .keys
             .ids(&by_columns(&self.opts, batch)?, batch.num_rows())?;
-        let Engine::Stream(engine) = &mut b.engine else {
+        let Engine::Stream(engine) = &mut b.engine.0 else {
             return Err(no_reference());
         };
         let slots = front::import_slots(engine.store_mut(), &b.metas, batch)?;
@@ -183,7 +186,7 @@ fn read_u64(batch: &RecordBatch, name: &str) -> Result<Vec<u64>> {
 /// One written batch: the `by` columns of `keys`, the four `names` columns, then the partial states of
 /// `slots`.
 fn written(
-    b: &Bound,
+    b: &Bound<CountEngines>,
     engine: &CountEngine,
     names: [&str; 4],
     keys: &[u32],

@@ -14,8 +14,12 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 
 use super::*;
+use arrow_schema::Schema;
+
 use crate::aggregate::front::{self, RunState};
+use crate::aggregate::keyed::Bound;
 use crate::aggregate::partial;
+use crate::arrow_io::column;
 use crate::snapshot::{Reader, Writer};
 
 /// The operator's name in a snapshot's header.
@@ -109,7 +113,7 @@ impl SessionAggregator {
             Ok(col.values().to_vec())
         };
         let (starts, ends) = (int("window_start")?, int("window_end")?);
-        let Engine::Stream(engine) = &mut b.engine else {
+        let Engine::Stream(engine) = &mut b.engine.engine else {
             return Err(no_reference());
         };
         let slots = front::import_slots(engine.store_mut(), &b.metas, batch)?;
@@ -124,7 +128,7 @@ impl SessionAggregator {
 }
 
 /// The `by` columns, `window_start`, `window_end` (int64), then every aggregate's partial-state columns.
-fn sessions_schema(b: &Bound) -> SchemaRef {
+fn sessions_schema(b: &Bound<SessionEngines>) -> SchemaRef {
     let by = b.keys.names().len();
     let mut fields: Vec<Field> = (b.output_schema.fields()[..by].iter())
         .map(|f| f.as_ref().clone())
@@ -137,8 +141,8 @@ fn sessions_schema(b: &Bound) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-fn sessions_batch(b: &Bound, schema: &SchemaRef) -> Result<RecordBatch> {
-    let Engine::Stream(engine) = &b.engine else {
+fn sessions_batch(b: &Bound<SessionEngines>, schema: &SchemaRef) -> Result<RecordBatch> {
+    let Engine::Stream(engine) = &b.engine.engine else {
         return Err(no_reference());
     };
     let open = engine.open();
