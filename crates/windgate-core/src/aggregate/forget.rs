@@ -22,7 +22,7 @@ pub trait KeyHolder {
 
 /// Forgets the keys that hold no open state once they are most of the dictionary (and at least
 /// [`FORGET_MIN_KEYS`]).
-pub(super) fn forget_idle_keys(engine: &mut impl KeyHolder, keys: &mut KeyDict) {
+pub(super) fn forget_idle_keys(engine: &mut (impl KeyHolder + ?Sized), keys: &mut KeyDict) {
     let n = keys.len();
     if n < FORGET_MIN_KEYS || n <= 2 * engine.key_entries() {
         return;

@@ -297,6 +297,14 @@ impl Read {
     }
 }
 
+/// The error of a snapshot whose contents are not what a per-key operator writes.
+pub(super) fn corrupt(message: impl std::fmt::Display) -> Error {
+    Error::new(
+        crate::error::ErrorKind::Snapshot,
+        format!("data: not a readable windgate snapshot: {message}"),
+    )
+}
+
 /// What a checkpoint writes of one source.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct SourceState {

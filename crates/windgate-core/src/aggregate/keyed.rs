@@ -1,9 +1,11 @@
 //! The operator the per-key window operators (session and count windows) share, generic over their engine:
 //! the options, the sources and their watermark, the input schema, the key dictionary and the aggregate
 //! states ([`super::front`] reads and admits the batches), `push` / `close_source` / `flush`, the counters, and
-//! the batch function. An engine ([`KeyedEngine`]) places the admitted rows, says which windows the watermark
-//! closed and writes its own output columns.
+//! the batch function. A kind ([`Kind`]) names its parameter and output columns and
+//! makes its engines ([`PerKeyEngine`]: streaming or reference), which place the admitted rows and say which
+//! windows the watermark closed.
 
+use std::any::Any;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch};
@@ -23,10 +25,10 @@ use crate::keys::KeyDict;
 use crate::order::kslack::KSlack;
 use crate::time::{TimeFormat, TimeUnit};
 
-/// The engines of one kind of per-key window (streaming or reference), and what the kind's output is.
-pub trait KeyedEngine: KeyHolder + Sized {
+/// One kind of per-key window: its parameter, its engines and its output columns.
+pub trait Kind {
     /// A window the watermark closed, before its aggregates are lowered.
-    type Window: Copy;
+    type Window: Copy + 'static;
     /// The streaming engine's name in the counters.
     const STRATEGY: &'static str;
 
@@ -35,12 +37,22 @@ pub trait KeyedEngine: KeyHolder + Sized {
     /// The kind's output columns between the `by` columns and the aggregates.
     fn window_fields(window_type: &DataType) -> Vec<Field>;
     /// The engine of `opts` (the streaming one, or the reference one), once the time unit is known.
-    fn new(
+    fn engine(
         opts: &WindowAggregateOptions,
         unit: TimeUnit,
         store: SlotStore,
         reference: bool,
-    ) -> Result<Self>;
+    ) -> Result<Box<dyn PerKeyEngine<Self::Window>>>;
+    /// Puts one emission's windows in output order (`ranks`: the keys' output ranks).
+    fn order(_windows: &mut [Self::Window], _ranks: &[u32]) {}
+    fn key(w: &Self::Window) -> u32;
+    fn slot(w: &Self::Window) -> u32;
+    /// The kind's own output columns of `windows`.
+    fn columns(windows: &[Self::Window], window_type: &DataType) -> Result<Vec<ArrayRef>>;
+}
+
+/// An engine of a per-key window kind (streaming or reference), whose windows are `W`.
+pub trait PerKeyEngine<W>: KeyHolder + AsAny + Send + Sync {
     /// Checks a batch's admitted time range before anything is committed.
     fn check_range(&self, _range: (i64, i64), _time: &str) -> Result<()> {
         Ok(())
@@ -53,51 +65,62 @@ pub trait KeyedEngine: KeyHolder + Sized {
         inputs: &[InputValues],
         order: RowOrder<'_>,
     );
-    /// Takes the windows `watermark` closes, in output order but for [`Self::order`].
-    fn close_through(&mut self, watermark: i64, out: &mut Vec<Self::Window>);
-    /// Puts one emission's windows in output order (`ranks`: the keys' output ranks).
-    fn order(_windows: &mut [Self::Window], _ranks: &[u32]) {}
+    /// Takes the windows `watermark` closes (in output order but for [`Kind::order`]); their slots stay
+    /// allocated until the operator has lowered them.
+    fn close_through(&mut self, watermark: i64, out: &mut Vec<W>);
     fn store(&self) -> &SlotStore;
-    fn release(&mut self, windows: &[Self::Window]);
+    fn store_mut(&mut self) -> &mut SlotStore;
     /// The `open_slots` counter.
     fn open_slots(&self) -> u64;
-    fn key(w: &Self::Window) -> u32;
-    fn slot(w: &Self::Window) -> u32;
-    /// The kind's own output columns of `windows`.
-    fn columns(windows: &[Self::Window], window_type: &DataType) -> Result<Vec<ArrayRef>>;
+}
+
+/// The engine behind a `dyn PerKeyEngine` (checkpoints read the streaming engine's own state).
+pub trait AsAny {
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: Any> AsAny for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
 }
 
 /// What is fixed once the first schema is seen.
-pub(super) struct Bound<E> {
+pub(super) struct Bound<K: Kind> {
     pub schema: SchemaRef,
     pub format: TimeFormat,
     pub keys: KeyDict,
     pub metas: Vec<Arc<AggMeta>>,
-    pub engine: E,
+    pub engine: Box<dyn PerKeyEngine<K::Window>>,
     pub output_schema: SchemaRef,
 }
 
 /// A per-key window operator: session windows ([`super::SessionAggregator`]) or count windows
 /// ([`super::CountWindowAggregator`]).
-pub struct KeyedOperator<E: KeyedEngine> {
+pub struct KeyedOperator<K: Kind> {
     pub(super) opts: WindowAggregateOptions,
     specs: Vec<AggSpec>,
-    pub(super) bound: Option<Bound<E>>,
+    pub(super) bound: Option<Bound<K>>,
     pub(super) sources: Vec<Source>,
     pub(super) stats: Stats,
     pub(super) life: Lifecycle,
     pub(super) reference: bool,
 }
 
-impl<E: KeyedEngine> KeyedOperator<E> {
+impl<K: Kind> KeyedOperator<K> {
     /// The operator of `opts`, whose kind's own parameter must be set.
     pub fn new(opts: WindowAggregateOptions) -> Result<Self> {
-        E::require(&opts)?;
+        K::require(&opts)?;
         let specs = opts.validate()?;
         let reference = opts.strategy == Strategy::Reference;
         let stats = Stats {
             threads: 1,
-            strategy: if reference { "reference" } else { E::STRATEGY },
+            strategy: if reference { "reference" } else { K::STRATEGY },
             ..Stats::default()
         };
         Ok(Self {
@@ -145,8 +168,8 @@ impl<E: KeyedEngine> KeyedOperator<E> {
         let schema = &plain_schema(schema);
         let o = &self.opts;
         let cols = Columns::bind(o, &self.specs, schema)?;
-        let out_fields = cols.output_fields(E::window_fields(&cols.window_type()))?;
-        let engine = E::new(o, cols.unit, SlotStore::new(&cols.metas), self.reference)?;
+        let out_fields = cols.output_fields(K::window_fields(&cols.window_type()))?;
+        let engine = K::engine(o, cols.unit, SlotStore::new(&cols.metas), self.reference)?;
         for s in &mut self.sources {
             s.kslack = KSlack::new(cols.lateness);
         }
@@ -237,13 +260,15 @@ impl<E: KeyedEngine> KeyedOperator<E> {
         if closed.is_empty() {
             return Ok(RecordBatch::new_empty(b.output_schema.clone()));
         }
-        E::order(&mut closed, b.keys.order().ranks);
+        K::order(&mut closed, b.keys.order().ranks);
         let out = assemble(b, &closed);
-        b.engine.release(&closed);
+        // The windows' slots were kept for the output; free now.
+        let store = b.engine.store_mut();
+        closed.iter().for_each(|w| store.release(K::slot(w)));
         let out = out?;
         // Keys holding nothing are forgotten once they are most of the dictionary (memory follows the open
         // state, not the stream's keys).
-        forget_idle_keys(&mut b.engine, &mut b.keys);
+        forget_idle_keys(b.engine.as_mut(), &mut b.keys);
         self.stats.rows_out += out.num_rows() as u64;
         self.stats.windows_out += out.num_rows() as u64;
         Ok(out)
@@ -268,12 +293,12 @@ impl<E: KeyedEngine> KeyedOperator<E> {
 }
 
 /// The output batch of the closed windows, in their order.
-fn assemble<E: KeyedEngine>(b: &Bound<E>, closed: &[E::Window]) -> Result<RecordBatch> {
-    let keys: Vec<u32> = closed.iter().map(E::key).collect();
-    let slots: Vec<u32> = closed.iter().map(E::slot).collect();
+fn assemble<K: Kind>(b: &Bound<K>, closed: &[K::Window]) -> Result<RecordBatch> {
+    let keys: Vec<u32> = closed.iter().map(K::key).collect();
+    let slots: Vec<u32> = closed.iter().map(K::slot).collect();
     let mut columns = b.keys.columns(&keys)?;
     let window_type = b.output_schema.field(b.keys.names().len()).data_type();
-    columns.extend(E::columns(closed, window_type)?);
+    columns.extend(K::columns(closed, window_type)?);
     for state in &b.engine.store().states {
         columns.push(state.finish(&slots)?);
     }
@@ -282,7 +307,7 @@ fn assemble<E: KeyedEngine>(b: &Bound<E>, closed: &[E::Window]) -> Result<Record
 
 /// The batch function of a per-key operator: every source's batches through one operator, then the end of the
 /// stream.
-pub(super) fn keyed_aggregate<E: KeyedEngine, I>(
+pub(super) fn keyed_aggregate<K: Kind, I>(
     sources: Vec<(SchemaRef, I)>,
     mut opts: WindowAggregateOptions,
     mut on_batch: impl FnMut() -> Result<()>,
@@ -295,7 +320,7 @@ where
     }
     opts.sources = sources.len();
     opts.gate_sources = false;
-    let mut agg = KeyedOperator::<E>::new(opts)?;
+    let mut agg = KeyedOperator::<K>::new(opts)?;
     let mut out = vec![];
     for (s, (schema, batches)) in sources.into_iter().enumerate() {
         agg.bind(&schema)?;

@@ -12,6 +12,7 @@ mod front;
 pub(crate) mod function;
 mod functions;
 mod input;
+mod kept_rows;
 mod keyed;
 pub(crate) mod operator;
 pub(crate) mod options;

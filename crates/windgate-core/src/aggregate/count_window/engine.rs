@@ -19,6 +19,7 @@ use std::collections::VecDeque;
 
 use super::{Counts, Fired, is_released};
 use crate::aggregate::forget::KeyHolder;
+use crate::aggregate::keyed::PerKeyEngine;
 use crate::aggregate::slots::SlotStore;
 use crate::aggregate::state::{InputValues, OrderKey, RowOrder, SKIP};
 
@@ -75,70 +76,6 @@ impl CountEngine {
         }
     }
 
-    pub fn store(&self) -> &SlotStore {
-        &self.store
-    }
-
-    pub fn store_mut(&mut self) -> &mut SlotStore {
-        &mut self.store
-    }
-
-    /// Slots in use: waiting rows, panes, and windows not yet released.
-    pub fn open_slots(&self) -> usize {
-        self.store.live()
-    }
-
-    /// Lifts every admitted row (`keep`) into a slot of its own, to wait for the watermark.
-    pub fn ingest(
-        &mut self,
-        keys: &[u32],
-        keep: Option<&[bool]>,
-        inputs: &[InputValues],
-        order: RowOrder<'_>,
-    ) {
-        let mut slots = Vec::with_capacity(keys.len());
-        for (i, &key) in keys.iter().enumerate() {
-            if keep.is_some_and(|k| !k[i]) {
-                slots.push(SKIP);
-                continue;
-            }
-            let slot = self.store.alloc();
-            slots.push(slot);
-            self.pending.push(Pending {
-                at: order.key(i),
-                key,
-                slot,
-            });
-        }
-        self.store.update(&slots, inputs, order);
-    }
-
-    /// Releases the rows the watermark passed, in the total order, and fires their keys' windows into `out`
-    /// (in the order of the rows that completed them). The windows' slots stay allocated until
-    /// [`Self::release`].
-    pub fn close_through(&mut self, watermark: i64, out: &mut Vec<Fired>) {
-        let mut released = Vec::new();
-        self.pending.retain(|p| {
-            let go = is_released(p.at.ts, watermark);
-            if go {
-                released.push(*p);
-            }
-            !go
-        });
-        released.sort_unstable_by_key(|p| p.at);
-        self.pairs.clear();
-        self.freed.clear();
-        for p in released {
-            self.place(p, out);
-        }
-        if !self.pairs.is_empty() {
-            self.store.combine_within(&self.pairs);
-        }
-        for &s in &self.freed {
-            self.store.release(s);
-        }
-    }
-
     /// Counts one released row in its key, and fires the key's window when the count reaches a multiple of
     /// `rows_slide`.
     fn place(&mut self, p: Pending, out: &mut Vec<Fired>) {
@@ -191,12 +128,6 @@ impl CountEngine {
         }
     }
 
-    pub fn release(&mut self, fired: &[Fired]) {
-        for f in fired {
-            self.store.release(f.slot);
-        }
-    }
-
     /// The rows waiting for the watermark (what a checkpoint writes).
     pub fn pending(&self) -> &[Pending] {
         &self.pending
@@ -222,6 +153,73 @@ impl CountEngine {
         self.keys[k].count = count;
         self.keys[k].panes.push_back(pane);
         self.panes += 1;
+    }
+}
+
+impl PerKeyEngine<Fired> for CountEngine {
+    fn store(&self) -> &SlotStore {
+        &self.store
+    }
+
+    fn store_mut(&mut self) -> &mut SlotStore {
+        &mut self.store
+    }
+
+    /// Lifts every admitted row (`keep`) into a slot of its own, to wait for the watermark.
+    fn ingest(
+        &mut self,
+        _ts: &[i64],
+        keys: &[u32],
+        keep: Option<&[bool]>,
+        inputs: &[InputValues],
+        order: RowOrder<'_>,
+    ) {
+        let mut slots = Vec::with_capacity(keys.len());
+        for (i, &key) in keys.iter().enumerate() {
+            if keep.is_some_and(|k| !k[i]) {
+                slots.push(SKIP);
+                continue;
+            }
+            let slot = self.store.alloc();
+            slots.push(slot);
+            self.pending.push(Pending {
+                at: order.key(i),
+                key,
+                slot,
+            });
+        }
+        self.store.update(&slots, inputs, order);
+    }
+
+    /// Releases the rows the watermark passed, in the total order, and fires their keys' windows into `out`
+    /// (in the order of the rows that completed them). The windows' slots stay allocated until
+    /// [`Self::release`].
+    fn close_through(&mut self, watermark: i64, out: &mut Vec<Fired>) {
+        let mut released = Vec::new();
+        self.pending.retain(|p| {
+            let go = is_released(p.at.ts, watermark);
+            if go {
+                released.push(*p);
+            }
+            !go
+        });
+        released.sort_unstable_by_key(|p| p.at);
+        self.pairs.clear();
+        self.freed.clear();
+        for p in released {
+            self.place(p, out);
+        }
+        if !self.pairs.is_empty() {
+            self.store.combine_within(&self.pairs);
+        }
+        for &s in &self.freed {
+            self.store.release(s);
+        }
+    }
+
+    /// Slots in use: waiting rows, panes, and windows not yet released.
+    fn open_slots(&self) -> u64 {
+        self.store.live() as u64
     }
 }
 

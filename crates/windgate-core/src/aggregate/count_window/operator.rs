@@ -15,28 +15,21 @@ use arrow_schema::{DataType, Field, SchemaRef};
 use super::engine::CountEngine;
 use super::reference::CountReference;
 use super::{Fired, counts};
-use crate::aggregate::forget::KeyHolder;
-use crate::aggregate::keyed::{KeyedEngine, KeyedOperator, keyed_aggregate};
+use crate::aggregate::keyed::{KeyedOperator, Kind, PerKeyEngine, keyed_aggregate};
 use crate::aggregate::options::WindowAggregateOptions;
 use crate::aggregate::slots::SlotStore;
-use crate::aggregate::state::{InputValues, RowOrder};
 use crate::arrow_io::{column, int_column_as};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::time::TimeUnit;
 
 mod checkpoint;
 
 pub use checkpoint::OPERATOR as COUNT_WINDOW_OPERATOR;
 
-/// The engines of count windows.
-pub struct CountEngines(Engine);
+/// Count windows, the kind (see [`crate::aggregate::keyed`]).
+pub struct CountWindows;
 
-enum Engine {
-    Stream(CountEngine),
-    Reference(CountReference),
-}
-
-impl KeyedEngine for CountEngines {
+impl Kind for CountWindows {
     type Window = Fired;
     const STRATEGY: &'static str = "count";
 
@@ -58,63 +51,21 @@ impl KeyedEngine for CountEngines {
         ]
     }
 
-    fn new(
+    fn engine(
         opts: &WindowAggregateOptions,
         _: TimeUnit,
         store: SlotStore,
         reference: bool,
-    ) -> Result<Self> {
-        Ok(Self(if reference {
-            Engine::Reference(CountReference::new(counts(opts), store))
+    ) -> Result<Box<dyn PerKeyEngine<Fired>>> {
+        Ok(if reference {
+            Box::new(CountReference::new(counts(opts), store))
         } else {
-            Engine::Stream(CountEngine::new(counts(opts), store))
-        }))
+            Box::new(CountEngine::new(counts(opts), store))
+        })
     }
 
-    fn ingest(
-        &mut self,
-        _: &[i64],
-        keys: &[u32],
-        keep: Option<&[bool]>,
-        inputs: &[InputValues],
-        order: RowOrder<'_>,
-    ) {
-        match &mut self.0 {
-            Engine::Stream(e) => e.ingest(keys, keep, inputs, order),
-            Engine::Reference(e) => e.ingest(keys, keep, inputs, order),
-        }
-    }
-
-    /// Releases the rows below `watermark`; the windows they complete come in the rows' total order.
-    fn close_through(&mut self, watermark: i64, out: &mut Vec<Fired>) {
-        match &mut self.0 {
-            Engine::Stream(e) => e.close_through(watermark, out),
-            Engine::Reference(e) => e.close_through(watermark, out),
-        }
-    }
-
-    fn store(&self) -> &SlotStore {
-        match &self.0 {
-            Engine::Stream(e) => e.store(),
-            Engine::Reference(e) => e.store(),
-        }
-    }
-
-    fn release(&mut self, fired: &[Fired]) {
-        match &mut self.0 {
-            Engine::Stream(e) => e.release(fired),
-            Engine::Reference(e) => e.release(fired),
-        }
-    }
-
-    /// The partial states held: rows waiting for the watermark and the panes of the keys' last rows (the
-    /// reference engine: its retained rows).
-    fn open_slots(&self) -> u64 {
-        match &self.0 {
-            Engine::Stream(e) => e.open_slots() as u64,
-            Engine::Reference(e) => e.retained_rows() as u64,
-        }
-    }
+    /// The engines fire in the total order of the completing rows already.
+    fn order(_: &mut [Fired], _: &[u32]) {}
 
     fn key(f: &Fired) -> u32 {
         f.key
@@ -138,29 +89,6 @@ impl KeyedEngine for CountEngines {
     }
 }
 
-impl KeyHolder for CountEngines {
-    fn key_entries(&self) -> usize {
-        match &self.0 {
-            Engine::Stream(e) => e.key_entries(),
-            Engine::Reference(e) => e.key_entries(),
-        }
-    }
-
-    fn mark_live_keys(&self, live: &mut [bool]) {
-        match &self.0 {
-            Engine::Stream(e) => e.mark_live_keys(live),
-            Engine::Reference(e) => e.mark_live_keys(live),
-        }
-    }
-
-    fn remap_keys(&mut self, remap: &[u32]) {
-        match &mut self.0 {
-            Engine::Stream(e) => e.remap_keys(remap),
-            Engine::Reference(e) => e.remap_keys(remap),
-        }
-    }
-}
-
 /// The streaming operator of count windows.
 ///
 /// ```
@@ -181,7 +109,7 @@ impl KeyHolder for CountEngines {
 /// // The end of the stream releases row 5, which completes no window (as in Flink).
 /// assert_eq!(agg.flush().unwrap().num_rows(), 0);
 /// ```
-pub type CountWindowAggregator = KeyedOperator<CountEngines>;
+pub type CountWindowAggregator = KeyedOperator<CountWindows>;
 
 /// The batch function of count windows: every source's batches through one [`CountWindowAggregator`], then
 /// the end of the stream. Without `lateness` the result is exact over all rows whatever their order.
@@ -207,15 +135,7 @@ pub fn count_window_aggregate<I>(
 where
     I: IntoIterator<Item = Result<RecordBatch>>,
 {
-    keyed_aggregate::<CountEngines, I>(sources, opts, on_batch)
-}
-
-/// A snapshot column that is not what this module writes.
-fn corrupt(message: impl std::fmt::Display) -> Error {
-    Error::new(
-        ErrorKind::Snapshot,
-        format!("data: not a readable windgate snapshot: {message}"),
-    )
+    keyed_aggregate::<CountWindows, I>(sources, opts, on_batch)
 }
 
 /// The `by` columns of a written batch.

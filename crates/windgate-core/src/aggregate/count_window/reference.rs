@@ -9,21 +9,14 @@
 
 use super::{Counts, Fired, is_released};
 use crate::aggregate::forget::KeyHolder;
+use crate::aggregate::kept_rows::KeptRows;
+use crate::aggregate::keyed::PerKeyEngine;
 use crate::aggregate::slots::SlotStore;
 use crate::aggregate::state::{InputValues, OrderKey, RowOrder};
 
-struct Row {
-    at: OrderKey,
-    key: u32,
-    /// Which ingested chunk holds the row's values, and where.
-    chunk: u32,
-    index: u32,
-}
-
 pub(crate) struct CountReference {
     counts: Counts,
-    rows: Vec<Row>,
-    chunks: Vec<Vec<InputValues>>,
+    rows: KeptRows,
     store: SlotStore,
     /// The watermark of the previous emission: rows it passed fired their windows then.
     done: Option<i64>,
@@ -33,70 +26,59 @@ impl CountReference {
     pub fn new(counts: Counts, store: SlotStore) -> Self {
         Self {
             counts,
-            rows: Vec::new(),
-            chunks: Vec::new(),
+            rows: KeptRows::default(),
             store,
             done: None,
         }
     }
+}
 
-    pub fn store(&self) -> &SlotStore {
+impl PerKeyEngine<Fired> for CountReference {
+    fn store(&self) -> &SlotStore {
         &self.store
     }
 
-    pub fn retained_rows(&self) -> usize {
-        self.rows.len()
+    fn store_mut(&mut self) -> &mut SlotStore {
+        &mut self.store
     }
 
-    pub fn ingest(
+    fn ingest(
         &mut self,
+        _: &[i64],
         keys: &[u32],
         keep: Option<&[bool]>,
         inputs: &[InputValues],
         order: RowOrder<'_>,
     ) {
-        let chunk = self.chunks.len() as u32;
-        self.chunks.push(inputs.to_vec());
-        for (i, &key) in keys.iter().enumerate() {
-            if keep.is_none_or(|k| k[i]) {
-                self.rows.push(Row {
-                    at: order.key(i),
-                    key,
-                    chunk,
-                    index: i as u32,
-                });
-            }
-        }
+        self.rows.push(keys, keep, inputs, order);
     }
 
     /// Fires every window completed by a row that `watermark` passed and the previous emission's did not.
-    pub fn close_through(&mut self, watermark: i64, out: &mut Vec<Fired>) {
-        self.rows.sort_by_key(|r| (r.key, r.at));
+    fn close_through(&mut self, watermark: i64, out: &mut Vec<Fired>) {
+        self.rows.sort();
         let Counts { size, slide } = self.counts;
         let done = self.done;
+        let rows = &self.rows.rows;
         let mut fired: Vec<(OrderKey, Fired)> = Vec::new();
         let mut i = 0;
-        while i < self.rows.len() {
-            let key = self.rows[i].key;
-            let j = i + self.rows[i..].partition_point(|r| r.key == key);
+        while i < rows.len() {
+            let key = rows[i].key;
+            let j = i + rows[i..].partition_point(|r| r.key == key);
             for n in (slide as usize..=j - i).step_by(slide as usize) {
-                let last = self.rows[i + n - 1].at;
+                let last = rows[i + n - 1].at;
                 if !is_released(last.ts, watermark) || done.is_some_and(|d| is_released(last.ts, d))
                 {
                     continue;
                 }
                 let from = i + n - (size as usize).min(n);
-                let slot = self.lift(from..i + n);
-                fired.push((
-                    last,
-                    Fired {
-                        key,
-                        first: self.rows[from].at.ts,
-                        last: last.ts,
-                        rows: (i + n - from) as u64,
-                        slot,
-                    },
-                ));
+                let window = Fired {
+                    key,
+                    first: rows[from].at.ts,
+                    last: last.ts,
+                    rows: (i + n - from) as u64,
+                    slot: self.rows.lift(&mut self.store, &rows[from..i + n]),
+                };
+                fired.push((last, window));
             }
             i = j;
         }
@@ -105,47 +87,22 @@ impl CountReference {
         self.done = Some(done.map_or(watermark, |d| d.max(watermark)));
     }
 
-    /// A fresh slot holding the rows `range` (of the sorted rows), lifted one at a time.
-    fn lift(&mut self, range: std::ops::Range<usize>) -> u32 {
-        let slot = self.store.alloc();
-        for r in &self.rows[range] {
-            let inputs: Vec<InputValues> = self.chunks[r.chunk as usize]
-                .iter()
-                .map(|v| v.slice(r.index as usize, 1))
-                .collect();
-            let order = RowOrder {
-                ts: &[r.at.ts],
-                by: Some(&[r.at.by]),
-                source: r.at.source,
-                seq0: r.at.seq,
-            };
-            self.store.update(&[slot], &inputs, order);
-        }
-        slot
-    }
-
-    pub fn release(&mut self, fired: &[Fired]) {
-        for f in fired {
-            self.store.release(f.slot);
-        }
+    /// The retained rows (every row: the reference forgets nothing).
+    fn open_slots(&self) -> u64 {
+        self.rows.rows.len() as u64
     }
 }
 
 impl KeyHolder for CountReference {
-    /// Every row is kept, so every key stays live.
     fn key_entries(&self) -> usize {
-        self.rows.len()
+        self.rows.key_entries()
     }
 
     fn mark_live_keys(&self, live: &mut [bool]) {
-        for r in &self.rows {
-            live[r.key as usize] = true;
-        }
+        self.rows.mark_live_keys(live)
     }
 
     fn remap_keys(&mut self, remap: &[u32]) {
-        for r in &mut self.rows {
-            r.key = remap[r.key as usize];
-        }
+        self.rows.remap_keys(remap)
     }
 }

@@ -24,8 +24,10 @@ use std::ops::Bound::{Excluded, Included};
 
 use super::Closed;
 use crate::aggregate::forget::KeyHolder;
+use crate::aggregate::keyed::PerKeyEngine;
 use crate::aggregate::slots::SlotStore;
 use crate::aggregate::state::{InputValues, RowOrder, SKIP};
+use crate::error::Result;
 
 #[derive(Debug, Clone, Copy)]
 struct Open {
@@ -60,45 +62,6 @@ impl SessionEngine {
             merges: Vec::new(),
             freed: Vec::new(),
         }
-    }
-
-    pub fn store(&self) -> &SlotStore {
-        &self.store
-    }
-
-    pub fn open_sessions(&self) -> usize {
-        self.by_end.len()
-    }
-
-    /// Places every admitted row (`keep`) in its session and lifts the batch. `ts[i] + gap` must not
-    /// overflow (the operator checks the admitted range).
-    pub fn ingest(
-        &mut self,
-        ts: &[i64],
-        keys: &[u32],
-        keep: Option<&[bool]>,
-        inputs: &[InputValues],
-        order: RowOrder<'_>,
-    ) {
-        let mut slots = std::mem::take(&mut self.slots);
-        slots.clear();
-        self.merges.clear();
-        self.freed.clear();
-        for (i, (&t, &key)) in ts.iter().zip(keys).enumerate() {
-            if keep.is_some_and(|k| !k[i]) {
-                slots.push(SKIP);
-                continue;
-            }
-            slots.push(self.place(t, key));
-        }
-        self.store.update(&slots, inputs, order);
-        if !self.merges.is_empty() {
-            self.store.combine_within(&self.merges);
-        }
-        for &s in &self.freed {
-            self.store.release(s);
-        }
-        self.slots = slots;
     }
 
     /// The slot of the session that row time `t` of `key` belongs to, merging sessions as needed.
@@ -166,10 +129,76 @@ impl SessionEngine {
         slot
     }
 
+    /// Every open session, by key id and start (what a checkpoint writes).
+    pub fn open(&self) -> Vec<Closed> {
+        let mut out = Vec::with_capacity(self.by_end.len());
+        for (key, map) in self.keys.iter().enumerate() {
+            out.extend(map.iter().map(|(&start, o)| Closed {
+                key: key as u32,
+                start,
+                end: o.end,
+                slot: o.slot,
+            }));
+        }
+        out
+    }
+
+    /// Adds a restored session whose state is already in slot `slot` of [`Self::store_mut`].
+    pub fn insert(&mut self, key: u32, start: i64, end: i64, slot: u32) {
+        let k = key as usize;
+        if k >= self.keys.len() {
+            self.keys.resize_with(k + 1, BTreeMap::new);
+        }
+        let listed = end;
+        self.keys[k].insert(start, Open { end, slot, listed });
+        self.by_end.insert((end, key, start));
+    }
+}
+
+impl PerKeyEngine<Closed> for SessionEngine {
+    fn store(&self) -> &SlotStore {
+        &self.store
+    }
+
+    fn store_mut(&mut self) -> &mut SlotStore {
+        &mut self.store
+    }
+
+    /// Places every admitted row (`keep`) in its session and lifts the batch. `ts[i] + gap` must not
+    /// overflow (the operator checks the admitted range).
+    fn ingest(
+        &mut self,
+        ts: &[i64],
+        keys: &[u32],
+        keep: Option<&[bool]>,
+        inputs: &[InputValues],
+        order: RowOrder<'_>,
+    ) {
+        let mut slots = std::mem::take(&mut self.slots);
+        slots.clear();
+        self.merges.clear();
+        self.freed.clear();
+        for (i, (&t, &key)) in ts.iter().zip(keys).enumerate() {
+            if keep.is_some_and(|k| !k[i]) {
+                slots.push(SKIP);
+                continue;
+            }
+            slots.push(self.place(t, key));
+        }
+        self.store.update(&slots, inputs, order);
+        if !self.merges.is_empty() {
+            self.store.combine_within(&self.merges);
+        }
+        for &s in &self.freed {
+            self.store.release(s);
+        }
+        self.slots = slots;
+    }
+
     /// Takes every final session out of the engine: those ending before `watermark` (a row at the
     /// watermark may still join a session ending there), all at `i64::MAX` (the end of the stream). Their
     /// slots stay allocated until [`Self::release`].
-    pub fn close_through(&mut self, watermark: i64, out: &mut Vec<Closed>) {
+    fn close_through(&mut self, watermark: i64, out: &mut Vec<Closed>) {
         while let Some(&(listed, key, start)) = self.by_end.first() {
             if !super::is_final(listed, watermark) {
                 break;
@@ -195,39 +224,12 @@ impl SessionEngine {
         }
     }
 
-    /// Every open session, by key id and start (what a checkpoint writes).
-    pub fn open(&self) -> Vec<Closed> {
-        let mut out = Vec::with_capacity(self.by_end.len());
-        for (key, map) in self.keys.iter().enumerate() {
-            out.extend(map.iter().map(|(&start, o)| Closed {
-                key: key as u32,
-                start,
-                end: o.end,
-                slot: o.slot,
-            }));
-        }
-        out
+    fn open_slots(&self) -> u64 {
+        self.by_end.len() as u64
     }
 
-    /// Adds a restored session whose state is already in slot `slot` of [`Self::store_mut`].
-    pub fn insert(&mut self, key: u32, start: i64, end: i64, slot: u32) {
-        let k = key as usize;
-        if k >= self.keys.len() {
-            self.keys.resize_with(k + 1, BTreeMap::new);
-        }
-        let listed = end;
-        self.keys[k].insert(start, Open { end, slot, listed });
-        self.by_end.insert((end, key, start));
-    }
-
-    pub fn store_mut(&mut self) -> &mut SlotStore {
-        &mut self.store
-    }
-
-    pub fn release(&mut self, closed: &[Closed]) {
-        for c in closed {
-            self.store.release(c.slot);
-        }
+    fn check_range(&self, range: (i64, i64), time: &str) -> Result<()> {
+        super::check_end(range, self.gap, time)
     }
 }
 

@@ -90,6 +90,20 @@ pub(crate) fn is_final(end: i64, watermark: i64) -> bool {
     end < watermark || watermark == i64::MAX
 }
 
+/// A batch whose greatest admitted time plus `gap` (a session's end) overflows int64 is refused, naming the
+/// time column.
+pub(crate) fn check_end((_, hi): (i64, i64), gap: i64, time: &str) -> Result<()> {
+    if hi.checked_add(gap).is_none() {
+        return Err(Error::new(
+            crate::error::ErrorKind::InvalidValue,
+            format!(
+                "column '{time}': time {hi} plus gap {gap} overflows int64 (the session's end)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `gap` in time units must be positive.
 pub(crate) fn positive_gap(gap: i64) -> Result<i64> {
     if gap <= 0 {

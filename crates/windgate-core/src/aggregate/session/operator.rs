@@ -14,31 +14,21 @@ use arrow_schema::{DataType, Field, SchemaRef};
 use super::engine::SessionEngine;
 use super::reference::SessionReference;
 use super::{Closed, positive_gap};
-use crate::aggregate::forget::KeyHolder;
-use crate::aggregate::keyed::{KeyedEngine, KeyedOperator, keyed_aggregate};
+use crate::aggregate::keyed::{KeyedOperator, Kind, PerKeyEngine, keyed_aggregate};
 use crate::aggregate::options::WindowAggregateOptions;
 use crate::aggregate::slots::SlotStore;
-use crate::aggregate::state::{InputValues, RowOrder};
 use crate::arrow_io::int_column_as;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::time::TimeUnit;
 
 mod checkpoint;
 
 pub use checkpoint::OPERATOR as SESSION_OPERATOR;
 
-/// The engines of session windows, and the gap in time units.
-pub struct SessionEngines {
-    gap: i64,
-    engine: Engine,
-}
+/// Session windows, the kind (see [`crate::aggregate::keyed`]).
+pub struct SessionWindows;
 
-enum Engine {
-    Stream(SessionEngine),
-    Reference(SessionReference),
-}
-
-impl KeyedEngine for SessionEngines {
+impl Kind for SessionWindows {
     type Window = Closed;
     const STRATEGY: &'static str = "session";
 
@@ -59,81 +49,24 @@ impl KeyedEngine for SessionEngines {
         ]
     }
 
-    fn new(
+    fn engine(
         opts: &WindowAggregateOptions,
         unit: TimeUnit,
         store: SlotStore,
         reference: bool,
-    ) -> Result<Self> {
+    ) -> Result<Box<dyn PerKeyEngine<Closed>>> {
         let gap = opts.gap.as_ref().expect("checked by require");
         let gap = positive_gap(gap.resolve(unit, &opts.time, "gap")?)?;
-        let engine = if reference {
-            Engine::Reference(SessionReference::new(gap, store))
+        Ok(if reference {
+            Box::new(SessionReference::new(gap, store))
         } else {
-            Engine::Stream(SessionEngine::new(gap, store))
-        };
-        Ok(Self { gap, engine })
-    }
-
-    fn check_range(&self, (_, hi): (i64, i64), time: &str) -> Result<()> {
-        if hi.checked_add(self.gap).is_none() {
-            return Err(Error::new(
-                ErrorKind::InvalidValue,
-                format!(
-                    "column '{time}': time {hi} plus gap {} overflows int64 (the session's end)",
-                    self.gap
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    fn ingest(
-        &mut self,
-        ts: &[i64],
-        keys: &[u32],
-        keep: Option<&[bool]>,
-        inputs: &[InputValues],
-        order: RowOrder<'_>,
-    ) {
-        match &mut self.engine {
-            Engine::Stream(e) => e.ingest(ts, keys, keep, inputs, order),
-            Engine::Reference(e) => e.ingest(ts, keys, keep, inputs, order),
-        }
-    }
-
-    fn close_through(&mut self, watermark: i64, out: &mut Vec<Closed>) {
-        match &mut self.engine {
-            Engine::Stream(e) => e.close_through(watermark, out),
-            Engine::Reference(e) => e.close_through(watermark, out),
-        }
+            Box::new(SessionEngine::new(gap, store))
+        })
     }
 
     /// `(end, start, key rank)`.
     fn order(closed: &mut [Closed], ranks: &[u32]) {
         closed.sort_unstable_by_key(|c| (c.end, c.start, ranks[c.key as usize]));
-    }
-
-    fn store(&self) -> &SlotStore {
-        match &self.engine {
-            Engine::Stream(e) => e.store(),
-            Engine::Reference(e) => e.store(),
-        }
-    }
-
-    fn release(&mut self, closed: &[Closed]) {
-        match &mut self.engine {
-            Engine::Stream(e) => e.release(closed),
-            Engine::Reference(e) => e.release(closed),
-        }
-    }
-
-    /// The open sessions (the reference engine: its retained rows).
-    fn open_slots(&self) -> u64 {
-        match &self.engine {
-            Engine::Stream(e) => e.open_sessions() as u64,
-            Engine::Reference(e) => e.retained_rows() as u64,
-        }
     }
 
     fn key(c: &Closed) -> u32 {
@@ -151,29 +84,6 @@ impl KeyedEngine for SessionEngines {
             int_column_as(Arc::new(starts), window_type)?,
             int_column_as(Arc::new(ends), window_type)?,
         ])
-    }
-}
-
-impl KeyHolder for SessionEngines {
-    fn key_entries(&self) -> usize {
-        match &self.engine {
-            Engine::Stream(e) => e.key_entries(),
-            Engine::Reference(e) => e.key_entries(),
-        }
-    }
-
-    fn mark_live_keys(&self, live: &mut [bool]) {
-        match &self.engine {
-            Engine::Stream(e) => e.mark_live_keys(live),
-            Engine::Reference(e) => e.mark_live_keys(live),
-        }
-    }
-
-    fn remap_keys(&mut self, remap: &[u32]) {
-        match &mut self.engine {
-            Engine::Stream(e) => e.remap_keys(remap),
-            Engine::Reference(e) => e.remap_keys(remap),
-        }
     }
 }
 
@@ -199,7 +109,7 @@ impl KeyHolder for SessionEngines {
 /// let rest = agg.flush().unwrap();          // [40, 50) at the end of the stream
 /// assert_eq!(rest.num_rows(), 1);
 /// ```
-pub type SessionAggregator = KeyedOperator<SessionEngines>;
+pub type SessionAggregator = KeyedOperator<SessionWindows>;
 
 /// The batch function of session windows: every source's batches through one [`SessionAggregator`], then
 /// the end of the stream. Without `lateness` the result is exact over all rows whatever their order.
@@ -225,5 +135,5 @@ pub fn session_aggregate<I>(
 where
     I: IntoIterator<Item = Result<RecordBatch>>,
 {
-    keyed_aggregate::<SessionEngines, I>(sources, opts, on_batch)
+    keyed_aggregate::<SessionWindows, I>(sources, opts, on_batch)
 }

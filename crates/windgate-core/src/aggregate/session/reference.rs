@@ -8,21 +8,15 @@
 
 use super::Closed;
 use crate::aggregate::forget::KeyHolder;
+use crate::aggregate::kept_rows::KeptRows;
+use crate::aggregate::keyed::PerKeyEngine;
 use crate::aggregate::slots::SlotStore;
-use crate::aggregate::state::{InputValues, OrderKey, RowOrder};
-
-struct Row {
-    at: OrderKey,
-    key: u32,
-    /// Which ingested chunk holds the row's values, and where.
-    chunk: u32,
-    index: u32,
-}
+use crate::aggregate::state::{InputValues, RowOrder};
+use crate::error::Result;
 
 pub(crate) struct SessionReference {
     gap: i64,
-    rows: Vec<Row>,
-    chunks: Vec<Vec<InputValues>>,
+    rows: KeptRows,
     store: SlotStore,
 }
 
@@ -30,47 +24,37 @@ impl SessionReference {
     pub fn new(gap: i64, store: SlotStore) -> Self {
         Self {
             gap,
-            rows: Vec::new(),
-            chunks: Vec::new(),
+            rows: KeptRows::default(),
             store,
         }
     }
+}
 
-    pub fn store(&self) -> &SlotStore {
+impl PerKeyEngine<Closed> for SessionReference {
+    fn store(&self) -> &SlotStore {
         &self.store
     }
 
-    pub fn retained_rows(&self) -> usize {
-        self.rows.len()
+    fn store_mut(&mut self) -> &mut SlotStore {
+        &mut self.store
     }
 
-    pub fn ingest(
+    fn ingest(
         &mut self,
-        ts: &[i64],
+        _: &[i64],
         keys: &[u32],
         keep: Option<&[bool]>,
         inputs: &[InputValues],
         order: RowOrder<'_>,
     ) {
-        let chunk = self.chunks.len() as u32;
-        self.chunks.push(inputs.to_vec());
-        for i in 0..ts.len() {
-            if keep.is_none_or(|k| k[i]) {
-                self.rows.push(Row {
-                    at: order.key(i),
-                    key: keys[i],
-                    chunk,
-                    index: i as u32,
-                });
-            }
-        }
+        self.rows.push(keys, keep, inputs, order);
     }
 
     /// Lifts every final session (see [`super::is_final`]) into a slot of its own and forgets its rows.
-    pub fn close_through(&mut self, watermark: i64, out: &mut Vec<Closed>) {
-        self.rows.sort_by_key(|r| (r.key, r.at));
+    fn close_through(&mut self, watermark: i64, out: &mut Vec<Closed>) {
+        self.rows.sort();
         let mut rest = Vec::new();
-        let rows = std::mem::take(&mut self.rows);
+        let rows = &self.rows.rows;
         let mut i = 0;
         while i < rows.len() {
             // One session: rows[i..j].
@@ -81,58 +65,40 @@ impl SessionReference {
                 j += 1;
             }
             if super::is_final(end, watermark) {
-                let slot = self.store.alloc();
-                for r in &rows[i..j] {
-                    let inputs: Vec<InputValues> = self.chunks[r.chunk as usize]
-                        .iter()
-                        .map(|v| v.slice(r.index as usize, 1))
-                        .collect();
-                    let order = RowOrder {
-                        ts: &[r.at.ts],
-                        by: Some(&[r.at.by]),
-                        source: r.at.source,
-                        seq0: r.at.seq,
-                    };
-                    self.store.update(&[slot], &inputs, order);
-                }
                 out.push(Closed {
                     key: rows[i].key,
                     start: rows[i].at.ts,
                     end,
-                    slot,
+                    slot: self.rows.lift(&mut self.store, &rows[i..j]),
                 });
             } else {
-                rest.extend(rows[i..j].iter().map(|r| Row { ..*r }));
+                rest.extend_from_slice(&rows[i..j]);
             }
             i = j;
         }
-        self.rows = rest;
-        if self.rows.is_empty() {
-            self.chunks.clear();
-        }
+        self.rows.keep_only(rest);
     }
 
-    pub fn release(&mut self, closed: &[Closed]) {
-        for c in closed {
-            self.store.release(c.slot);
-        }
+    /// The retained rows.
+    fn open_slots(&self) -> u64 {
+        self.rows.rows.len() as u64
+    }
+
+    fn check_range(&self, range: (i64, i64), time: &str) -> Result<()> {
+        super::check_end(range, self.gap, time)
     }
 }
 
 impl KeyHolder for SessionReference {
     fn key_entries(&self) -> usize {
-        self.rows.len()
+        self.rows.key_entries()
     }
 
     fn mark_live_keys(&self, live: &mut [bool]) {
-        for r in &self.rows {
-            live[r.key as usize] = true;
-        }
+        self.rows.mark_live_keys(live)
     }
 
     fn remap_keys(&mut self, remap: &[u32]) {
-        for r in &mut self.rows {
-            r.key = remap[r.key as usize];
-        }
+        self.rows.remap_keys(remap)
     }
 }

@@ -19,7 +19,7 @@ use super::*;
 use crate::aggregate::count_window::engine::{Pane, Pending};
 use arrow_schema::Schema;
 
-use crate::aggregate::front::{self, RunState};
+use crate::aggregate::front::{self, RunState, corrupt};
 use crate::aggregate::keyed::Bound;
 use crate::aggregate::partial;
 use crate::aggregate::state::OrderKey;
@@ -60,9 +60,9 @@ impl CountWindowAggregator {
             &RunState::of(&self.sources, &self.stats, self.bound.is_some()),
         )?;
         if let Some(b) = &self.bound {
-            let Engine::Stream(engine) = &b.engine.0 else {
-                return Err(no_reference());
-            };
+            let engine = (b.engine.as_any())
+                .downcast_ref::<CountEngine>()
+                .ok_or_else(no_reference)?;
             w.batches("schema", &b.schema, &[])?;
             let pending = engine.pending();
             let keys: Vec<u32> = pending.iter().map(|p| p.key).collect();
@@ -134,9 +134,9 @@ impl CountWindowAggregator {
         let keys = b
             .keys
             .ids(&by_columns(&self.opts, batch)?, batch.num_rows())?;
-        let Engine::Stream(engine) = &mut b.engine.0 else {
-            return Err(no_reference());
-        };
+        let engine = (b.engine.as_any_mut())
+            .downcast_mut::<CountEngine>()
+            .ok_or_else(no_reference)?;
         let slots = front::import_slots(engine.store_mut(), &b.metas, batch)?;
         let names = if panes { PANES } else { PENDING };
         let [a, c, d, e] = names.map(|name| read_u64(batch, name));
@@ -186,7 +186,7 @@ fn read_u64(batch: &RecordBatch, name: &str) -> Result<Vec<u64>> {
 /// One written batch: the `by` columns of `keys`, the four `names` columns, then the partial states of
 /// `slots`.
 fn written(
-    b: &Bound<CountEngines>,
+    b: &Bound<CountWindows>,
     engine: &CountEngine,
     names: [&str; 4],
     keys: &[u32],

@@ -16,7 +16,7 @@ use arrow_array::types::Int64Type;
 use super::*;
 use arrow_schema::Schema;
 
-use crate::aggregate::front::{self, RunState};
+use crate::aggregate::front::{self, RunState, corrupt};
 use crate::aggregate::keyed::Bound;
 use crate::aggregate::partial;
 use crate::arrow_io::column;
@@ -30,13 +30,6 @@ pub const STATE_VERSION: u32 = 1;
 
 /// The parameters a restore may change: they decide how the operator runs, never its rows.
 const RUNTIME: &[&str] = &["threads", "strategy", "farm"];
-
-fn corrupt(message: impl std::fmt::Display) -> Error {
-    Error::new(
-        ErrorKind::Snapshot,
-        format!("data: not a readable windgate snapshot: {message}"),
-    )
-}
 
 fn no_reference() -> Error {
     Error::param(
@@ -113,9 +106,9 @@ impl SessionAggregator {
             Ok(col.values().to_vec())
         };
         let (starts, ends) = (int("window_start")?, int("window_end")?);
-        let Engine::Stream(engine) = &mut b.engine.engine else {
-            return Err(no_reference());
-        };
+        let engine = (b.engine.as_any_mut())
+            .downcast_mut::<SessionEngine>()
+            .ok_or_else(no_reference)?;
         let slots = front::import_slots(engine.store_mut(), &b.metas, batch)?;
         for i in 0..n {
             if starts[i] >= ends[i] {
@@ -128,7 +121,7 @@ impl SessionAggregator {
 }
 
 /// The `by` columns, `window_start`, `window_end` (int64), then every aggregate's partial-state columns.
-fn sessions_schema(b: &Bound<SessionEngines>) -> SchemaRef {
+fn sessions_schema(b: &Bound<SessionWindows>) -> SchemaRef {
     let by = b.keys.names().len();
     let mut fields: Vec<Field> = (b.output_schema.fields()[..by].iter())
         .map(|f| f.as_ref().clone())
@@ -141,10 +134,10 @@ fn sessions_schema(b: &Bound<SessionEngines>) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-fn sessions_batch(b: &Bound<SessionEngines>, schema: &SchemaRef) -> Result<RecordBatch> {
-    let Engine::Stream(engine) = &b.engine.engine else {
-        return Err(no_reference());
-    };
+fn sessions_batch(b: &Bound<SessionWindows>, schema: &SchemaRef) -> Result<RecordBatch> {
+    let engine = (b.engine.as_any())
+        .downcast_ref::<SessionEngine>()
+        .ok_or_else(no_reference)?;
     let open = engine.open();
     let keys: Vec<u32> = open.iter().map(|c| c.key).collect();
     let slots: Vec<u32> = open.iter().map(|c| c.slot).collect();
