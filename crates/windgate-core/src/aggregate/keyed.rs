@@ -23,14 +23,19 @@ use crate::arrow_io::{decode_dictionaries, plain_schema};
 use crate::error::{Error, Lifecycle, Result};
 use crate::keys::KeyDict;
 use crate::order::kslack::KSlack;
+use crate::snapshot::{Reader, Writer};
 use crate::time::{TimeFormat, TimeUnit};
 
 /// One kind of per-key window: its parameter, its engines and its output columns.
-pub trait Kind {
+pub trait Kind: Sized {
     /// A window the watermark closed, before its aggregates are lowered.
     type Window: Copy + 'static;
     /// The streaming engine's name in the counters.
     const STRATEGY: &'static str;
+    /// The operator's name in a snapshot's header.
+    const OPERATOR: &'static str;
+    /// What errors call the kind ("session windows").
+    const NAME: &'static str;
 
     /// The kind's own parameter must be set in `opts` (e.g. `gap`).
     fn require(opts: &WindowAggregateOptions) -> Result<()>;
@@ -49,6 +54,11 @@ pub trait Kind {
     fn slot(w: &Self::Window) -> u32;
     /// The kind's own output columns of `windows`.
     fn columns(windows: &[Self::Window], window_type: &DataType) -> Result<Vec<ArrayRef>>;
+    /// Checkpoints: writes the streaming engine's state (see [`super::keyed_checkpoint`]).
+    fn write_state(b: &Bound<Self>, w: &mut Writer) -> Result<()>;
+    /// Checkpoints: reads what [`Self::write_state`] wrote into the freshly bound `b`.
+    fn read_state(b: &mut Bound<Self>, opts: &WindowAggregateOptions, r: &Reader<'_>)
+    -> Result<()>;
 }
 
 /// An engine of a per-key window kind (streaming or reference), whose windows are `W`.
@@ -91,7 +101,7 @@ impl<T: Any> AsAny for T {
 }
 
 /// What is fixed once the first schema is seen.
-pub(super) struct Bound<K: Kind> {
+pub struct Bound<K: Kind> {
     pub schema: SchemaRef,
     pub format: TimeFormat,
     pub keys: KeyDict,

@@ -14,6 +14,7 @@ mod functions;
 mod input;
 mod kept_rows;
 mod keyed;
+mod keyed_checkpoint;
 pub(crate) mod operator;
 pub(crate) mod options;
 pub(crate) mod pane_engine;

@@ -15,11 +15,12 @@ use arrow_schema::{DataType, Field, SchemaRef};
 use super::engine::CountEngine;
 use super::reference::CountReference;
 use super::{Fired, counts};
-use crate::aggregate::keyed::{KeyedOperator, Kind, PerKeyEngine, keyed_aggregate};
+use crate::aggregate::keyed::{Bound, KeyedOperator, Kind, PerKeyEngine, keyed_aggregate};
 use crate::aggregate::options::WindowAggregateOptions;
 use crate::aggregate::slots::SlotStore;
 use crate::arrow_io::{column, int_column_as};
 use crate::error::{Error, Result};
+use crate::snapshot::{Reader, Writer};
 use crate::time::TimeUnit;
 
 mod checkpoint;
@@ -32,6 +33,8 @@ pub struct CountWindows;
 impl Kind for CountWindows {
     type Window = Fired;
     const STRATEGY: &'static str = "count";
+    const OPERATOR: &'static str = checkpoint::OPERATOR;
+    const NAME: &'static str = "count windows";
 
     fn require(opts: &WindowAggregateOptions) -> Result<()> {
         if opts.rows.is_none() {
@@ -86,6 +89,18 @@ impl Kind for CountWindows {
             times(|f| f.last)?,
             Arc::new(rows),
         ])
+    }
+
+    fn write_state(b: &Bound<Self>, w: &mut Writer) -> Result<()> {
+        checkpoint::write(b, w)
+    }
+
+    fn read_state(
+        b: &mut Bound<Self>,
+        opts: &WindowAggregateOptions,
+        r: &Reader<'_>,
+    ) -> Result<()> {
+        checkpoint::read(b, opts, r)
     }
 }
 

@@ -14,11 +14,12 @@ use arrow_schema::{DataType, Field, SchemaRef};
 use super::engine::SessionEngine;
 use super::reference::SessionReference;
 use super::{Closed, positive_gap};
-use crate::aggregate::keyed::{KeyedOperator, Kind, PerKeyEngine, keyed_aggregate};
+use crate::aggregate::keyed::{Bound, KeyedOperator, Kind, PerKeyEngine, keyed_aggregate};
 use crate::aggregate::options::WindowAggregateOptions;
 use crate::aggregate::slots::SlotStore;
 use crate::arrow_io::int_column_as;
 use crate::error::{Error, Result};
+use crate::snapshot::{Reader, Writer};
 use crate::time::TimeUnit;
 
 mod checkpoint;
@@ -31,6 +32,8 @@ pub struct SessionWindows;
 impl Kind for SessionWindows {
     type Window = Closed;
     const STRATEGY: &'static str = "session";
+    const OPERATOR: &'static str = checkpoint::OPERATOR;
+    const NAME: &'static str = "session windows";
 
     fn require(opts: &WindowAggregateOptions) -> Result<()> {
         if opts.gap.is_none() {
@@ -84,6 +87,18 @@ impl Kind for SessionWindows {
             int_column_as(Arc::new(starts), window_type)?,
             int_column_as(Arc::new(ends), window_type)?,
         ])
+    }
+
+    fn write_state(b: &Bound<Self>, w: &mut Writer) -> Result<()> {
+        checkpoint::write(b, w)
+    }
+
+    fn read_state(
+        b: &mut Bound<Self>,
+        opts: &WindowAggregateOptions,
+        r: &Reader<'_>,
+    ) -> Result<()> {
+        checkpoint::read(b, opts, r)
     }
 }
 

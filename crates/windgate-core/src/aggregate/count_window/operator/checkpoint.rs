@@ -1,15 +1,10 @@
-//! Checkpoints of [`CountWindowAggregator`]: its logical state written between calls, and an operator rebuilt
-//! from it that continues exactly where it stood (`docs/checkpoints.md`).
-//!
-//! What is written: the sources and counters (as every per-key operator writes them), the input schema, and
-//! two batches of partial states in the format of [`crate::aggregate::partial`]: `pending`, a row per row
+//! Checkpoints of [`CountWindowAggregator`] (`docs/checkpoints.md`): besides what every per-key operator
+//! writes ([`crate::aggregate::keyed_checkpoint`]), two batches of partial states in the format of [`crate::aggregate::partial`]: `pending`, a row per row
 //! waiting for the watermark (the `by` columns, its place in the total order `@ts`, `@by`, `@source`, `@seq`,
 //! its state), and `panes`, a row per pane of a key's last rows, oldest first (the `by` columns, the key's
 //! count `@count`, the pane's `@first`, `@last`, `@rows`, its state). Restoring combines each row's states into a
 //! fresh slot (exact combines: the same bits). The streaming engine only: the reference engine keeps rows, not
 //! states, so `strategy="reference"` neither writes nor restores them.
-
-use std::collections::BTreeMap;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt64Type};
@@ -19,8 +14,9 @@ use super::*;
 use crate::aggregate::count_window::engine::{Pane, Pending};
 use arrow_schema::Schema;
 
-use crate::aggregate::front::{self, RunState, corrupt};
+use crate::aggregate::front::{self, corrupt};
 use crate::aggregate::keyed::Bound;
+use crate::aggregate::keyed_checkpoint::no_reference;
 use crate::aggregate::partial;
 use crate::aggregate::state::OrderKey;
 use crate::snapshot::{Reader, Writer};
@@ -28,143 +24,98 @@ use crate::snapshot::{Reader, Writer};
 /// The operator's name in a snapshot's header.
 pub const OPERATOR: &str = "count_window_aggregate";
 
-/// Version of the state this module writes.
-pub const STATE_VERSION: u32 = 1;
-
-/// The parameters a restore may change: they decide how the operator runs, never its rows.
-const RUNTIME: &[&str] = &["threads", "strategy", "farm"];
-
 const PENDING: [&str; 4] = ["@ts", "@by", "@source", "@seq"];
 const PANES: [&str; 4] = ["@count", "@first", "@last", "@rows"];
 
-fn no_reference() -> Error {
-    Error::param(
-        "strategy",
-        "checkpoints of count windows need the streaming engine (strategy=\"auto\"): the reference engine \
-         keeps rows, not states",
-    )
+/// Writes the waiting rows and the keys' panes (see the module docs).
+pub(super) fn write(b: &Bound<CountWindows>, w: &mut Writer) -> Result<()> {
+    let engine: &CountEngine = (b.engine.as_any())
+        .downcast_ref()
+        .ok_or_else(|| no_reference(CountWindows::NAME))?;
+    let pending = engine.pending();
+    let keys: Vec<u32> = pending.iter().map(|p| p.key).collect();
+    let slots: Vec<u32> = pending.iter().map(|p| p.slot).collect();
+    let columns: [ArrayRef; 4] = [
+        ints(pending.iter().map(|p| p.at.ts)),
+        ints(pending.iter().map(|p| p.at.by)),
+        Arc::new(UInt64Array::from_iter_values(
+            pending.iter().map(|p| p.at.source as u64),
+        )),
+        Arc::new(UInt64Array::from_iter_values(
+            pending.iter().map(|p| p.at.seq),
+        )),
+    ];
+    let (schema, batch) = written(b, engine, PENDING, &keys, &slots, columns)?;
+    w.batches("pending", &schema, &[batch])?;
+    let panes: Vec<(u32, u64, Pane)> = engine.panes().map(|(k, c, p)| (k, c, *p)).collect();
+    let keys: Vec<u32> = panes.iter().map(|p| p.0).collect();
+    let slots: Vec<u32> = panes.iter().map(|p| p.2.slot).collect();
+    let columns: [ArrayRef; 4] = [
+        Arc::new(UInt64Array::from_iter_values(panes.iter().map(|p| p.1))),
+        ints(panes.iter().map(|p| p.2.first)),
+        ints(panes.iter().map(|p| p.2.last)),
+        Arc::new(UInt64Array::from_iter_values(
+            panes.iter().map(|p| p.2.rows),
+        )),
+    ];
+    let (schema, batch) = written(b, engine, PANES, &keys, &slots, columns)?;
+    w.batches("panes", &schema, &[batch])?;
+    Ok(())
 }
 
-impl CountWindowAggregator {
-    /// The operator's whole state as bytes (see the module docs); `annotations` are carried along as they
-    /// are. Between calls only: a poisoned or flushed operator refuses.
-    pub fn snapshot(&mut self, annotations: &BTreeMap<String, String>) -> Result<Vec<u8>> {
-        self.life.check("snapshot")?;
-        if self.reference {
-            return Err(no_reference());
-        }
-        let mut w = Writer::new(OPERATOR, STATE_VERSION, &self.opts)?;
-        w.annotate_all(annotations);
-        w.json(
-            "state",
-            &RunState::of(&self.sources, &self.stats, self.bound.is_some()),
-        )?;
-        if let Some(b) = &self.bound {
-            let engine = (b.engine.as_any())
-                .downcast_ref::<CountEngine>()
-                .ok_or_else(no_reference)?;
-            w.batches("schema", &b.schema, &[])?;
-            let pending = engine.pending();
-            let keys: Vec<u32> = pending.iter().map(|p| p.key).collect();
-            let slots: Vec<u32> = pending.iter().map(|p| p.slot).collect();
-            let columns: [ArrayRef; 4] = [
-                ints(pending.iter().map(|p| p.at.ts)),
-                ints(pending.iter().map(|p| p.at.by)),
-                Arc::new(UInt64Array::from_iter_values(
-                    pending.iter().map(|p| p.at.source as u64),
-                )),
-                Arc::new(UInt64Array::from_iter_values(
-                    pending.iter().map(|p| p.at.seq),
-                )),
-            ];
-            let (schema, batch) = written(b, engine, PENDING, &keys, &slots, columns)?;
-            w.batches("pending", &schema, &[batch])?;
-            let panes: Vec<(u32, u64, Pane)> = engine.panes().map(|(k, c, p)| (k, c, *p)).collect();
-            let keys: Vec<u32> = panes.iter().map(|p| p.0).collect();
-            let slots: Vec<u32> = panes.iter().map(|p| p.2.slot).collect();
-            let columns: [ArrayRef; 4] = [
-                Arc::new(UInt64Array::from_iter_values(panes.iter().map(|p| p.1))),
-                ints(panes.iter().map(|p| p.2.first)),
-                ints(panes.iter().map(|p| p.2.last)),
-                Arc::new(UInt64Array::from_iter_values(
-                    panes.iter().map(|p| p.2.rows),
-                )),
-            ];
-            let (schema, batch) = written(b, engine, PANES, &keys, &slots, columns)?;
-            w.batches("panes", &schema, &[batch])?;
-        }
-        w.finish()
+/// Puts the written rows and panes back.
+pub(super) fn read(
+    b: &mut Bound<CountWindows>,
+    opts: &WindowAggregateOptions,
+    r: &Reader<'_>,
+) -> Result<()> {
+    for batch in &r.batches("pending")?.1 {
+        restore_rows(b, opts, batch, false)?;
     }
+    for batch in &r.batches("panes")?.1 {
+        restore_rows(b, opts, batch, true)?;
+    }
+    Ok(())
+}
 
-    /// The options a snapshot was taken with.
-    pub fn snapshot_options(data: &[u8]) -> Result<WindowAggregateOptions> {
-        Reader::open(data, OPERATOR, STATE_VERSION)?.params()
-    }
-
-    /// An operator continuing from `data`. With `opts`, they must equal the snapshot's but for the runtime
-    /// settings (`threads`, `strategy`, `farm`), which are taken from `opts`.
-    pub fn restore(data: &[u8], opts: Option<WindowAggregateOptions>) -> Result<Self> {
-        let r = Reader::open(data, OPERATOR, STATE_VERSION)?;
-        let opts = r.params_or(opts, RUNTIME)?;
-        let state: RunState = r.json("state")?;
-        if state.sources() != opts.sources {
-            return Err(corrupt("the state's sources do not match its parameters"));
-        }
-        let mut agg = Self::new(opts)?;
-        if agg.reference {
-            return Err(no_reference());
-        }
-        if state.bound {
-            let (schema, _) = r.batches("schema")?;
-            agg.bind(&schema)?;
-            for batch in &r.batches("pending")?.1 {
-                agg.restore_rows(batch, false)?;
+/// Puts the rows of one written batch back: waiting rows, or (`panes`) panes in their keys' order.
+fn restore_rows(
+    b: &mut Bound<CountWindows>,
+    opts: &WindowAggregateOptions,
+    batch: &RecordBatch,
+    panes: bool,
+) -> Result<()> {
+    let keys = b.keys.ids(&by_columns(opts, batch)?, batch.num_rows())?;
+    let engine: &mut CountEngine = (b.engine.as_any_mut())
+        .downcast_mut()
+        .ok_or_else(|| no_reference(CountWindows::NAME))?;
+    let slots = front::import_slots(engine.store_mut(), &b.metas, batch)?;
+    let names = if panes { PANES } else { PENDING };
+    let [a, c, d, e] = names.map(|name| read_u64(batch, name));
+    let (a, c, d, e) = (a?, c?, d?, e?);
+    for (i, (&key, &slot)) in keys.iter().zip(&slots).enumerate() {
+        if panes {
+            let pane = Pane {
+                first: c[i] as i64,
+                last: d[i] as i64,
+                rows: e[i],
+                slot,
+            };
+            if pane.rows == 0 || pane.first > pane.last {
+                return Err(corrupt("a pane without rows"));
             }
-            for batch in &r.batches("panes")?.1 {
-                agg.restore_rows(batch, true)?;
-            }
+            engine.insert_pane(key, a[i], pane);
+        } else {
+            let at = OrderKey {
+                ts: a[i] as i64,
+                by: c[i] as i64,
+                source: u32::try_from(d[i]).map_err(|_| corrupt("a source out of range"))?,
+                seq: e[i],
+            };
+            engine.insert_pending(Pending { at, key, slot });
         }
-        state.apply(&mut agg.sources, &mut agg.stats);
-        Ok(agg)
     }
-
-    /// Puts the rows of one written batch back: waiting rows, or (`panes`) panes in their keys' order.
-    fn restore_rows(&mut self, batch: &RecordBatch, panes: bool) -> Result<()> {
-        let b = self.bound.as_mut().expect("bound");
-        let keys = b
-            .keys
-            .ids(&by_columns(&self.opts, batch)?, batch.num_rows())?;
-        let engine = (b.engine.as_any_mut())
-            .downcast_mut::<CountEngine>()
-            .ok_or_else(no_reference)?;
-        let slots = front::import_slots(engine.store_mut(), &b.metas, batch)?;
-        let names = if panes { PANES } else { PENDING };
-        let [a, c, d, e] = names.map(|name| read_u64(batch, name));
-        let (a, c, d, e) = (a?, c?, d?, e?);
-        for (i, (&key, &slot)) in keys.iter().zip(&slots).enumerate() {
-            if panes {
-                let pane = Pane {
-                    first: c[i] as i64,
-                    last: d[i] as i64,
-                    rows: e[i],
-                    slot,
-                };
-                if pane.rows == 0 || pane.first > pane.last {
-                    return Err(corrupt("a pane without rows"));
-                }
-                engine.insert_pane(key, a[i], pane);
-            } else {
-                let at = OrderKey {
-                    ts: a[i] as i64,
-                    by: c[i] as i64,
-                    source: u32::try_from(d[i]).map_err(|_| corrupt("a source out of range"))?,
-                    seq: e[i],
-                };
-                engine.insert_pending(Pending { at, key, slot });
-            }
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 fn ints(values: impl Iterator<Item = i64>) -> ArrayRef {
