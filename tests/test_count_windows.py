@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import windgate
+from brute import kslack_admitted
 from windgate.errors import ColumnTypeError, InvalidParameterError, LateRowError, SnapshotMismatchError
 
 AGGS = {"*": "count", "v": ["count", "sum", "min", "max", "mean", "first", "last"]}
@@ -27,26 +28,11 @@ def table(rows):
     )
 
 
-def admitted(rows, lateness):
-    """The rows a fixed K-slack admits (watermark = largest time seen - K) and the number of late ones."""
-    if lateness is None:
-        return list(enumerate(rows)), 0
-    wm, top, late, out = None, None, 0, []
-    for i, r in enumerate(rows):
-        if wm is not None and r[0] < wm:
-            late += 1
-            continue
-        if top is None or r[0] > top:
-            top, wm = r[0], r[0] - lateness
-        out.append((i, r))
-    return out, late
-
-
 def brute(rows, size, slide, lateness=None, keyed=True):
     """Flink's GlobalWindows + CountEvictor.of(size) + CountTrigger.of(slide): per key, the rows in order of
     (time, arrival); at every slide-th row, a window of the key's last min(size, n) rows; windows in the
     order (time, arrival) of the row that completed them."""
-    keep, late = admitted(rows, lateness)
+    keep, late = kslack_admitted(rows, lateness)
     key = (lambda r: r[1]) if keyed else (lambda r: None)
     fired = []
     for k in {key(r) for _, r in keep}:

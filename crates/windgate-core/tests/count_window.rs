@@ -9,7 +9,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_select::concat::concat_batches;
-use common::{Row, aggs, batch};
+use common::{Row, admitted, aggs, batch};
 use proptest::prelude::*;
 use windgate_core::ErrorKind;
 use windgate_core::aggregate::{
@@ -126,28 +126,6 @@ fn run(c: &Case, strategy: Strategy, split: bool, restore: bool) -> (RecordBatch
     (concat_batches(&outs[0].schema(), &outs).unwrap(), late)
 }
 
-/// The rows a fixed K-slack admits (watermark = largest time seen - K; a row below it is late), with their
-/// arrival numbers.
-fn admitted(c: &Case) -> (Vec<(usize, &Row)>, u64) {
-    let Some(k) = c.lateness else {
-        return (c.rows.iter().enumerate().collect(), 0);
-    };
-    let (mut wm, mut max, mut late) = (None::<i64>, None::<i64>, 0);
-    let mut out = vec![];
-    for (i, r) in c.rows.iter().enumerate() {
-        if wm.is_some_and(|w| r.ts < w) {
-            late += 1;
-            continue;
-        }
-        if max.is_none_or(|m| r.ts > m) {
-            max = Some(r.ts);
-            wm = Some(r.ts - k);
-        }
-        out.push((i, r));
-    }
-    (out, late)
-}
-
 /// (key, first, last, rows, count(*), sum(v), first(v), last(v), sum(iv)).
 type Window = (
     Option<i32>,
@@ -164,7 +142,7 @@ type Window = (
 /// Brute force of Flink's definition: per key, the rows in order of (time, arrival); at every `slide`-th
 /// row, a window of the last `min(size, n)` rows; windows in the order of their last row.
 fn brute(c: &Case) -> (Vec<Window>, u64) {
-    let (rows, late) = admitted(c);
+    let (rows, late) = admitted(&c.rows, c.lateness);
     let key = |r: &Row| if c.keyed { r.key } else { None };
     let mut keys: Vec<Option<i32>> = rows.iter().map(|(_, r)| key(r)).collect();
     keys.sort();
