@@ -201,7 +201,6 @@ def test_parameter_errors_name_them():
         ("input", "partials"),
         ("emit", "early"),
         ("allowed_lateness", 5),
-        ("on_late", "keep"),
         ("strategy", "pane"),
     ):
         extra = {"interval": 5} if name == "emit" else {}
@@ -220,6 +219,25 @@ def test_late_rows_follow_on_late():
     strict = windgate.WindowAggregator(time="ts", rows=2, aggs={"*": "count"}, lateness=2, on_late="error")
     with pytest.raises(LateRowError):
         strict.push(table([(10, 1, 1.0), (20, 1, 1.0), (17, 1, 1.0)]))
+
+
+def test_late_rows_kept_as_a_side_output():
+    rows = [(10, 1, 1.0), (20, 1, 2.0), (17, 1, 4.0), (18, 1, 8.0), (30, 1, 16.0)]
+    q = dict(time="ts", rows=2, by="k", aggs={"v": "sum"}, lateness=2)
+    kept = windgate.WindowAggregator(**q, on_late="keep")
+    dropped = windgate.WindowAggregator(**q)
+    assert kept.push(table(rows[:3])).equals(dropped.push(table(rows[:3])))
+    kept = pickle.loads(pickle.dumps(kept))  # the late row not yet taken travels with the state
+    assert kept.stats["late_rows_pending"] == 1
+    assert kept.late_rows().to_pydict() == {"ts": [17], "k": [1], "v": [4.0], "watermark": [18]}
+    assert kept.late_rows().num_rows == 0
+    assert kept.push(table(rows[3:])).equals(dropped.push(table(rows[3:])))
+    windows, late = windgate.window_aggregate(table(rows), **q, on_late="keep")
+    assert windows.equals(windgate.window_aggregate(table(rows), **q))
+    assert late.column("ts").to_pylist() == [17]
+    sessions = windgate.WindowAggregator(time="ts", gap=3, aggs={"*": "count"}, lateness=2)
+    with pytest.raises(InvalidParameterError, match="^on_late"):
+        sessions.late_rows()
 
 
 def test_memory_follows_the_last_rows():

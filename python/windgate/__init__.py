@@ -150,10 +150,10 @@ def window_aggregate(
             and ``offset`` are for sliding windows only.
         rows: count windows: rows per window (a positive int), instead of ``size``, ``slide`` and ``gap``.
             Runs on the count-window engine (``strategy`` ``"auto"`` or ``"reference"``; one thread);
-            ``offset``, ``input``/``output="partials"``, ``on_late="keep"`` and the update mode are for
-            time windows only. A row waits until the watermark passes its time (its place in the order is
-            known then): the memory holds those rows and each group's last ``rows`` rows (as partial states).
-            A window costs ``rows / gcd(rows, rows_slide)`` combines.
+            ``offset``, ``input``/``output="partials"`` and the update mode are for time windows only. A
+            row waits until the watermark passes its time (its place in the order is known then): the
+            memory holds those rows and each group's last ``rows`` rows (as partial states). A window
+            costs ``rows / gcd(rows, rows_slide)`` combines.
         rows_slide: count windows: rows between firings (default ``rows``: tumbling count windows); above
             ``rows``, the rows between windows are in none.
         by: group column(s). Null is a group of its own.

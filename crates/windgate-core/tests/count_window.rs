@@ -248,8 +248,8 @@ proptest! {
             if bits[i % bits.len()] { b.push(r.clone()) } else { a.push(r.clone()) }
         }
         let (ba, bb) = (batch(&a), batch(&b));
-        let (_, two) = count_window_aggregate(
-            vec![(ba.schema(), vec![Ok(ba)]), (bb.schema(), vec![Ok(bb)])], opts, || Ok(())).unwrap();
+        let two = count_window_aggregate(
+            vec![(ba.schema(), vec![Ok(ba)]), (bb.schema(), vec![Ok(bb)])], opts, || Ok(())).unwrap().batches;
         let one = Case { rows: a.into_iter().chain(b).collect(), ..c.clone() };
         let (expected, _) = brute(&one);
         let two = concat_batches(&two[0].schema(), &two).unwrap();
@@ -273,8 +273,9 @@ fn rows(ts: &[i64]) -> Vec<Row> {
 fn batch_run(ts: &[i64], size: u64, slide: Option<u64>) -> Vec<(i64, i64, i64, i64)> {
     let b = batch(&rows(ts));
     let opts = WindowAggregateOptions::count("ts", size, slide, aggs());
-    let (_, out) =
-        count_window_aggregate(vec![(b.schema(), vec![Ok(b)])], opts, || Ok(())).unwrap();
+    let out = count_window_aggregate(vec![(b.schema(), vec![Ok(b)])], opts, || Ok(()))
+        .unwrap()
+        .batches;
     let out = concat_batches(&out[0].schema(), &out).unwrap();
     windows(&out).iter().map(|w| (w.1, w.2, w.3, w.8)).collect()
 }
@@ -376,13 +377,6 @@ fn bad_parameters_name_them() {
     );
     starts(
         WindowAggregateOptions {
-            on_late: OnLate::Keep,
-            ..base()
-        },
-        "on_late",
-    );
-    starts(
-        WindowAggregateOptions {
             strategy: Strategy::Pane,
             ..base()
         },
@@ -415,9 +409,25 @@ fn late_rows_drop_or_raise() {
         vec![(10, 18)]
     );
     opts.on_late = OnLate::Error;
-    let mut agg = CountWindowAggregator::new(opts).unwrap();
+    let mut agg = CountWindowAggregator::new(opts.clone()).unwrap();
     let err = agg.push(&batch(&rows(&[10, 20, 17])), 0).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::LateRow);
+    // on_late="keep": the late row comes out as a side output, kept across a checkpoint.
+    opts.on_late = OnLate::Keep;
+    let mut agg = CountWindowAggregator::new(opts).unwrap();
+    agg.push(&batch(&rows(&[10, 20, 17])), 0).unwrap();
+    let mut agg =
+        CountWindowAggregator::restore(&agg.snapshot(&Default::default()).unwrap(), None).unwrap();
+    let late = agg.take_late_rows().unwrap().unwrap();
+    assert_eq!(late.num_rows(), 1);
+    assert_eq!(
+        late.column_by_name("watermark")
+            .unwrap()
+            .as_primitive::<Int64Type>()
+            .value(0),
+        18
+    );
+    assert_eq!(agg.stats().late_rows, 1);
     let mut reference = WindowAggregateOptions::count("ts", 2, None, aggs());
     reference.strategy = Strategy::Reference;
     let mut agg = CountWindowAggregator::new(reference).unwrap();

@@ -81,11 +81,10 @@ pub fn window_aggregate<'py>(
                 .into_iter()
                 .map(|r| (r.schema(), r.map(|b| b.map_err(Error::from))))
                 .collect();
-            let (schema, batches) = if opts.rows.is_some() {
-                core::count_window_aggregate(inputs, opts, check)?
-            } else {
-                core::session_aggregate(inputs, opts, check)?
-            };
+            if opts.rows.is_some() {
+                return core::count_window_aggregate(inputs, opts, check);
+            }
+            let (schema, batches) = core::session_aggregate(inputs, opts, check)?;
             return Ok(core::BatchOutput {
                 schema,
                 batches,
@@ -325,16 +324,21 @@ impl WindowAggregator {
 
     /// `on_late="keep"`: the late rows since the last call (see `windgate.WindowAggregator.late_rows`).
     fn late_rows<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = match &mut self.inner {
-            Inner::Window(w) if w.options().on_late == core::OnLate::Keep => w,
+        let out = match &mut self.inner {
+            Inner::Window(w) if w.options().on_late == core::OnLate::Keep => {
+                detached(py, "late_rows", || w.take_late_rows())
+            }
+            Inner::Count(c) if c.options().on_late == core::OnLate::Keep => {
+                detached(py, "late_rows", || c.take_late_rows())
+            }
             _ => {
                 return Err(to_py(Error::param(
                     "on_late",
                     "late rows are kept only with on_late=\"keep\" (this operator drops or refuses them)",
                 )));
             }
-        };
-        let out = detached(py, "late_rows", || inner.take_late_rows()).map_err(to_py)?;
+        }
+        .map_err(to_py)?;
         match out {
             Some(b) => PyRecordBatch::new(b).into_pyarrow(py),
             None => Ok(py.None().into_bound(py)),

@@ -26,10 +26,17 @@ use crate::threads::MAX_THREADS;
 use crate::time::Span;
 use crate::time::{TimeFormat, TimeUnit};
 
-/// The run parameters of an operator (`who`, for errors) on its own single-threaded engine: `on_late` but
-/// "keep", `strategy` "auto" or "reference", and the lateness, threads, `order_by`, sources and `by`.
-pub(super) fn validate_run(opts: &WindowAggregateOptions, who: &str) -> Result<()> {
-    crate::order::admission::refuse_keep(opts.on_late, who)?;
+/// The run parameters of an operator (`who`, for errors) on its own single-threaded engine: `on_late` ("keep"
+/// only if the operator `keeps_late` rows), `strategy` "auto" or "reference", and the lateness, threads,
+/// `order_by`, sources and `by`.
+pub(super) fn validate_run(
+    opts: &WindowAggregateOptions,
+    who: &str,
+    keeps_late: bool,
+) -> Result<()> {
+    if !keeps_late {
+        crate::order::admission::refuse_keep(opts.on_late, who)?;
+    }
     if !matches!(opts.strategy, Strategy::Auto | Strategy::Reference) {
         return Err(Error::param(
             "strategy",

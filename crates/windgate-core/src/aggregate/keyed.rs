@@ -11,10 +11,11 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
+use super::batch::BatchOutput;
 use super::forget::{KeyHolder, forget_idle_keys};
 use super::front::{self, Columns, Source};
 use super::function::AggSpec;
-use super::operator::Stats;
+use super::operator::{LateRows, Stats};
 use super::options::WindowAggregateOptions;
 use super::slots::SlotStore;
 use super::state::{AggMeta, InputValues, RowOrder};
@@ -22,6 +23,7 @@ use super::strategy::Strategy;
 use crate::arrow_io::{decode_dictionaries, plain_schema};
 use crate::error::{Error, Lifecycle, Result};
 use crate::keys::KeyDict;
+use crate::order::admission::OnLate;
 use crate::order::kslack::KSlack;
 use crate::snapshot::{Reader, Writer};
 use crate::time::{TimeFormat, TimeUnit};
@@ -120,6 +122,8 @@ pub struct KeyedOperator<K: Kind> {
     pub(super) stats: Stats,
     pub(super) life: Lifecycle,
     pub(super) reference: bool,
+    /// `on_late="keep"`: the late rows not yet taken.
+    pub(super) late: LateRows,
 }
 
 impl<K: Kind> KeyedOperator<K> {
@@ -141,6 +145,7 @@ impl<K: Kind> KeyedOperator<K> {
             stats,
             life: Lifecycle::default(),
             reference,
+            late: LateRows::default(),
         })
     }
 
@@ -160,6 +165,7 @@ impl<K: Kind> KeyedOperator<K> {
             s.keys = b.keys.len() as u64;
             s.open_slots = b.engine.open_slots();
         }
+        s.late_rows_pending = self.late.pending() as u64;
         s.watermark = self.watermark();
         s.slack = self.sources.iter().map(|s| s.kslack.k()).max().unwrap_or(0);
         s
@@ -179,6 +185,9 @@ impl<K: Kind> KeyedOperator<K> {
         let o = &self.opts;
         let cols = Columns::bind(o, &self.specs, schema)?;
         let out_fields = cols.output_fields(K::window_fields(&cols.window_type()))?;
+        if o.on_late == OnLate::Keep {
+            self.late.bind(schema, &cols.window_type(), o.sources)?;
+        }
         let engine = K::engine(o, cols.unit, SlotStore::new(&cols.metas), self.reference)?;
         for s in &mut self.sources {
             s.kslack = KSlack::new(cols.lateness);
@@ -224,7 +233,12 @@ impl<K: Kind> KeyedOperator<K> {
             b.engine.check_range(range, &self.opts.time)?;
         }
         let keys = b.keys.ids(&read.by_cols, batch.num_rows())?;
+        let late = match self.opts.on_late == OnLate::Keep && !admitted.late_at.is_empty() {
+            true => Some(self.late.gather(batch, &admitted.late_at, source)?),
+            false => None,
+        };
         // Commit.
+        self.late.push(late);
         let order = RowOrder {
             ts: &read.ts,
             by: read.order_by.as_deref(),
@@ -293,6 +307,13 @@ impl<K: Kind> KeyedOperator<K> {
         self.life.record(r)
     }
 
+    /// `on_late="keep"`: every late row since the last call, in arrival order, with the input's columns, then
+    /// `source` (several sources only) and the `watermark` it met (`None` before the input schema is known or
+    /// when late rows are not kept).
+    pub fn take_late_rows(&mut self) -> Result<Option<RecordBatch>> {
+        self.late.take()
+    }
+
     /// End of stream: emits every window still open.
     pub fn flush(&mut self) -> Result<RecordBatch> {
         self.life.check("flush")?;
@@ -316,12 +337,12 @@ fn assemble<K: Kind>(b: &Bound<K>, closed: &[K::Window]) -> Result<RecordBatch> 
 }
 
 /// The batch function of a per-key operator: every source's batches through one operator, then the end of the
-/// stream.
+/// stream; with `on_late="keep"` also the late rows.
 pub(super) fn keyed_aggregate<K: Kind, I>(
     sources: Vec<(SchemaRef, I)>,
     mut opts: WindowAggregateOptions,
     mut on_batch: impl FnMut() -> Result<()>,
-) -> Result<(SchemaRef, Vec<RecordBatch>)>
+) -> Result<BatchOutput>
 where
     I: IntoIterator<Item = Result<RecordBatch>>,
 {
@@ -343,6 +364,9 @@ where
         }
     }
     out.push(agg.flush()?);
-    let schema = agg.output_schema().expect("bound");
-    Ok((schema, out))
+    Ok(BatchOutput {
+        schema: agg.output_schema().expect("bound"),
+        batches: out,
+        late: agg.take_late_rows()?,
+    })
 }

@@ -3,7 +3,8 @@
 //!
 //! Every kind writes the same header (its operator's name, [`STATE_VERSION`], the options), the sources'
 //! K-slacks, arrival counters and closed flags, the counters, and the input schema; then its streaming
-//! engine's own batches ([`Kind::write_state`]), partial states in the format of [`super::partial`]. The
+//! engine's own batches ([`Kind::write_state`]), partial states in the format of [`super::partial`], and
+//! with `on_late="keep"` the late rows not yet taken. The
 //! reference engines keep rows, not states: `strategy="reference"` neither writes nor restores checkpoints.
 
 use std::collections::BTreeMap;
@@ -47,6 +48,9 @@ impl<K: Kind> KeyedOperator<K> {
             w.batches("schema", &b.schema, &[])?;
             K::write_state(b, &mut w)?;
         }
+        if let Some(schema) = self.late.schema() {
+            w.batches("late", schema, self.late.kept())?;
+        }
         w.finish()
     }
 
@@ -73,6 +77,9 @@ impl<K: Kind> KeyedOperator<K> {
             agg.bind(&schema)?;
             let b = agg.bound.as_mut().expect("bound");
             K::read_state(b, &agg.opts, &r)?;
+            if agg.late.schema().is_some() {
+                agg.late.restore(r.batches("late")?.1);
+            }
         }
         state.apply(&mut agg.sources, &mut agg.stats);
         Ok(agg)

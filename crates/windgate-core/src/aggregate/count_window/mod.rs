@@ -126,7 +126,7 @@ pub(crate) fn validate(opts: &WindowAggregateOptions, rows: u64) -> Result<()> {
     if opts.emit != Emit::Final {
         return refuse("emit", "emit=\"early\": a window fires once");
     }
-    super::front::validate_run(opts, "count windows (rows=)")
+    super::front::validate_run(opts, "count windows (rows=)", true)
 }
 
 /// Whether a row at time `ts` has its final place in the total order under `watermark` (`i64::MAX`: the end

@@ -15,6 +15,7 @@ use arrow_schema::{DataType, Field, SchemaRef};
 use super::engine::CountEngine;
 use super::reference::CountReference;
 use super::{Fired, counts};
+use crate::aggregate::batch::BatchOutput;
 use crate::aggregate::keyed::{Bound, KeyedOperator, Kind, PerKeyEngine, keyed_aggregate};
 use crate::aggregate::options::WindowAggregateOptions;
 use crate::aggregate::slots::SlotStore;
@@ -146,7 +147,7 @@ pub fn count_window_aggregate<I>(
     sources: Vec<(SchemaRef, I)>,
     opts: WindowAggregateOptions,
     on_batch: impl FnMut() -> Result<()>,
-) -> Result<(SchemaRef, Vec<RecordBatch>)>
+) -> Result<BatchOutput>
 where
     I: IntoIterator<Item = Result<RecordBatch>>,
 {

@@ -82,7 +82,7 @@ pub(crate) fn validate(opts: &WindowAggregateOptions, gap: &Span) -> Result<()> 
              session windows (gap=) fire once, when the watermark passes their end",
         ));
     }
-    super::front::validate_run(opts, "session windows (gap=)")
+    super::front::validate_run(opts, "session windows (gap=)", false)
 }
 
 /// Whether a session ending at `end` is final under `watermark` (`i64::MAX`: the end of the stream).

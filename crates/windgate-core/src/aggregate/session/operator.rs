@@ -150,5 +150,6 @@ pub fn session_aggregate<I>(
 where
     I: IntoIterator<Item = Result<RecordBatch>>,
 {
-    keyed_aggregate::<SessionWindows, I>(sources, opts, on_batch)
+    let out = keyed_aggregate::<SessionWindows, I>(sources, opts, on_batch)?;
+    Ok((out.schema, out.batches))
 }
