@@ -21,6 +21,12 @@ QUERIES = {
     ),
     "topk": dict(helper="topk", kw=dict(by="k", score="v", k=2, shards=2)),
     "skyline": dict(helper="skyline", kw=dict(dims=["v", "i"], prefer=["max", "min"])),
+    # Session windows (tests/test_spark_streaming_sessions.py): gap instead of size and slide.
+    "sessions": dict(
+        helper="window_aggregate",
+        window=dict(gap="10s"),
+        kw=dict(by="k", aggs={"*": "count", "v": ["sum", "max", "mean"], "i": ["sum", "min"]}, shards=2),
+    ),
 }
 
 
@@ -37,9 +43,8 @@ def stream_query(spark, name: str, src: str, out: str, ckpt: str):
     schema = from_arrow_schema(pq.read_schema(first))
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(src)
     q = QUERIES[name]
-    result = getattr(wspark, q["helper"])(
-        stream, time="ts", size=SIZE, slide=SLIDE, lateness=LATENESS, **q["kw"]
-    )
+    window = q.get("window", dict(size=SIZE, slide=SLIDE))
+    result = getattr(wspark, q["helper"])(stream, time="ts", **window, lateness=LATENESS, **q["kw"])
     return (
         result.writeStream.format("parquet")
         .option("path", out)

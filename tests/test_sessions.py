@@ -84,15 +84,16 @@ def case(draw):
             )
         ]
     cuts = sorted(draw(st.lists(st.integers(0, len(rows)), max_size=5)))
-    return gap, lateness, rows, cuts
+    threads = draw(st.integers(1, 4))
+    return gap, lateness, rows, cuts, threads
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_streaming_and_batch_match_brute_force(c):
-    gap, lateness, rows, cuts = c
+    gap, lateness, rows, cuts, threads = c
     want, late = brute(rows, gap, lateness)
-    agg = windgate.WindowAggregator(time="ts", gap=gap, by="k", aggs=AGGS, lateness=lateness)
+    agg = windgate.WindowAggregator(time="ts", gap=gap, by="k", aggs=AGGS, lateness=lateness, threads=threads)
     parts, start = [], 0
     for end in [*cuts, len(rows)]:
         parts.append(agg.push(table(rows[start:end])))
@@ -108,6 +109,28 @@ def test_streaming_and_batch_match_brute_force(c):
         table(rows), time="ts", gap=gap, by="k", aggs=AGGS, lateness=lateness, strategy="reference"
     )
     assert ref.equals(got)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case())
+def test_next_close_is_the_least_open_end_plus_one(c):
+    """``stats["next_close"]`` after every push: the least end plus one of the brute force's sessions of
+    the rows so far that the watermark has not closed (a session is final once ``end < watermark``)."""
+    gap, lateness, rows, cuts, threads = c
+    agg = windgate.WindowAggregator(
+        time="ts", gap=gap, by="k", aggs={"*": "count"}, lateness=lateness, threads=threads
+    )
+    assert agg.stats["next_close"] is None
+    start = 0
+    for end in [*cuts, len(rows)]:
+        agg.push(table(rows[start:end]))
+        start = end
+        wm = agg.stats["watermark"]
+        ends = [s["window_end"] for s in brute(rows[:end], gap, lateness)[0]]
+        want = min((e + 1 for e in ends if wm is None or e >= wm), default=None)
+        assert agg.stats["next_close"] == want
+    agg.flush()
+    assert agg.stats["next_close"] is None
 
 
 def _same(got, want):
@@ -162,9 +185,9 @@ def test_parameter_errors_name_them():
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_snapshot_restore_and_pickle_continue_exactly(c):
-    gap, lateness, rows, cuts = c
+    gap, lateness, rows, cuts, threads = c
     kw = dict(time="ts", gap=gap, by="k", aggs=AGGS, lateness=lateness)
-    whole = windgate.WindowAggregator(**kw)
+    whole = windgate.WindowAggregator(threads=threads, **kw)
     again = windgate.WindowAggregator(**kw)
     a, b, start = [], [], 0
     for i, end in enumerate([*cuts, len(rows)]):
@@ -175,6 +198,7 @@ def test_snapshot_restore_and_pickle_continue_exactly(c):
             again = pickle.loads(pickle.dumps(again))
         else:
             again = windgate.WindowAggregator.restore(again.snapshot(), threads=1)
+        assert again.stats["next_close"] == whole.stats["next_close"]
     a.append(whole.flush())
     b.append(again.flush())
     assert pa.Table.from_batches(b).equals(pa.Table.from_batches(a))
@@ -197,3 +221,63 @@ def test_late_rows_follow_on_late():
     strict = windgate.WindowAggregator(time="ts", gap=3, aggs={"*": "count"}, lateness=2, on_late="error")
     with pytest.raises(LateRowError):
         strict.push(table([(10, 1, 1.0), (20, 1, 1.0), (17, 1, 1.0)]))
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_threads_return_the_one_thread_rows(threads):
+    """Batches large enough for the workers' own threads: random keys, values and disorder; every thread
+    count returns the one-thread rows, whole or cut, and reports its workers in stats."""
+    import numpy as np
+
+    rng = np.random.default_rng(threads)
+    n = 120_000
+    t = pa.table(
+        {
+            "ts": pa.array(np.arange(n) // 4 + rng.integers(0, 50, n), pa.int64()),
+            "k": pa.array(rng.integers(0, 3_000, n), pa.int32()),
+            "v": pa.array(rng.normal(size=n), pa.float64()),
+        }
+    )
+    kw = dict(time="ts", gap=20, by="k", aggs=AGGS, lateness=50)
+    one = windgate.window_aggregate(t, threads=1, **kw)
+    assert windgate.window_aggregate(t, threads=threads, **kw).equals(one)
+    agg = windgate.WindowAggregator(threads=threads, **kw)
+    parts = [agg.push(b) for b in t.to_batches(max_chunksize=40_000)]
+    parts.append(agg.flush())
+    assert pa.Table.from_batches(parts).equals(one)
+    assert agg.stats["threads"] == threads
+
+
+@pytest.mark.parametrize("key_type", ["int", "str"])
+def test_many_keys_streamed_equal_the_batch_call(key_type):
+    """Hundreds of thousands of keys, most with one session: pushes close few sessions against a large
+    dictionary (ordered by comparing their keys), the batch call closes all at once (ordered by ranking every
+    key); both give the same rows, sorted by (window_end, window_start, key) with null keys first."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    n = 200_000
+    ids = rng.integers(0, 150_000, n)
+    if key_type == "int":
+        keys = pa.array(ids, pa.int64(), mask=ids % 997 == 0)
+    else:
+        keys = pa.array([f"user-{i:06d}-{'x' * (i % 20)}" if i % 997 else None for i in ids], pa.string())
+    t = pa.table(
+        {
+            "ts": pa.array(np.sort(rng.integers(0, n * 10, n)), pa.int64()),
+            "k": keys,
+            "v": pa.array(rng.normal(size=n), pa.float64()),
+        }
+    )
+    kw = dict(time="ts", gap=500, by="k", aggs=AGGS)
+    whole = windgate.window_aggregate(t, **kw)
+    agg = windgate.WindowAggregator(lateness=0, **kw)
+    parts = [agg.push(b) for b in t.to_batches(max_chunksize=5_000)]
+    parts.append(agg.flush())
+    assert pa.Table.from_batches(parts).equals(whole)
+    order = [
+        (r["window_end"], r["window_start"], r["k"] is not None, r["k"])
+        for r in whole.select(["window_end", "window_start", "k"]).to_pylist()
+    ]
+    nulls_first = [(e, s, has, k if has else 0 if key_type == "int" else "") for e, s, has, k in order]
+    assert nulls_first == sorted(nulls_first)

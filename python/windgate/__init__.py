@@ -100,6 +100,7 @@ def window_aggregate(
     gap: _specs.Span | None = None,
     rows: int | None = None,
     rows_slide: int | None = None,
+    tz: str | None = None,
     by: str | list[str] | None = None,
     aggs: Aggs,
     lateness: _specs.Span | None = None,
@@ -156,6 +157,13 @@ def window_aggregate(
             costs ``rows / gcd(rows, rows_slide)`` combines.
         rows_slide: count windows: rows between firings (default ``rows``: tumbling count windows); above
             ``rows``, the rows between windows are in none.
+        tz: a time zone (``"Europe/Berlin"``, ``"+05:30"``, or a ``zoneinfo.ZoneInfo``) whose local days
+            windows of whole days (``"1d"``, ``"1w"``; size and slide whole days) follow, across
+            daylight-saving changes (days of 23 and 25 hours), as Polars' ``group_by_dynamic`` and DuckDB's
+            ``time_bucket`` do; ``offset`` is then a time of day (``"6h"``: days from 06:00 local), and
+            whole weeks start on Mondays. With ``tz``, ``size="1mo"`` (``"3mo"``, ...) gives calendar
+            months from the first. Windows shorter than a day keep the UTC grid. The time column must be a
+            timestamp with a zone. ``docs/time.md``, "Calendar windows in a time zone".
         by: group column(s). Null is a group of its own.
         aggs: output aggregates: ``{"*": "count", "kwh": ["sum", "max"]}``. Functions: ``count``, ``sum``,
             ``min``, ``max``, ``mean``, ``var``, ``std`` (sample), ``first``, ``last`` (by time, then
@@ -293,10 +301,11 @@ class WindowAggregator(Checkpointed):
 
     Takes the keyword arguments of :func:`window_aggregate` plus ``sources`` (how many sources push into it).
     With ``gap=``, windows are sessions (see :func:`window_aggregate`); a session is final, and emitted,
-    once the watermark passes its end (``stats["open_slots"]`` counts the open sessions). With ``rows=``,
-    windows are count windows (see :func:`window_aggregate`): a row is counted once the watermark passes its
-    time, and a window fires when its completing row is counted. A window is
-    final when the watermark passes its end: the watermark is the largest time seen minus
+    once the watermark passes its end (``stats["open_slots"]`` counts the open sessions,
+    ``stats["next_close"]`` is the least watermark that closes one, ``None`` with none open). With
+    ``rows=``, windows are count windows (see :func:`window_aggregate`): a row is counted once the watermark
+    passes its time, and a window fires when its completing row is counted. A window is final when the
+    watermark passes its end: the watermark is the largest time seen minus
     ``lateness`` (the minimum over sources). With ``lateness=None`` and one source, nothing is final until
     :meth:`flush`; with several sources and no lateness, each source must be sorted by time and windows close
     as soon as every source has moved past them. Memory is bounded by the open panes, not the stream's length.
@@ -331,6 +340,8 @@ class WindowAggregator(Checkpointed):
         >>> sessions = windgate.WindowAggregator(time="ts", gap=10, aggs={"*": "count"}, lateness=0)
         >>> sessions.push(pa.record_batch({"ts": [1, 5, 30]})).to_pydict()
         {'window_start': [1], 'window_end': [15], 'count': [2]}
+        >>> sessions.stats["next_close"]  # [30, 40) is final once the watermark passes 40
+        41
         >>> sessions.flush().to_pydict()
         {'window_start': [30], 'window_end': [40], 'count': [1]}
 
@@ -354,6 +365,7 @@ class WindowAggregator(Checkpointed):
         gap: _specs.Span | None = None,
         rows: int | None = None,
         rows_slide: int | None = None,
+        tz: str | None = None,
         by: str | list[str] | None = None,
         aggs: Aggs,
         lateness: _specs.Span | None = None,

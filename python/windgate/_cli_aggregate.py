@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
         on_late=_on_late(args),
         threads=args.threads,
     )
+    if args.tz is not None:
+        kwargs["tz"] = args.tz
     if args.allowed_lateness is not None:
         kwargs["allowed_lateness"] = int_or_duration(args.allowed_lateness)
     if args.emit != "final" or args.interval is not None:

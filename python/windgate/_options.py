@@ -101,8 +101,8 @@ UPDATES = ("allowed_lateness", "emit", "interval")
 
 _WINDOW_HEAD = ("time", "size", "slide", "offset")
 #: Window aggregation's head: the window, or instead of ``size`` the inactivity gap of session windows or the
-#: rows of count windows.
-_AGG_HEAD = (*_WINDOW_HEAD, "gap", "rows", "rows_slide")
+#: rows of count windows, and the zone whose local days windows of whole days follow.
+_AGG_HEAD = (*_WINDOW_HEAD, "gap", "rows", "rows_slide", "tz")
 _RUN = ("lateness", "on_late", "null_time", "threads", "strategy", "farm")
 _SPARK_RUN = ("null_time", "threads", "strategy", "farm")
 
@@ -144,6 +144,7 @@ WINDOW_AGGREGATE = OperatorOptions(
                 "gap": Option(None, _specs.span),
                 "rows": Option(None, _rows),
                 "rows_slide": Option(None, _rows),
+                "tz": Option(None, _specs.zone),
                 "by": Option(None, _specs.columns),
                 "aggs": Option(REQUIRED, lambda v, p: _specs.agg_list(v)),
             }

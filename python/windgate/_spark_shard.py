@@ -121,20 +121,42 @@ class WindgateShard(StatefulProcessor):
             yield combine(self.combined, rows, late=True).to_pandas()
 
     def _set_timer(self, op: Any, max_time: int | None) -> None:
-        """One timer, at the end of the shard's next window, while a window holding its rows is open."""
+        """One timer, at the shard's next close, while a window holding its rows is open."""
         for t in list(self.handle.listTimers()):
             self.handle.deleteTimer(t)
         if max_time is None:
             return
+        stats = op.stats
+        at = self._next_close(stats, max_time) if "next_close" in stats else self._grid_close(stats, max_time)
+        if at is not None:
+            self.handle.registerTimer(max(1, math.ceil(at / _PER_MS[self.spec["unit"]])))
+
+    def _next_close(self, stats: Mapping[str, Any], max_time: int) -> int | None:
+        """An operator that names its next close (``stats["next_close"]``, session windows): there, while
+        a window may hold a row of the shard. ``reach`` (session windows: ``gap``) bounds how far after
+        its largest row a window ends; the clock group's windows are open too, so this bound, not
+        ``next_close`` alone, says when the shard is done."""
+        wm, reach = stats.get("watermark"), self.spec.get("reach")
+        if wm is not None and reach is not None and max_time + reach < wm:
+            return None  # every window holding a row of this shard has closed
+        return stats.get("next_close")
+
+    def _grid_close(self, stats: Mapping[str, Any], max_time: int) -> int | None:
+        """Sliding and tumbling windows: the end of the next window on the grid."""
         s = self.spec
         size, slide, offset = s["size"], s["slide"], s["offset"]
-        wm = op.stats.get("watermark")
+        wm = stats.get("watermark")
         last_end = (max_time - offset) // slide * slide + offset + size
+        if self.op_kwargs.get("tz") is not None:
+            # Local days (``tz=``; whole weeks from Mondays) end within a slide and 16 h of the UTC grid's
+            # ends, on a quarter hour: wake every quarter hour of event time until the last can have closed.
+            quarter = round(900_000 * _PER_MS[s["unit"]])
+            last_end += slide + 64 * quarter
+            size, slide, offset = quarter, quarter, 0
         if wm is not None and last_end <= wm:
-            return  # every window holding a row of this shard has closed
+            return None  # every window holding a row of this shard has closed
         base = max_time - size if wm is None else wm
-        end = ((base - offset - size) // slide + 1) * slide + offset + size
-        self.handle.registerTimer(max(1, math.ceil(end / _PER_MS[s["unit"]])))
+        return ((base - offset - size) // slide + 1) * slide + offset + size
 
 
 #: ``on_late="keep"``: the column that tells late rows (true) from windows (false) in the combined output.

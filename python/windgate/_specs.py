@@ -129,6 +129,20 @@ def optional_name(value: Any, param: str) -> str | None:
     return None if value is None else name(value, param)
 
 
+def zone(value: Any, param: str) -> str | None:
+    """A time zone: an IANA name or fixed offset (the extension checks it), a ``zoneinfo.ZoneInfo``, or
+    ``None``."""
+    if value is None or isinstance(value, str):
+        return value
+    key = getattr(value, "key", None)  # zoneinfo.ZoneInfo
+    if isinstance(key, str):
+        return key
+    raise InvalidParameterError(
+        f'{param}: expected a time zone name such as "Europe/Berlin" or None, '
+        f"got {type(value).__name__} {value!r}"
+    )
+
+
 def choice(value: Any, param: str) -> str:
     """A keyword such as ``on_late="drop"`` (the extension checks the value)."""
     if not isinstance(value, str):

@@ -494,6 +494,11 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--slide", default=None, help="window slide (default: size, i.e. tumbling)")
     a.add_argument("--offset", default="0", help="window offset, may be negative: --offset=-15m (default 0)")
     a.add_argument(
+        "--tz",
+        default=None,
+        help="time zone whose local days windows of whole days follow across DST (e.g. Europe/Berlin)",
+    )
+    a.add_argument(
         "--by", action="extend", nargs="+", default=None, metavar="COLUMN", help="group-by columns"
     )
     a.add_argument(

@@ -106,6 +106,7 @@ def window_aggregate(
     gap: _specs.Span | None = None,
     rows: int | None = None,
     rows_slide: int | None = None,
+    tz: str | None = None,
     by: str | list[str] | None = None,
     aggs: Mapping[str, str | list[str]],
     null_time: str = "error",
@@ -142,11 +143,13 @@ def window_aggregate(
     Args:
         df: the input DataFrame (any columns; the time column is a timestamp, date or integer column), or
             the path(s) of Parquet files or directories (local or any filesystem pyarrow reaches).
-        time, size, slide, offset, by, aggs, null_time: as in :func:`windgate.window_aggregate`.
+        time, size, slide, offset, tz, by, aggs, null_time: as in :func:`windgate.window_aggregate`.
         gap: session windows (as Spark's ``session_window(time, gap)``), instead of ``size``/``slide``.
             Sessions are per key, so the plan is exact with one operator per task: rows shuffled by ``by``
             (all into one task without ``by``), sorted by time in each task and streamed through the
-            session engine. Batch DataFrames only.
+            session engine. On a streaming DataFrame each session comes out once, when Spark's watermark
+            passes its end (``on_late`` takes ``"drop"`` or ``"error"``; ``allowed_lateness`` and ``emit``
+            are for sliding windows).
         rows, rows_slide: count windows (as Flink's ``countWindow(rows, rows_slide)``; see
             :func:`windgate.window_aggregate`), instead of ``size``/``slide``: the same plan as ``gap``,
             rows of equal time in the DataFrame's order. Batch DataFrames only.
@@ -186,10 +189,12 @@ def window_aggregate(
             "foreachBatch, or use windgate.WindowAggregator(rows=...))"
         )
     if getattr(df, "isStreaming", False) is True:
-        if gap is not None:
+        if tz is not None and any(
+            isinstance(v, str) and v.strip().endswith(("mo", "month", "months")) for v in (size, slide)
+        ):
             raise InvalidParameterError(
-                "gap: session windows run on batch DataFrames only (call the helper on each micro-batch in "
-                "foreachBatch, or use windgate.WindowAggregator(gap=...))"
+                'size: month windows ("1mo") run on batch DataFrames and locally; a streaming DataFrame '
+                "takes windows of whole days or weeks with tz="
             )
         names = (*_options.WINDOW_AGGREGATE.shared, *_options.UPDATES)
         given = {**locals(), "threads": _task_threads(df, threads)}
@@ -227,6 +232,11 @@ def window_aggregate(
         input_schema(df)  # a batch DataFrame, and executors that can import windgate
         spark = df.sparkSession
     by_cols = _specs.by_columns(by)
+    if tz is not None and plan == "one_phase" and not by_cols:
+        raise InvalidParameterError(
+            "tz: the one-phase plan cuts unkeyed rows into time ranges of the UTC grid, which local days do "
+            'not follow: use plan="two_phase" (the default) or by='
+        )
     # The tasks stream time-sorted rows: lateness 0 loses none.
     pinned = {"by": by_cols, "lateness": 0, "on_late": "drop", "threads": _task_threads(spark, threads)}
     spec = _options.WINDOW_AGGREGATE.native({**locals(), **pinned}, _options.WINDOW_AGGREGATE.shared)
@@ -277,7 +287,7 @@ def _sessions(df: Any, given: dict[str, Any]) -> DataFrame:
         paths = [df] if isinstance(df, (str, os.PathLike)) else df
         df = spark.read.parquet(*[os.fspath(p) for p in paths])
     by_cols = _specs.by_columns(given["by"])
-    pinned = {"by": by_cols, "lateness": 0, "on_late": "drop", "threads": 1}
+    pinned = {"by": by_cols, "lateness": 0, "on_late": "drop", "threads": _task_threads(df, given["threads"])}
     spec = _options.WINDOW_AGGREGATE.native({**given, **pinned}, _options.WINDOW_AGGREGATE.shared)
     arrow_in = input_schema(df)
     time = spec["time"]

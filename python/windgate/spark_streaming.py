@@ -13,7 +13,9 @@ A streaming DataFrame given to :func:`windgate.spark.window_aggregate`, :func:`w
    operator's watermark up to Spark's (a *clock row*, see below), pushes the shard's rows of the batch
    sorted by ``(time, order_by, the other columns)``, emits the windows that closed, and stores the new
    snapshot. A timer at the end of the shard's next open window calls it again when Spark's watermark passes
-   it, so the windows of a shard that gets no more rows close too.
+   it, so the windows of a shard that gets no more rows close too. Session windows (``gap=``) have no grid:
+   an operator whose ``stats`` carry ``next_close`` (the watermark at which its next window closes) gets
+   its timer there instead.
 
 The clock row: the operator groups by the ``by`` columns plus a hidden ``__windgate_clock`` column (0 on
 every input row). To move its watermark to Spark's watermark ``W``, the shard pushes one row of group
@@ -147,10 +149,7 @@ def windowed_stream(
     if keep:
         late_schema = probe.late.schema.remove(probe.late.schema.get_field_index(_CLOCK))
         combined = combined_schema(out_schema, late_schema)
-    spec = {"time": time, "time_type": time_type, "size": None, "slide": None, "offset": None}
-    window = {"time": time, **{n: _specs.span(kwargs.get(n), n) for n in ("size", "slide", "offset")}}
-    size, slide, offset = _specs.window_units(window, unit)
-    spec.update(size=size, slide=slide, offset=offset, lateness=lateness, unit=unit)
+    spec = {"time": time, "time_type": time_type, "lateness": lateness, "unit": unit, **_timer(kwargs, unit)}
 
     # A computed time column carries no watermark metadata, so Spark does not drop late rows itself:
     # the operator judges and counts them.
@@ -172,6 +171,19 @@ def windowed_stream(
         out.windgate_plan = plan
         return out
     return _split(out, out_schema, late_schema, plan)
+
+
+def _timer(kwargs: dict[str, Any], unit: str) -> dict[str, Any]:
+    """What the shard's timer needs (see ``WindgateShard._set_timer``). Session windows (``gap``): the
+    operator names its next close itself (``stats["next_close"]``), and a window holding a row at ``t``
+    ends by ``t + gap`` (its ``reach``). Sliding windows: the grid, ``size``, ``slide``, ``offset``."""
+    time = kwargs["time"]
+    gap = _specs.span(kwargs.get("gap"), "gap")
+    if gap is not None:
+        return {"reach": _specs.units(gap, unit, "gap", time)}
+    window = {"time": time, **{n: _specs.span(kwargs.get(n), n) for n in ("size", "slide", "offset")}}
+    size, slide, offset = _specs.window_units(window, unit)
+    return {"size": size, "slide": slide, "offset": offset}
 
 
 def _split(out: DataFrame, windows: pa.Schema, late: pa.Schema, plan: str) -> Any:
@@ -213,7 +225,12 @@ def state_sizes(spark: SparkSession, checkpoint: str) -> Any:
 
 
 #: The class that restores a snapshot, by the snapshot's operator name.
-_RESTORE = {"window_aggregate": "WindowAggregator", "band_join": "BandJoiner", "preference": None}
+_RESTORE = {
+    "window_aggregate": "WindowAggregator",
+    "session_aggregate": "WindowAggregator",
+    "band_join": "BandJoiner",
+    "preference": None,
+}
 
 
 def _late(data: bytes) -> dict[str, int | None]:

@@ -10,6 +10,8 @@
 //! [`Span`] is a length of time as the user gives it (units or a duration string), resolved here once the time
 //! column's unit is known, so that every operator reads lengths of time the same way.
 
+pub(crate) mod calendar;
+
 use arrow_array::timezone::Tz;
 use arrow_schema::DataType;
 
@@ -441,6 +443,17 @@ fn parse_ns(text: &str, param: &str) -> Result<i128> {
             "h" | "hr" | "hrs" | "hour" | "hours" => 3_600_000_000_000,
             "d" | "day" | "days" => 86_400_000_000_000,
             "w" | "week" | "weeks" => 604_800_000_000_000,
+            "mo" | "month" | "months" => {
+                return Err(bad(
+                    "calendar months have no fixed length: give tz= (e.g. tz=\"UTC\") to cut windows into \
+                     a zone's months",
+                ));
+            }
+            "y" | "year" | "years" => {
+                return Err(bad(
+                    "years are not supported: give \"12mo\" with tz= for calendar years",
+                ));
+            }
             "" => return Err(bad("a unit is missing after the number")),
             other => return Err(bad(&format!("unknown unit {other:?}"))),
         };

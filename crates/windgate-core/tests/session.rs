@@ -22,13 +22,21 @@ struct Case {
     lateness: Option<i64>,
     rows: Vec<Row>,
     cuts: Vec<usize>,
+    /// Workers of the streaming engine (keys partitioned among them).
+    threads: usize,
 }
 
 fn case() -> impl proptest::strategy::Strategy<Value = Case> {
     use proptest::strategy::Strategy as _;
     let gap = prop_oneof![1i64..4, 1i64..25, Just(1_000_000i64)];
-    (gap, prop::option::of(0i64..8), any::<bool>(), 0usize..100)
-        .prop_flat_map(|(gap, lateness, shuffled, n)| {
+    (
+        gap,
+        prop::option::of(0i64..8),
+        any::<bool>(),
+        0usize..100,
+        1usize..5,
+    )
+        .prop_flat_map(|(gap, lateness, shuffled, n, threads)| {
             let row = (
                 -60i64..60,
                 prop::option::weighted(0.9, 0i32..4),
@@ -37,12 +45,12 @@ fn case() -> impl proptest::strategy::Strategy<Value = Case> {
                 0i64..8,
             );
             (
-                Just((gap, lateness, shuffled)),
+                Just((gap, lateness, shuffled, threads)),
                 prop::collection::vec(row, n),
                 prop::collection::vec(0usize..100, 0..6),
             )
         })
-        .prop_map(|((gap, lateness, shuffled), rows, mut cuts)| {
+        .prop_map(|((gap, lateness, shuffled, threads), rows, mut cuts)| {
             let mut rows: Vec<(Row, i64)> = rows
                 .into_iter()
                 .map(|(ts, key, v, iv, delay)| {
@@ -62,6 +70,7 @@ fn case() -> impl proptest::strategy::Strategy<Value = Case> {
                 lateness,
                 rows: rows.into_iter().map(|(r, _)| r).collect(),
                 cuts,
+                threads,
             }
         })
 }
@@ -70,6 +79,11 @@ fn options(c: &Case, strategy: Strategy) -> WindowAggregateOptions {
     let mut opts = WindowAggregateOptions::session("ts", Span::Units(c.gap), aggs());
     opts.by = vec!["k".into()];
     opts.strategy = strategy;
+    opts.threads = Some(if strategy == Strategy::Reference {
+        1
+    } else {
+        c.threads
+    });
     opts.lateness = c
         .lateness
         .map_or(LatenessOpt::Exact, |k| LatenessOpt::Bound(Span::Units(k)));
@@ -209,7 +223,10 @@ fn run_restoring(c: &Case) -> (RecordBatch, u64) {
         outs.push(agg.push(&batch(&c.rows[start..end]), 0).unwrap());
         start = end;
         let bytes = agg.snapshot(&Default::default()).unwrap();
-        agg = SessionAggregator::restore(&bytes, None).unwrap();
+        // Restored on another number of workers (a runtime setting): the same rows.
+        let mut opts = options(c, Strategy::Auto);
+        opts.threads = Some(1 + (start + c.threads) % 3);
+        agg = SessionAggregator::restore(&bytes, Some(opts)).unwrap();
     }
     outs.push(agg.flush().unwrap());
     let late = agg.stats().late_rows;
@@ -355,6 +372,7 @@ fn idle_keys_are_forgotten() {
         lateness: Some(0),
         rows,
         cuts: (1..40).map(|j| j * 1000).collect(),
+        threads: 3,
     };
     let (stream, _) = run(&c, Strategy::Auto, true);
     let (reference, _) = run(&c, Strategy::Reference, true);
@@ -365,4 +383,113 @@ fn idle_keys_are_forgotten() {
         agg.push(&batch(part), 0).unwrap();
     }
     assert!(agg.stats().keys < 20_000, "{} keys kept", agg.stats().keys);
+}
+
+/// `next_close` after every batch of the case (both engines, and an operator restored from a snapshot):
+/// the least end plus one over the brute force's sessions of the rows so far that the watermark has not
+/// closed; pushing that watermark closes a session, one unit less closes none.
+fn next_closes(c: &Case, strategy: Strategy, restore: bool) -> Vec<Option<i64>> {
+    let mut agg = SessionAggregator::new(options(c, strategy)).unwrap();
+    let mut got = vec![];
+    let mut start = 0;
+    for end in c.cuts.iter().copied().chain([c.rows.len()]) {
+        let end = end.min(c.rows.len());
+        if end < start {
+            continue;
+        }
+        agg.push(&batch(&c.rows[start..end]), 0).unwrap();
+        start = end;
+        if restore {
+            agg = SessionAggregator::restore(&agg.snapshot(&Default::default()).unwrap(), None)
+                .unwrap();
+        }
+        let so_far = Case {
+            rows: c.rows[..end].to_vec(),
+            ..c.clone()
+        };
+        let wm = agg.stats().watermark;
+        let open = brute(&so_far)
+            .0
+            .into_iter()
+            .filter(|s| wm.is_none_or(|w| s.2 >= w));
+        let want = open.map(|s| s.2 + 1).min();
+        assert_eq!(agg.next_close(), want, "after {end} rows, watermark {wm:?}");
+        got.push(agg.next_close());
+    }
+    got
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn next_close_is_the_least_open_end_plus_one(c in case()) {
+        let stream = next_closes(&c, Strategy::Auto, false);
+        prop_assert_eq!(&next_closes(&c, Strategy::Reference, false), &stream);
+        prop_assert_eq!(&next_closes(&c, Strategy::Auto, true), &stream);
+    }
+}
+
+/// The watermark `next_close` names closes the session; one unit less closes nothing.
+#[test]
+fn next_close_is_where_the_first_session_closes() {
+    let mut opts = WindowAggregateOptions::session("ts", Span::Units(5), aggs());
+    opts.lateness = LatenessOpt::Bound(Span::Units(10));
+    let mut agg = SessionAggregator::new(opts).unwrap();
+    assert_eq!(agg.next_close(), None);
+    agg.push(&batch(&rows(&[0, 3, 12])), 0).unwrap(); // [0, 8) and [12, 17); watermark 2
+    assert_eq!(agg.next_close(), Some(9));
+    agg.push(&batch(&rows(&[8])), 0).unwrap(); // 8 bridges them: [0, 17)
+    assert_eq!(agg.next_close(), Some(18));
+    assert_eq!(agg.push(&batch(&rows(&[27])), 0).unwrap().num_rows(), 0); // watermark 17
+    assert_eq!(agg.push(&batch(&rows(&[28])), 0).unwrap().num_rows(), 1); // watermark 18
+    assert_eq!(agg.next_close(), Some(34)); // [27, 33) closes at watermark 34
+    agg.flush().unwrap();
+    assert_eq!(agg.next_close(), None);
+}
+
+/// Batches large enough to run the workers on their own threads: random keys, values and disorder; the
+/// rows of the reference engine, in order, for 1 to 4 workers, whole or cut.
+#[test]
+fn threads_return_the_reference_rows() {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    let rows: Vec<Row> = (0..60_000i64)
+        .map(|i| Row {
+            ts: i / 3 + next(40) as i64,
+            key: (next(20) > 0).then(|| next(700) as i32),
+            v: (next(10) > 0).then(|| next(1000) as f64 * 0.125),
+            iv: next(2000) as i64 - 1000,
+        })
+        .collect();
+    let base = Case {
+        gap: 25,
+        lateness: Some(40),
+        rows,
+        cuts: vec![20_000, 45_000],
+        threads: 1,
+    };
+    let (reference, late) = run(&base, Strategy::Reference, false);
+    assert!(reference.num_rows() > 1000);
+    for threads in 1..=4 {
+        let c = Case {
+            threads,
+            ..base.clone()
+        };
+        for split in [false, true] {
+            let (stream, stream_late) = run(&c, Strategy::Auto, split);
+            assert_eq!(stream, reference, "{threads} threads, split {split}");
+            assert_eq!(stream_late, late);
+        }
+        assert_eq!(
+            run_restoring(&c).0,
+            reference,
+            "{threads} threads, restored"
+        );
+    }
 }

@@ -90,6 +90,7 @@ pub fn options<'py>(
     offset: Option<&Bound<'py, PyAny>>,
     gap: Option<&Bound<'py, PyAny>>,
     rows: [Option<&Bound<'py, PyAny>>; 2],
+    tz: Option<String>,
     by: Vec<String>,
     aggs: Vec<(String, Vec<String>)>,
     lateness: Option<&Bound<'_, PyAny>>,
@@ -149,6 +150,7 @@ pub fn options<'py>(
     o.sources = sources;
     o.gap = gap;
     (o.rows, o.rows_slide) = (rows, rows_slide);
+    o.tz = tz;
     o.validate().map_err(to_py)?;
     Ok(o)
 }

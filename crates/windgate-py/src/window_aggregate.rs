@@ -15,7 +15,7 @@ use crate::errors::{detached, detached_batch_call, finish_batch, to_py};
 /// Batch window aggregation over one or several sources (see `windgate.window_aggregate`).
 #[pyfunction]
 #[pyo3(signature = (sources, *, time, size=None, slide=None, offset=None, gap=None, rows=None,
-                    rows_slide=None, by=vec![], aggs, lateness=None,
+                    rows_slide=None, tz=None, by=vec![], aggs, lateness=None,
                     on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
                     order_by=None, in_memory=false, input="rows", output="windows", row_offset=0,
                     allowed_lateness=None, emit="final", interval=None))]
@@ -30,6 +30,7 @@ pub fn window_aggregate<'py>(
     gap: Option<&Bound<'py, PyAny>>,
     rows: Option<&Bound<'py, PyAny>>,
     rows_slide: Option<&Bound<'py, PyAny>>,
+    tz: Option<String>,
     by: Vec<String>,
     aggs: Vec<(String, Vec<String>)>,
     lateness: Option<&Bound<'py, PyAny>>,
@@ -55,6 +56,7 @@ pub fn window_aggregate<'py>(
         offset,
         gap,
         [rows, rows_slide],
+        tz,
         by,
         aggs,
         lateness,
@@ -172,7 +174,7 @@ enum Inner {
 impl WindowAggregator {
     #[new]
     #[pyo3(signature = (*, time, size=None, slide=None, offset=None, gap=None, rows=None,
-                    rows_slide=None, by=vec![], aggs, lateness=None,
+                    rows_slide=None, tz=None, by=vec![], aggs, lateness=None,
                         on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
                         sources=1, credits=Some(1 << 20), order_by=None, input="rows",
                         output="windows", row_offset=0, allowed_lateness=None, emit="final",
@@ -187,6 +189,7 @@ impl WindowAggregator {
         gap: Option<&Bound<'py, PyAny>>,
         rows: Option<&Bound<'py, PyAny>>,
         rows_slide: Option<&Bound<'py, PyAny>>,
+        tz: Option<String>,
         by: Vec<String>,
         aggs: Vec<(String, Vec<String>)>,
         lateness: Option<&Bound<'py, PyAny>>,
@@ -225,6 +228,7 @@ impl WindowAggregator {
             offset,
             gap,
             [rows, rows_slide],
+            tz,
             by,
             aggs,
             lateness,
@@ -373,6 +377,9 @@ impl WindowAggregator {
         d.set_item("strategy", s.strategy)?;
         if let Some(f) = s.farm {
             farm_stats(&d, &f)?;
+        }
+        if let Inner::Session(inner) = &self.inner {
+            d.set_item("next_close", inner.next_close())?;
         }
         Ok(d)
     }

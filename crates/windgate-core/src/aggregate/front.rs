@@ -1,7 +1,7 @@
-//! The front end the per-key window operators (session and count windows) share: their sources (a K-slack,
-//! an arrival counter and a closed flag each) and the watermark over them, the output columns of the `by`
-//! keys and the aggregates, and the reading and admission of a batch. One copy, so that the same input gives
-//! the same admitted rows, errors and output names whichever of them reads it.
+//! The front end of the per-key window operators ([`super::keyed`]; count windows run on it, session windows,
+//! which grew parallel workers of their own, are to move onto it): their sources (a K-slack, an arrival
+//! counter and a closed flag each) and the watermark over them, the output columns of the `by` keys and the
+//! aggregates, and the reading and admission of a batch.
 
 use std::sync::Arc;
 

@@ -1,4 +1,5 @@
-//! The rows a per-key reference engine keeps (session and count windows): each admitted row's place in the
+//! The rows a per-key reference engine keeps (count windows; the session reference, which forgets the rows of
+//! closed sessions, is to move onto it): each admitted row's place in the
 //! total order, its key and where its values are, liftable one at a time into a slot. Plain on purpose: the
 //! references are the oracles of the streaming engines.
 
@@ -67,14 +68,6 @@ impl KeptRows {
             store.update(&[slot], &inputs, order);
         }
         slot
-    }
-
-    /// Keeps only `rows` (some of the kept ones); the values go with the last row.
-    pub fn keep_only(&mut self, rows: Vec<Kept>) {
-        self.rows = rows;
-        if self.rows.is_empty() {
-            self.chunks.clear();
-        }
     }
 }
 

@@ -1,4 +1,5 @@
-//! The operator the per-key window operators (session and count windows) share, generic over their engine:
+//! The per-key window operator, generic over its kind of window (count windows; session windows, whose
+//! operator has parallel workers of its own, are to move onto it):
 //! the options, the sources and their watermark, the input schema, the key dictionary and the aggregate
 //! states ([`super::front`] reads and admits the batches), `push` / `close_source` / `flush`, the counters, and
 //! the batch function. A kind ([`Kind`]) names its parameter and output columns and
@@ -36,7 +37,7 @@ pub trait Kind: Sized {
     const STRATEGY: &'static str;
     /// The operator's name in a snapshot's header.
     const OPERATOR: &'static str;
-    /// What errors call the kind ("session windows").
+    /// What errors call the kind ("count windows").
     const NAME: &'static str;
 
     /// The kind's own parameter must be set in `opts` (e.g. `gap`).
@@ -112,8 +113,7 @@ pub struct Bound<K: Kind> {
     pub output_schema: SchemaRef,
 }
 
-/// A per-key window operator: session windows ([`super::SessionAggregator`]) or count windows
-/// ([`super::CountWindowAggregator`]).
+/// A per-key window operator: count windows ([`super::CountWindowAggregator`]).
 pub struct KeyedOperator<K: Kind> {
     pub(super) opts: WindowAggregateOptions,
     specs: Vec<AggSpec>,

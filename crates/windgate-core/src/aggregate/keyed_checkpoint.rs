@@ -21,7 +21,7 @@ pub const STATE_VERSION: u32 = 1;
 /// The parameters a restore may change: they decide how the operator runs, never its rows.
 const RUNTIME: &[&str] = &["threads", "strategy", "farm"];
 
-/// The error of a checkpoint of a reference engine (`kind`: "session windows").
+/// The error of a checkpoint of a reference engine (`kind`: "count windows").
 pub(super) fn no_reference(kind: &str) -> Error {
     Error::param(
         "strategy",

@@ -43,6 +43,7 @@ use crate::order::admission::{OnLate, Rules, admit};
 use crate::order::kslack::{KSlack, Lateness};
 use crate::runtime::farm::FarmStats;
 use crate::threads::resolve_threads;
+use crate::time::calendar::{self, Calendar};
 use crate::time::{TimeFormat, WindowSpec};
 
 mod checkpoint;
@@ -107,6 +108,22 @@ struct Bound {
     output_schema: SchemaRef,
     /// `allowed_lateness` and `emit="early"`, resolved (see [`super::updates`]).
     update: UpdateMode,
+    /// `tz=` on windows of whole days: rows are placed on wall time (`spec` is its grid), see
+    /// [`crate::time::calendar`].
+    calendar: Option<Calendar>,
+}
+
+impl Bound {
+    /// The coordinate below which no row still to come falls, once every source is at `watermark`: the
+    /// watermark itself, or on wall time the least wall time still to come.
+    fn closing(&self, watermark: i64) -> i64 {
+        self.calendar.map_or(watermark, |c| c.closing(watermark))
+    }
+
+    /// A window bound of `spec` as the instant it stands for.
+    fn instant(&self, coordinate: i64) -> i64 {
+        self.calendar.map_or(coordinate, |c| c.instant(coordinate))
+    }
 }
 
 /// The streaming window-aggregation operator.
@@ -272,7 +289,11 @@ impl WindowAggregator {
             check_order_by_type(c, field(c, "order_by")?.data_type())?;
         }
         let resolved = o.resolve_window(&time_type)?;
-        let spec = resolved.spec;
+        let is_months = |s: &crate::time::Span| calendar::months(s).is_some();
+        let size_months = is_months(&o.size);
+        let months = (size_months, o.slide.as_ref().map_or(size_months, is_months));
+        let (spec, calendar) =
+            calendar::bind(o.tz.as_deref(), &time_type, &o.time, resolved.spec, months)?;
         for s in &mut self.sources {
             s.kslack = KSlack::new(resolved.lateness);
         }
@@ -393,6 +414,7 @@ impl WindowAggregator {
             metas,
             engine,
             update,
+            calendar,
             output_schema: Arc::new(match o.output {
                 OutputKind::Windows => Schema::new(out_fields),
                 OutputKind::Partials => Schema::new_with_metadata(out_fields, partial::metadata()),
@@ -669,7 +691,7 @@ impl WindowAggregator {
         if self.opts.output == OutputKind::Partials {
             return match self.watermark() {
                 Some(i64::MAX) => self.emit_panes_through(i64::MAX),
-                Some(wm) => self.emit_panes_through(b.spec.last_closed_pane(wm)),
+                Some(wm) => self.emit_panes_through(b.spec.last_closed_pane(b.closing(wm))),
                 None => Ok(RecordBatch::new_empty(b.output_schema.clone())),
             };
         }
@@ -679,6 +701,7 @@ impl WindowAggregator {
                 None => Ok(RecordBatch::new_empty(b.output_schema.clone())),
             },
             Some(wm) => {
+                let wm = b.closing(wm);
                 let last = b.spec.last_closed_window(wm);
                 self.bound
                     .as_mut()
@@ -695,10 +718,11 @@ impl WindowAggregator {
     fn advance(&mut self) -> Result<()> {
         let wm = self.watermark();
         let b = self.bound.as_mut().expect("bound");
-        if let (Engine::Parallel(f), Some(wm)) = (&mut b.engine, wm)
+        let last = wm.map(|wm| b.spec.last_closed_window(b.closing(wm)));
+        if let (Engine::Parallel(f), Some(wm), Some(last)) = (&mut b.engine, wm, last)
             && wm != i64::MAX
         {
-            f.advance(b.spec.last_closed_window(wm))?;
+            f.advance(last)?;
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::order::admission::{DEFAULT_CREDITS, NullTime, OnLate};
 use crate::order::kslack::{Lateness, LatenessOpt};
 use crate::threads::MAX_THREADS;
+use crate::time::calendar::month_placeholder;
 use crate::time::{Span, TimeUnit};
 use crate::window_options::{FarmOptions, ResolvedWindow, WindowOptions};
 
@@ -69,6 +70,10 @@ pub struct WindowAggregateOptions {
     /// When windows fire: once, when final (the default), or also early (see `aggregate::updates`).
     #[serde(default, skip_serializing_if = "Emit::is_final")]
     pub emit: Emit,
+    /// `tz=`: windows of whole days follow this zone's local days (see `time::calendar`). Left out of
+    /// snapshots when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tz: Option<String>,
 }
 
 /// `emit=`: when windows fire.
@@ -139,6 +144,7 @@ impl WindowAggregateOptions {
             gap: None,
             rows: None,
             rows_slide: None,
+            tz: None,
         }
     }
 
@@ -186,8 +192,9 @@ impl WindowAggregateOptions {
     pub fn window(&self) -> WindowOptions {
         WindowOptions {
             time: self.time.clone(),
-            size: self.size.clone(),
-            slide: self.slide.clone(),
+            // Months (`tz=` only) are validated and cut as coordinate months (`time::calendar`).
+            size: month_placeholder(&self.size, self.tz.as_deref()),
+            slide: (self.slide.as_ref()).map(|s| month_placeholder(s, self.tz.as_deref())),
             offset: self.offset.clone(),
             by: self.by.clone(),
             lateness: self.lateness.clone(),
@@ -200,6 +207,25 @@ impl WindowAggregateOptions {
 
     /// Checks everything that can be checked without the data; returns the parsed aggregates.
     pub fn validate(&self) -> Result<Vec<AggSpec>> {
+        if let Some(tz) = &self.tz {
+            crate::time::calendar::check_zone(tz)?;
+            if self.gap.is_some() {
+                return Err(Error::param(
+                    "tz",
+                    "session windows (gap=) have no calendar grid to align: leave tz unset",
+                ));
+            }
+            if self.strategy.is_multiway() {
+                return Err(Error::param(
+                    "tz",
+                    format!(
+                        "strategy {:?} merges sources sorted by time, and wall time runs back at an autumn \
+                         change: use another strategy with tz=",
+                        self.strategy.name()
+                    ),
+                ));
+            }
+        }
         if let Some(rows) = self.rows {
             super::count_window::validate(self, rows)?;
             return AggSpec::parse_all(&self.aggs);

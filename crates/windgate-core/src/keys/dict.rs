@@ -19,7 +19,8 @@ use crate::arrow_io::as_i64;
 use crate::error::{Error, Result};
 
 const DENSE: usize = 1 << 16;
-const NO_KEY: u32 = u32::MAX;
+/// The id [`KeyDict::retain`] maps a forgotten key to.
+pub(crate) const NO_KEY: u32 = u32::MAX;
 
 pub struct KeyDict {
     names: Vec<String>,
@@ -238,6 +239,29 @@ impl KeyDict {
         &self.arena[self.offsets[id as usize]..self.offsets[id as usize + 1]]
     }
 
+    /// Every key id, ordered by row bytes. Keys of at most 16 bytes (one or two integer columns, short
+    /// strings) sort as `(bytes packed big-endian into a u128, length)` pairs, which orders them as their
+    /// bytes do (a key that is a prefix of another is shorter, and comes first): integer comparisons instead
+    /// of a `memcmp` call per comparison, several times faster over millions of keys.
+    fn sorted_ids(&self) -> Vec<u32> {
+        let n = self.len() as u32;
+        if (0..n).all(|id| self.bytes(id).len() <= 16) {
+            let mut packed: Vec<(u128, u8, u32)> = (0..n)
+                .map(|id| {
+                    let b = self.bytes(id);
+                    let mut word = [0u8; 16];
+                    word[..b.len()].copy_from_slice(b);
+                    (u128::from_be_bytes(word), b.len() as u8, id)
+                })
+                .collect();
+            packed.sort_unstable();
+            return packed.into_iter().map(|(.., id)| id).collect();
+        }
+        let mut sorted: Vec<u32> = (0..n).collect();
+        sorted.sort_unstable_by(|&a, &b| self.bytes(a).cmp(self.bytes(b)));
+        sorted
+    }
+
     /// The row bytes of key `id`, as another dictionary of the same columns takes them in [`Self::intern_rows`]
     /// (empty without `by` columns, whose one key is id 0 everywhere).
     pub(crate) fn key_bytes(&self, id: u32) -> &[u8] {
@@ -272,10 +296,11 @@ impl KeyDict {
     pub fn order(&mut self) -> KeyOrder<'_> {
         let n = self.len();
         if self.ranks.len() != n || self.sorted.len() != n {
-            let mut sorted: Vec<u32> = (0..n as u32).collect();
-            if self.converter.is_some() {
-                sorted.sort_unstable_by(|&a, &b| self.bytes(a).cmp(self.bytes(b)));
-            }
+            let sorted = if self.converter.is_some() {
+                self.sorted_ids()
+            } else {
+                (0..n as u32).collect()
+            };
             self.ranks = vec![0; n];
             for (rank, &id) in sorted.iter().enumerate() {
                 self.ranks[id as usize] = rank as u32;

@@ -17,6 +17,7 @@ mod dict;
 mod shard;
 
 pub(crate) use codec::{ByteRows, RowCodec, column_index, hash_key};
+pub(crate) use dict::NO_KEY;
 pub use dict::{KeyDict, KeyOrder};
 pub(crate) use shard::KeySharder;
 

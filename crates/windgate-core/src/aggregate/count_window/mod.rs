@@ -105,6 +105,12 @@ pub(crate) fn validate(opts: &WindowAggregateOptions, rows: u64) -> Result<()> {
             "slide= (a slide in time): the slide in rows is rows_slide=",
         );
     }
+    if opts.tz.is_some() {
+        return refuse(
+            "tz",
+            "tz= (a calendar grid in a time zone): they have no grid",
+        );
+    }
     if opts.offset != Span::Units(0) {
         return refuse(
             "offset",

@@ -53,8 +53,19 @@ impl WindowAggregator {
             format: b.format,
         };
         let mut admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
+        // `tz=`: admitted by instants, placed in windows by wall time (see `time::calendar`).
+        let ts = match &b.calendar {
+            Some(c) => {
+                let local = ScalarBuffer::from(c.localize(&ts));
+                admitted.range = kept_range(&local, &admitted);
+                local
+            }
+            None => ts,
+        };
         let accepted = match b.update.allowed {
-            Some(allowed) => accept_allowed(&mut admitted, &ts, &b.spec, allowed),
+            Some(allowed) => {
+                accept_allowed(&mut admitted, &ts, &b.spec, allowed, |wm| b.closing(wm))
+            }
             None => Vec::new(),
         };
         if let Some((lo, hi)) = admitted.range {
@@ -69,6 +80,17 @@ impl WindowAggregator {
             kslack,
         })
     }
+}
+
+/// The least and largest of `ts` over the rows `a` admitted.
+fn kept_range(ts: &[i64], a: &crate::order::admission::BatchAdmission) -> Option<(i64, i64)> {
+    a.range?;
+    let keep = a.keep.as_deref();
+    (ts.iter().enumerate())
+        .filter(|&(i, _)| keep.is_none_or(|k| k[i]))
+        .fold(None, |r, (_, &t)| {
+            Some(r.map_or((t, t), |(lo, hi): (i64, i64)| (lo.min(t), hi.max(t))))
+        })
 }
 
 /// A batch read and checked, not yet ingested: what [`WindowAggregator::read`] returns.

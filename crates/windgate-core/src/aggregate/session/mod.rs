@@ -22,19 +22,24 @@
 //! each emission), which `strategy="reference"` runs and the tests compare against.
 
 mod engine;
+mod key_sessions;
 mod operator;
 mod reference;
+mod workers;
 
 pub use operator::{SESSION_OPERATOR, SessionAggregator, session_aggregate};
 
 use super::options::WindowAggregateOptions;
 use super::partial::{InputKind, OutputKind};
+use super::strategy::Strategy;
 use crate::error::{Error, Result};
+use crate::order::kslack::{Lateness, LatenessOpt};
+use crate::threads::MAX_THREADS;
 use crate::time::Span;
 
 /// A session closed by the watermark, before its aggregates are lowered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Closed {
+pub(crate) struct Closed {
     pub key: u32,
     pub start: i64,
     pub end: i64,
@@ -82,26 +87,47 @@ pub(crate) fn validate(opts: &WindowAggregateOptions, gap: &Span) -> Result<()> 
              session windows (gap=) fire once, when the watermark passes their end",
         ));
     }
-    super::front::validate_run(opts, "session windows (gap=)", false)
+    crate::order::admission::refuse_keep(opts.on_late, "session windows (gap=)")?;
+    if !matches!(opts.strategy, Strategy::Auto | Strategy::Reference) {
+        return Err(Error::param(
+            "strategy",
+            format!(
+                "session windows (gap=) run on their own engine: expected \"auto\" or \"reference\", got {:?}",
+                opts.strategy.name()
+            ),
+        ));
+    }
+    if let LatenessOpt::Bound(k) = &opts.lateness {
+        k.check("lateness")?;
+        if let Span::Units(k) = k {
+            Lateness::fixed(*k)?;
+        }
+    }
+    if opts.threads == Some(0) || opts.threads.is_some_and(|t| t > MAX_THREADS) {
+        return Err(Error::param(
+            "threads",
+            format!("expected a positive number of threads up to {MAX_THREADS}, or None"),
+        ));
+    }
+    if opts.order_by.as_deref() == Some("") {
+        return Err(Error::param("order_by", "expected a column name"));
+    }
+    if opts.sources == 0 || opts.sources > super::options::MAX_SOURCES {
+        return Err(Error::param(
+            "sources",
+            format!(
+                "expected 1 to {} sources, got {}",
+                super::options::MAX_SOURCES,
+                opts.sources
+            ),
+        ));
+    }
+    opts.window().validate_by()
 }
 
 /// Whether a session ending at `end` is final under `watermark` (`i64::MAX`: the end of the stream).
 pub(crate) fn is_final(end: i64, watermark: i64) -> bool {
     end < watermark || watermark == i64::MAX
-}
-
-/// A batch whose greatest admitted time plus `gap` (a session's end) overflows int64 is refused, naming the
-/// time column.
-pub(crate) fn check_end((_, hi): (i64, i64), gap: i64, time: &str) -> Result<()> {
-    if hi.checked_add(gap).is_none() {
-        return Err(Error::new(
-            crate::error::ErrorKind::InvalidValue,
-            format!(
-                "column '{time}': time {hi} plus gap {gap} overflows int64 (the session's end)"
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// `gap` in time units must be positive.

@@ -1,105 +1,107 @@
 //! `SessionAggregator`: the streaming operator of session windows, and `session_aggregate`, the batch
 //! function built on it.
 //!
-//! The operator is the per-key operators' ([`crate::aggregate::keyed`]: options, admission, watermark, key
-//! dictionary, aggregate states); what is the sessions' own is the engine ([`super::engine`] or
+//! The pieces every windowed operator shares are the window aggregation's: the options
+//! ([`WindowAggregateOptions`] with `gap`), admission (null times, then one K-slack per source, see
+//! [`crate::order::admission`]), the watermark as the minimum over open sources, the key dictionary and its
+//! output order, the aggregate functions' states. What differs is the engine ([`super::engine`] or
 //! [`super::reference`]) and the output: the `by` columns, `window_start`, `window_end` (the time column's
 //! type), then the aggregates, in the order `(window_end, window_start, key)`.
 
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
-use arrow_schema::{DataType, Field, SchemaRef};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::engine::SessionEngine;
 use super::reference::SessionReference;
+use super::workers::{BatchRows, SessionWorkers};
 use super::{Closed, positive_gap};
-use crate::aggregate::keyed::{Bound, KeyedOperator, Kind, PerKeyEngine, keyed_aggregate};
+use crate::aggregate::forget::forget_idle_keys;
+use crate::aggregate::function::{AggSpec, ValueClass};
+use crate::aggregate::functions::{function, value_class};
+use crate::aggregate::input::input_values;
+use crate::aggregate::operator::{
+    Stats, batch_name, check_order_by_type, order_by_values, used_columns,
+};
 use crate::aggregate::options::WindowAggregateOptions;
 use crate::aggregate::slots::SlotStore;
-use crate::arrow_io::int_column_as;
-use crate::error::{Error, Result};
-use crate::snapshot::{Reader, Writer};
-use crate::time::TimeUnit;
+use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
+use crate::aggregate::strategy::Strategy;
+use crate::arrow_io::{
+    as_i64, check_same_type, check_unambiguous, column, decode_dictionaries, int_column_as,
+    plain_schema, time_unit,
+};
+use crate::error::{Error, ErrorKind, Lifecycle, Result};
+use crate::keys::KeyDict;
+use crate::order::admission::{Rules, admit};
+use crate::order::kslack::{KSlack, Lateness};
+use crate::threads::resolve_threads;
+use crate::time::{TimeFormat, TimeUnit};
+
+enum Engine {
+    Stream(SessionWorkers),
+    Reference(SessionReference),
+}
+
+impl Engine {
+    fn ingest(&mut self, rows: &BatchRows<'_>, key_count: usize, admitted: usize) {
+        match self {
+            Engine::Stream(e) => e.ingest(rows, key_count, admitted),
+            Engine::Reference(e) => {
+                e.ingest(rows.ts, rows.keys, rows.keep, rows.inputs, rows.order)
+            }
+        }
+    }
+
+    fn close_through(&mut self, watermark: i64, out: &mut Vec<Closed>) {
+        match self {
+            Engine::Stream(e) => e.close_through(watermark, out),
+            Engine::Reference(e) => e.close_through(watermark, out),
+        }
+    }
+
+    fn earliest_end(&self) -> Option<i64> {
+        match self {
+            Engine::Stream(e) => e.earliest_end(),
+            Engine::Reference(e) => e.earliest_end(),
+        }
+    }
+
+    fn store(&self) -> &SlotStore {
+        match self {
+            Engine::Stream(e) => e.store(),
+            Engine::Reference(e) => e.store(),
+        }
+    }
+
+    fn release(&mut self, closed: &[Closed]) {
+        match self {
+            Engine::Stream(e) => e.release(closed),
+            Engine::Reference(e) => e.release(closed),
+        }
+    }
+}
 
 mod checkpoint;
 
 pub use checkpoint::OPERATOR as SESSION_OPERATOR;
 
-/// Session windows, the kind (see [`crate::aggregate::keyed`]).
-pub struct SessionWindows;
+/// What is fixed once the first schema is seen.
+struct Bound {
+    schema: SchemaRef,
+    gap: i64,
+    /// How times read in errors (ISO 8601 on timestamp columns).
+    format: TimeFormat,
+    keys: KeyDict,
+    metas: Vec<Arc<AggMeta>>,
+    engine: Engine,
+    output_schema: SchemaRef,
+}
 
-impl Kind for SessionWindows {
-    type Window = Closed;
-    const STRATEGY: &'static str = "session";
-    const OPERATOR: &'static str = checkpoint::OPERATOR;
-    const NAME: &'static str = "session windows";
-
-    fn require(opts: &WindowAggregateOptions) -> Result<()> {
-        if opts.gap.is_none() {
-            return Err(Error::param(
-                "gap",
-                "a session operator needs gap= (the inactivity gap)",
-            ));
-        }
-        Ok(())
-    }
-
-    fn window_fields(window_type: &DataType) -> Vec<Field> {
-        vec![
-            Field::new("window_start", window_type.clone(), false),
-            Field::new("window_end", window_type.clone(), false),
-        ]
-    }
-
-    fn engine(
-        opts: &WindowAggregateOptions,
-        unit: TimeUnit,
-        store: SlotStore,
-        reference: bool,
-    ) -> Result<Box<dyn PerKeyEngine<Closed>>> {
-        let gap = opts.gap.as_ref().expect("checked by require");
-        let gap = positive_gap(gap.resolve(unit, &opts.time, "gap")?)?;
-        Ok(if reference {
-            Box::new(SessionReference::new(gap, store))
-        } else {
-            Box::new(SessionEngine::new(gap, store))
-        })
-    }
-
-    /// `(end, start, key rank)`.
-    fn order(closed: &mut [Closed], ranks: &[u32]) {
-        closed.sort_unstable_by_key(|c| (c.end, c.start, ranks[c.key as usize]));
-    }
-
-    fn key(c: &Closed) -> u32 {
-        c.key
-    }
-
-    fn slot(c: &Closed) -> u32 {
-        c.slot
-    }
-
-    fn columns(closed: &[Closed], window_type: &DataType) -> Result<Vec<ArrayRef>> {
-        let starts = Int64Array::from_iter_values(closed.iter().map(|c| c.start));
-        let ends = Int64Array::from_iter_values(closed.iter().map(|c| c.end));
-        Ok(vec![
-            int_column_as(Arc::new(starts), window_type)?,
-            int_column_as(Arc::new(ends), window_type)?,
-        ])
-    }
-
-    fn write_state(b: &Bound<Self>, w: &mut Writer) -> Result<()> {
-        checkpoint::write(b, w)
-    }
-
-    fn read_state(
-        b: &mut Bound<Self>,
-        opts: &WindowAggregateOptions,
-        r: &Reader<'_>,
-    ) -> Result<()> {
-        checkpoint::read(b, opts, r)
-    }
+struct Source {
+    kslack: KSlack,
+    seq: u64,
+    closed: bool,
 }
 
 /// The streaming operator of session windows.
@@ -124,7 +126,405 @@ impl Kind for SessionWindows {
 /// let rest = agg.flush().unwrap();          // [40, 50) at the end of the stream
 /// assert_eq!(rest.num_rows(), 1);
 /// ```
-pub type SessionAggregator = KeyedOperator<SessionWindows>;
+pub struct SessionAggregator {
+    opts: WindowAggregateOptions,
+    specs: Vec<AggSpec>,
+    bound: Option<Bound>,
+    sources: Vec<Source>,
+    stats: Stats,
+    life: Lifecycle,
+    reference: bool,
+}
+
+impl SessionAggregator {
+    /// The operator of `opts`, whose `gap` must be set.
+    pub fn new(opts: WindowAggregateOptions) -> Result<Self> {
+        if opts.gap.is_none() {
+            return Err(Error::param(
+                "gap",
+                "a session operator needs gap= (the inactivity gap)",
+            ));
+        }
+        let specs = opts.validate()?;
+        let reference = opts.strategy == Strategy::Reference;
+        let sources = (0..opts.sources)
+            .map(|_| Source {
+                kslack: KSlack::new(Lateness::Exact),
+                seq: opts.row_offset,
+                closed: false,
+            })
+            .collect();
+        let stats = Stats {
+            threads: if reference {
+                1
+            } else {
+                resolve_threads(opts.threads) as u64
+            },
+            strategy: if reference { "reference" } else { "session" },
+            ..Stats::default()
+        };
+        Ok(Self {
+            opts,
+            specs,
+            bound: None,
+            sources,
+            stats,
+            life: Lifecycle::default(),
+            reference,
+        })
+    }
+
+    pub fn options(&self) -> &WindowAggregateOptions {
+        &self.opts
+    }
+
+    /// The output schema, once the input schema is known.
+    pub fn output_schema(&self) -> Option<SchemaRef> {
+        self.bound.as_ref().map(|b| b.output_schema.clone())
+    }
+
+    /// Counters; `open_slots` counts the open sessions (the reference engine: its retained rows).
+    pub fn stats(&self) -> Stats {
+        let mut s = self.stats.clone();
+        if let Some(b) = &self.bound {
+            s.keys = b.keys.len() as u64;
+            s.open_slots = match &b.engine {
+                Engine::Stream(e) => {
+                    s.threads = e.threads() as u64;
+                    e.open_sessions() as u64
+                }
+                Engine::Reference(e) => e.retained_rows() as u64,
+            };
+        }
+        s.watermark = self.watermark();
+        s.slack = self.sources.iter().map(|s| s.kslack.k()).max().unwrap_or(0);
+        s
+    }
+
+    /// The least watermark at which an open session becomes final (its end plus one: a session is final
+    /// once `end < watermark`), `None` while no session is open. A driver that moves the watermark itself
+    /// (the Spark Structured Streaming shard, `docs/spark.md`) sets its next timer there.
+    pub fn next_close(&self) -> Option<i64> {
+        let end = self.bound.as_ref()?.engine.earliest_end()?;
+        Some(end.saturating_add(1))
+    }
+
+    /// Marks the operator unusable (used by the bindings when a panic was caught).
+    pub fn poison(&mut self, why: impl Into<String>) {
+        self.life.poison(why);
+    }
+
+    /// Fixes the input schema (the first batch's, or a reader's schema before any batch).
+    pub fn bind(&mut self, schema: &SchemaRef) -> Result<()> {
+        if self.bound.is_some() {
+            return Ok(());
+        }
+        let schema = &plain_schema(schema);
+        for name in used_columns(&self.opts, &self.specs) {
+            check_unambiguous(schema, &name, "data")?;
+        }
+        let o = &self.opts;
+        let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+        let field = |name: &str, param: &str| {
+            schema
+                .field_with_name(name)
+                .map_err(|_| Error::column_not_found(param, name, &names))
+        };
+        let time_type = field(&o.time, "time")?.data_type().clone();
+        let unit = time_unit(&time_type, &o.time)?;
+        if let Some(c) = &o.order_by {
+            check_order_by_type(c, field(c, "order_by")?.data_type())?;
+        }
+        let gap = o.gap.as_ref().expect("checked by new");
+        let gap = positive_gap(gap.resolve(unit, &o.time, "gap")?)?;
+        let lateness = o.lateness_policy(unit, &o.time)?;
+        let mut key_types = vec![];
+        let mut out_fields = vec![];
+        for b in &o.by {
+            let f = field(b, "by")?;
+            key_types.push(f.data_type().clone());
+            out_fields.push(Field::new(b, f.data_type().clone(), true));
+        }
+        let window_type = if unit == TimeUnit::Plain {
+            DataType::Int64
+        } else {
+            time_type.clone()
+        };
+        out_fields.push(Field::new("window_start", window_type.clone(), false));
+        out_fields.push(Field::new("window_end", window_type, false));
+        let mut metas = vec![];
+        for spec in &self.specs {
+            let meta = match &spec.column {
+                None => AggMeta {
+                    spec: spec.clone(),
+                    input_type: DataType::Int64,
+                    class: ValueClass::Int,
+                },
+                Some(c) => {
+                    let dt = field(c, "aggs")?.data_type().clone();
+                    AggMeta {
+                        spec: spec.clone(),
+                        class: value_class(&dt, spec.func, c)?,
+                        input_type: dt,
+                    }
+                }
+            };
+            let nullable = function(spec.func).output_nullable();
+            out_fields.push(Field::new(&spec.output_name, meta.output_type(), nullable));
+            metas.push(Arc::new(meta));
+        }
+        for (i, f) in out_fields.iter().enumerate() {
+            if out_fields[..i].iter().any(|g| g.name() == f.name()) {
+                return Err(Error::param(
+                    "aggs",
+                    format!(
+                        "output column '{}' clashes with another output column (rename the input)",
+                        f.name()
+                    ),
+                ));
+            }
+        }
+        let store = SlotStore::new(&metas);
+        let engine = if self.reference {
+            Engine::Reference(SessionReference::new(gap, store))
+        } else {
+            Engine::Stream(SessionWorkers::new(gap, store, resolve_threads(o.threads)))
+        };
+        for s in &mut self.sources {
+            s.kslack = KSlack::new(lateness);
+        }
+        self.bound = Some(Bound {
+            schema: schema.clone(),
+            gap,
+            format: TimeFormat::of(&time_type),
+            keys: KeyDict::new(o.by.clone(), key_types)?,
+            metas,
+            engine,
+            output_schema: Arc::new(Schema::new(out_fields)),
+        });
+        Ok(())
+    }
+
+    /// Pushes one batch of source `source`; returns the sessions that became final.
+    pub fn push(&mut self, batch: &RecordBatch, source: usize) -> Result<RecordBatch> {
+        self.life.check("push")?;
+        if source >= self.sources.len() {
+            return Err(Error::param(
+                "source",
+                format!(
+                    "source {source} does not exist; this operator has {} source(s)",
+                    self.sources.len()
+                ),
+            ));
+        }
+        if self.sources[source].closed {
+            return Err(Error::param(
+                "source",
+                format!("source {source} was closed"),
+            ));
+        }
+        let batch = &decode_dictionaries(batch)?;
+        self.bind(batch.schema_ref())?;
+        self.ingest(batch, source)?;
+        let r = self.emit_ready();
+        self.life.record(r)
+    }
+
+    /// Reads, checks and admits a batch; on error nothing has changed but the key dictionary.
+    fn ingest(&mut self, batch: &RecordBatch, source: usize) -> Result<()> {
+        let o = &self.opts;
+        let b = self.bound.as_mut().expect("bound");
+        let what = batch_name(source);
+        for name in used_columns(o, &self.specs) {
+            check_same_type(&b.schema, batch, &name, &what)?;
+            check_unambiguous(batch.schema_ref(), &name, "data")?;
+        }
+        let time_col = column(batch, &o.time, "time")?;
+        let ts = as_i64(time_col, &o.time)?;
+        let order_by = order_by_values(batch, o.order_by.as_deref(), &what, 0)?;
+        let mut inputs = vec![];
+        for spec in &self.specs {
+            inputs.push(match &spec.column {
+                None => InputValues::Star,
+                Some(c) => {
+                    let col = column(batch, c, "aggs")?;
+                    let dt = col.data_type();
+                    input_values(
+                        col,
+                        value_class(dt, spec.func, c)?,
+                        !function(spec.func).reads_values(),
+                        c,
+                    )?
+                }
+            });
+        }
+        let by_cols: Vec<ArrayRef> =
+            o.by.iter()
+                .map(|c| column(batch, c, "by").cloned())
+                .collect::<Result<_>>()?;
+        let mut kslack = self.sources[source].kslack.clone();
+        let rules = Rules {
+            time: &o.time,
+            null_time: o.null_time,
+            on_late: o.on_late,
+            source,
+            what: &what,
+            first_row: 0,
+            format: b.format,
+        };
+        let admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
+        if let Some((_, hi)) = admitted.range
+            && hi.checked_add(b.gap).is_none()
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidValue,
+                format!(
+                    "column '{}': time {hi} plus gap {} overflows int64 (the session's end)",
+                    o.time, b.gap
+                ),
+            ));
+        }
+        let keys = b.keys.ids(&by_cols, batch.num_rows())?;
+        // Commit.
+        let src = &mut self.sources[source];
+        src.kslack = kslack;
+        let order = RowOrder {
+            ts: &ts,
+            by: order_by.as_deref(),
+            source: source as u32,
+            seq0: src.seq,
+        };
+        src.seq += batch.num_rows() as u64;
+        let rows = BatchRows {
+            ts: &ts,
+            keys: &keys,
+            keep: admitted.keep.as_deref(),
+            inputs: &inputs,
+            order,
+        };
+        let admitted_rows = batch.num_rows() - (admitted.late + admitted.null_time) as usize;
+        b.engine.ingest(&rows, b.keys.len(), admitted_rows);
+        self.stats.batches_in += 1;
+        self.stats.rows_in += batch.num_rows() as u64;
+        self.stats.late_rows += admitted.late;
+        self.stats.null_time_rows += admitted.null_time;
+        Ok(())
+    }
+
+    /// The watermark over open sources: `None` while some open source has none, `i64::MAX` once all closed.
+    fn watermark(&self) -> Option<i64> {
+        let mut wm = i64::MAX;
+        for s in self.sources.iter().filter(|s| !s.closed) {
+            wm = wm.min(s.kslack.watermark()?);
+        }
+        Some(wm)
+    }
+
+    fn emit_ready(&mut self) -> Result<RecordBatch> {
+        match self.watermark() {
+            Some(wm) => self.emit_through(wm),
+            None => Ok(self.empty()),
+        }
+    }
+
+    fn empty(&self) -> RecordBatch {
+        let schema = self
+            .output_schema()
+            .unwrap_or_else(|| Arc::new(Schema::empty()));
+        RecordBatch::new_empty(schema)
+    }
+
+    /// Emits every final session (ending before `watermark`), in the order `(end, start, key)`.
+    fn emit_through(&mut self, watermark: i64) -> Result<RecordBatch> {
+        let Some(b) = self.bound.as_mut() else {
+            return Ok(RecordBatch::new_empty(Arc::new(Schema::empty())));
+        };
+        let mut closed = Vec::new();
+        b.engine.close_through(watermark, &mut closed);
+        if closed.is_empty() {
+            return Ok(RecordBatch::new_empty(b.output_schema.clone()));
+        }
+        let closed = in_output_order(closed, &mut b.keys);
+        let out = assemble(b, &closed);
+        b.engine.release(&closed);
+        let out = out?;
+        // Keys without open sessions are forgotten once they are most of the dictionary (memory follows
+        // the open sessions, not the stream's keys).
+        match &mut b.engine {
+            Engine::Stream(e) => forget_idle_keys(e, &mut b.keys),
+            Engine::Reference(e) => forget_idle_keys(e, &mut b.keys),
+        }
+        self.stats.rows_out += out.num_rows() as u64;
+        self.stats.windows_out += out.num_rows() as u64;
+        Ok(out)
+    }
+
+    /// Ends source `source`: it no longer holds the watermark back.
+    pub fn close_source(&mut self, source: usize) -> Result<RecordBatch> {
+        self.life.check("close_source")?;
+        if source >= self.sources.len() {
+            return Err(Error::param(
+                "source",
+                format!("source {source} does not exist"),
+            ));
+        }
+        self.sources[source].closed = true;
+        let r = self.emit_ready();
+        self.life.record(r)
+    }
+
+    /// End of stream: emits every session still open.
+    pub fn flush(&mut self) -> Result<RecordBatch> {
+        self.life.check("flush")?;
+        self.life.end();
+        let r = self.emit_through(i64::MAX);
+        self.life.record(r)
+    }
+}
+
+/// The closed sessions in the output order `(end, start, key)`. Few sessions against a large dictionary
+/// compare their keys' bytes (the order the dictionary's ranks come from) rather than rank every key, which
+/// each push bringing new keys would redo; many are sorted on `(end, start, rank)` with each rank looked up
+/// once, not once per comparison (a flush may close millions).
+fn in_output_order(mut closed: Vec<Closed>, keys: &mut KeyDict) -> Vec<Closed> {
+    if closed.len() * 8 < keys.len() {
+        closed.sort_unstable_by(|a, b| {
+            (a.end, a.start)
+                .cmp(&(b.end, b.start))
+                .then_with(|| keys.key_bytes(a.key).cmp(keys.key_bytes(b.key)))
+        });
+        return closed;
+    }
+    let ranks = keys.order().ranks;
+    let mut order: Vec<(i64, i64, u32, u32)> = (closed.iter().enumerate())
+        .map(|(i, c)| (c.end, c.start, ranks[c.key as usize], i as u32))
+        .collect();
+    order.sort_unstable();
+    order
+        .into_iter()
+        .map(|(.., i)| closed[i as usize])
+        .collect()
+}
+
+/// The output batch of the closed sessions, in their order.
+fn assemble(b: &Bound, closed: &[Closed]) -> Result<RecordBatch> {
+    let keys: Vec<u32> = closed.iter().map(|c| c.key).collect();
+    let slots: Vec<u32> = closed.iter().map(|c| c.slot).collect();
+    let mut columns = b.keys.columns(&keys)?;
+    let window_type = b
+        .output_schema
+        .field(b.keys.names().len())
+        .data_type()
+        .clone();
+    let starts = Int64Array::from_iter_values(closed.iter().map(|c| c.start));
+    let ends = Int64Array::from_iter_values(closed.iter().map(|c| c.end));
+    columns.push(int_column_as(Arc::new(starts), &window_type)?);
+    columns.push(int_column_as(Arc::new(ends), &window_type)?);
+    for state in &b.engine.store().states {
+        columns.push(state.finish(&slots)?);
+    }
+    RecordBatch::try_new(b.output_schema.clone(), columns).map_err(Error::output)
+}
 
 /// The batch function of session windows: every source's batches through one [`SessionAggregator`], then
 /// the end of the stream. Without `lateness` the result is exact over all rows whatever their order.
@@ -144,12 +544,30 @@ pub type SessionAggregator = KeyedOperator<SessionWindows>;
 /// ```
 pub fn session_aggregate<I>(
     sources: Vec<(SchemaRef, I)>,
-    opts: WindowAggregateOptions,
-    on_batch: impl FnMut() -> Result<()>,
+    mut opts: WindowAggregateOptions,
+    mut on_batch: impl FnMut() -> Result<()>,
 ) -> Result<(SchemaRef, Vec<RecordBatch>)>
 where
     I: IntoIterator<Item = Result<RecordBatch>>,
 {
-    let out = keyed_aggregate::<SessionWindows, I>(sources, opts, on_batch)?;
-    Ok((out.schema, out.batches))
+    if sources.is_empty() {
+        return Err(Error::param("data", "expected at least one source"));
+    }
+    opts.sources = sources.len();
+    opts.gate_sources = false;
+    let mut agg = SessionAggregator::new(opts)?;
+    let mut out = vec![];
+    for (s, (schema, batches)) in sources.into_iter().enumerate() {
+        agg.bind(&schema)?;
+        for batch in batches {
+            on_batch()?;
+            let got = agg.push(&batch?, s)?;
+            if got.num_rows() > 0 {
+                out.push(got);
+            }
+        }
+    }
+    out.push(agg.flush()?);
+    let schema = agg.output_schema().expect("bound");
+    Ok((schema, out))
 }

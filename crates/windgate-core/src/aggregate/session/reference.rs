@@ -8,15 +8,21 @@
 
 use super::Closed;
 use crate::aggregate::forget::KeyHolder;
-use crate::aggregate::kept_rows::KeptRows;
-use crate::aggregate::keyed::PerKeyEngine;
 use crate::aggregate::slots::SlotStore;
-use crate::aggregate::state::{InputValues, RowOrder};
-use crate::error::Result;
+use crate::aggregate::state::{InputValues, OrderKey, RowOrder};
+
+struct Row {
+    at: OrderKey,
+    key: u32,
+    /// Which ingested chunk holds the row's values, and where.
+    chunk: u32,
+    index: u32,
+}
 
 pub(crate) struct SessionReference {
     gap: i64,
-    rows: KeptRows,
+    rows: Vec<Row>,
+    chunks: Vec<Vec<InputValues>>,
     store: SlotStore,
 }
 
@@ -24,37 +30,67 @@ impl SessionReference {
     pub fn new(gap: i64, store: SlotStore) -> Self {
         Self {
             gap,
-            rows: KeptRows::default(),
+            rows: Vec::new(),
+            chunks: Vec::new(),
             store,
         }
     }
-}
 
-impl PerKeyEngine<Closed> for SessionReference {
-    fn store(&self) -> &SlotStore {
+    pub fn store(&self) -> &SlotStore {
         &self.store
     }
 
-    fn store_mut(&mut self) -> &mut SlotStore {
-        &mut self.store
+    pub fn retained_rows(&self) -> usize {
+        self.rows.len()
     }
 
-    fn ingest(
+    /// The least end of an open session: the retained rows cut into sessions as [`Self::close_through`]
+    /// does (every retained row is in an open session).
+    pub fn earliest_end(&self) -> Option<i64> {
+        let mut rows: Vec<(u32, i64)> = self.rows.iter().map(|r| (r.key, r.at.ts)).collect();
+        rows.sort_unstable();
+        let mut best: Option<i64> = None;
+        let mut i = 0;
+        while i < rows.len() {
+            let (key, first) = rows[i];
+            let mut end = first + self.gap;
+            i += 1;
+            while i < rows.len() && rows[i].0 == key && rows[i].1 <= end {
+                end = end.max(rows[i].1 + self.gap);
+                i += 1;
+            }
+            best = Some(best.map_or(end, |b| b.min(end)));
+        }
+        best
+    }
+
+    pub fn ingest(
         &mut self,
-        _: &[i64],
+        ts: &[i64],
         keys: &[u32],
         keep: Option<&[bool]>,
         inputs: &[InputValues],
         order: RowOrder<'_>,
     ) {
-        self.rows.push(keys, keep, inputs, order);
+        let chunk = self.chunks.len() as u32;
+        self.chunks.push(inputs.to_vec());
+        for i in 0..ts.len() {
+            if keep.is_none_or(|k| k[i]) {
+                self.rows.push(Row {
+                    at: order.key(i),
+                    key: keys[i],
+                    chunk,
+                    index: i as u32,
+                });
+            }
+        }
     }
 
     /// Lifts every final session (see [`super::is_final`]) into a slot of its own and forgets its rows.
-    fn close_through(&mut self, watermark: i64, out: &mut Vec<Closed>) {
-        self.rows.sort();
+    pub fn close_through(&mut self, watermark: i64, out: &mut Vec<Closed>) {
+        self.rows.sort_by_key(|r| (r.key, r.at));
         let mut rest = Vec::new();
-        let rows = &self.rows.rows;
+        let rows = std::mem::take(&mut self.rows);
         let mut i = 0;
         while i < rows.len() {
             // One session: rows[i..j].
@@ -65,40 +101,58 @@ impl PerKeyEngine<Closed> for SessionReference {
                 j += 1;
             }
             if super::is_final(end, watermark) {
+                let slot = self.store.alloc();
+                for r in &rows[i..j] {
+                    let inputs: Vec<InputValues> = self.chunks[r.chunk as usize]
+                        .iter()
+                        .map(|v| v.slice(r.index as usize, 1))
+                        .collect();
+                    let order = RowOrder {
+                        ts: &[r.at.ts],
+                        by: Some(&[r.at.by]),
+                        source: r.at.source,
+                        seq0: r.at.seq,
+                    };
+                    self.store.update(&[slot], &inputs, order);
+                }
                 out.push(Closed {
                     key: rows[i].key,
                     start: rows[i].at.ts,
                     end,
-                    slot: self.rows.lift(&mut self.store, &rows[i..j]),
+                    slot,
                 });
             } else {
-                rest.extend_from_slice(&rows[i..j]);
+                rest.extend(rows[i..j].iter().map(|r| Row { ..*r }));
             }
             i = j;
         }
-        self.rows.keep_only(rest);
+        self.rows = rest;
+        if self.rows.is_empty() {
+            self.chunks.clear();
+        }
     }
 
-    /// The retained rows.
-    fn open_slots(&self) -> u64 {
-        self.rows.rows.len() as u64
-    }
-
-    fn check_range(&self, range: (i64, i64), time: &str) -> Result<()> {
-        super::check_end(range, self.gap, time)
+    pub fn release(&mut self, closed: &[Closed]) {
+        for c in closed {
+            self.store.release(c.slot);
+        }
     }
 }
 
 impl KeyHolder for SessionReference {
     fn key_entries(&self) -> usize {
-        self.rows.key_entries()
+        self.rows.len()
     }
 
     fn mark_live_keys(&self, live: &mut [bool]) {
-        self.rows.mark_live_keys(live)
+        for r in &self.rows {
+            live[r.key as usize] = true;
+        }
     }
 
     fn remap_keys(&mut self, remap: &[u32]) {
-        self.rows.remap_keys(remap)
+        for r in &mut self.rows {
+            r.key = remap[r.key as usize];
+        }
     }
 }

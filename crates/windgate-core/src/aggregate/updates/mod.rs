@@ -52,12 +52,14 @@ impl UpdateMode {
 }
 
 /// Takes back the late rows that still count in a window (see the module doc): admitted, no longer late.
-/// Returns each one's index and the first window it counts in.
+/// Returns each one's index and the first window it counts in. `closing` maps the watermark a row met to the
+/// windows' coordinate (wall time under `tz=`, see `time::calendar`).
 pub(crate) fn accept_allowed(
     a: &mut BatchAdmission,
     ts: &[i64],
     spec: &WindowSpec,
     allowed: i64,
+    closing: impl Fn(i64) -> i64,
 ) -> Vec<(u32, i64)> {
     let n = ts.len();
     let mut range = a.range;
@@ -65,7 +67,7 @@ pub(crate) fn accept_allowed(
     a.late_at.retain(|&(i, wm)| {
         let t = ts[i as usize];
         let (first, last) = spec.windows_of_ts(t);
-        let purged = wm.saturating_sub(allowed);
+        let purged = closing(wm).saturating_sub(allowed);
         if spec.window_end_saturating(last) <= purged {
             return true; // every window of the row is purged: it stays late
         }

@@ -1,85 +1,178 @@
-//! Checkpoints of [`SessionAggregator`] (`docs/checkpoints.md`): besides what every per-key operator writes
-//! ([`crate::aggregate::keyed_checkpoint`]), every open session as one row: the `by` columns, `window_start`, `window_end` (int64) and each
+//! Checkpoints of [`SessionAggregator`]: its logical state written between calls, and an operator rebuilt
+//! from it that continues exactly where it stood (`docs/checkpoints.md`).
+//!
+//! What is written: each source's K-slack, arrival counter and closed flag, the counters, the input schema,
+//! and every open session as one row: the `by` columns, `window_start`, `window_end` (int64) and each
 //! aggregate's state in the partial-state format of [`crate::aggregate::partial`] (the two-phase plan's
 //! encoding, not a second one). Restoring combines each row's states into a fresh slot (exact combines: the
 //! same bits as the rows they came from) and lists the session again. The streaming engine only: the
 //! reference engine keeps rows, not states, so `strategy="reference"` neither writes nor restores them.
 
+use std::collections::BTreeMap;
+
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
+use serde::{Deserialize, Serialize};
 
 use super::*;
-use arrow_schema::Schema;
-
-use crate::aggregate::front::{self, corrupt};
-use crate::aggregate::keyed::Bound;
-use crate::aggregate::keyed_checkpoint::no_reference;
 use crate::aggregate::partial;
-use crate::arrow_io::column;
+use crate::aggregate::state::AggState;
 use crate::snapshot::{Reader, Writer};
 
 /// The operator's name in a snapshot's header.
 pub const OPERATOR: &str = "session_aggregate";
 
-/// Writes the open sessions (see the module docs).
-pub(super) fn write(b: &Bound<SessionWindows>, w: &mut Writer) -> Result<()> {
-    let schema = sessions_schema(b);
-    let batch = sessions_batch(b, &schema)?;
-    w.batches("sessions", &schema, &[batch])
+/// Version of the state this module writes.
+pub const STATE_VERSION: u32 = 1;
+
+/// The parameters a restore may change: they decide how the operator runs, never its rows.
+const RUNTIME: &[&str] = &["threads", "strategy", "farm"];
+
+#[derive(Serialize, Deserialize)]
+struct SourceState {
+    kslack: KSlack,
+    seq: u64,
+    closed: bool,
 }
 
-/// Lists the written sessions again, each in a fresh slot holding its states.
-pub(super) fn read(
-    b: &mut Bound<SessionWindows>,
-    opts: &WindowAggregateOptions,
-    r: &Reader<'_>,
-) -> Result<()> {
-    for batch in &r.batches("sessions")?.1 {
-        restore_sessions(b, opts, batch)?;
+#[derive(Serialize, Deserialize)]
+struct State {
+    sources: Vec<SourceState>,
+    batches_in: u64,
+    rows_in: u64,
+    late_rows: u64,
+    null_time_rows: u64,
+    rows_out: u64,
+    windows_out: u64,
+    bound: bool,
+}
+
+fn corrupt(message: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorKind::Snapshot,
+        format!("data: not a readable windgate snapshot: {message}"),
+    )
+}
+
+fn no_reference() -> Error {
+    Error::param(
+        "strategy",
+        "checkpoints of session windows need the streaming engine (strategy=\"auto\"): the reference engine \
+         keeps rows, not states",
+    )
+}
+
+impl SessionAggregator {
+    /// The operator's whole state as bytes (see the module docs); `annotations` are carried along as they
+    /// are. Between calls only: a poisoned or flushed operator refuses.
+    pub fn snapshot(&mut self, annotations: &BTreeMap<String, String>) -> Result<Vec<u8>> {
+        self.life.check("snapshot")?;
+        if self.reference {
+            return Err(no_reference());
+        }
+        let mut w = Writer::new(OPERATOR, STATE_VERSION, &self.opts)?;
+        w.annotate_all(annotations);
+        let s = &self.stats;
+        let state = State {
+            sources: (self.sources.iter())
+                .map(|src| SourceState {
+                    kslack: src.kslack.clone(),
+                    seq: src.seq,
+                    closed: src.closed,
+                })
+                .collect(),
+            batches_in: s.batches_in,
+            rows_in: s.rows_in,
+            late_rows: s.late_rows,
+            null_time_rows: s.null_time_rows,
+            rows_out: s.rows_out,
+            windows_out: s.windows_out,
+            bound: self.bound.is_some(),
+        };
+        w.json("state", &state)?;
+        if let Some(b) = &self.bound {
+            w.batches("schema", &b.schema, &[])?;
+            let schema = sessions_schema(b);
+            let batch = sessions_batch(b, &schema)?;
+            w.batches("sessions", &schema, &[batch])?;
+        }
+        w.finish()
     }
-    Ok(())
-}
 
-fn stream(b: &Bound<SessionWindows>) -> Result<&SessionEngine> {
-    (b.engine.as_any())
-        .downcast_ref()
-        .ok_or_else(|| no_reference(SessionWindows::NAME))
-}
+    /// The options a snapshot was taken with.
+    pub fn snapshot_options(data: &[u8]) -> Result<WindowAggregateOptions> {
+        Reader::open(data, OPERATOR, STATE_VERSION)?.params()
+    }
 
-/// Lists the sessions of one written batch again.
-fn restore_sessions(
-    b: &mut Bound<SessionWindows>,
-    o: &WindowAggregateOptions,
-    batch: &RecordBatch,
-) -> Result<()> {
-    let n = batch.num_rows();
-    let by_cols: Vec<ArrayRef> = (o.by.iter())
-        .map(|c| column(batch, c, "by").cloned())
-        .collect::<Result<_>>()?;
-    let keys = b.keys.ids(&by_cols, n)?;
-    let int = |name: &str| -> Result<Vec<i64>> {
-        let col = column(batch, name, "snapshot")?;
-        let col = col
-            .as_primitive_opt::<Int64Type>()
-            .ok_or_else(|| corrupt(format!("column {name} is not int64")))?;
-        Ok(col.values().to_vec())
-    };
-    let (starts, ends) = (int("window_start")?, int("window_end")?);
-    let engine: &mut SessionEngine = (b.engine.as_any_mut())
-        .downcast_mut()
-        .ok_or_else(|| no_reference(SessionWindows::NAME))?;
-    let slots = front::import_slots(engine.store_mut(), &b.metas, batch)?;
-    for i in 0..n {
-        if starts[i] >= ends[i] {
+    /// An operator continuing from `data`. With `opts`, they must equal the snapshot's but for the runtime
+    /// settings (`threads`, `strategy`, `farm`), which are taken from `opts`.
+    pub fn restore(data: &[u8], opts: Option<WindowAggregateOptions>) -> Result<Self> {
+        let r = Reader::open(data, OPERATOR, STATE_VERSION)?;
+        let opts = r.params_or(opts, RUNTIME)?;
+        let state: State = r.json("state")?;
+        if state.sources.len() != opts.sources {
+            return Err(corrupt("the state's sources do not match its parameters"));
+        }
+        let mut agg = Self::new(opts)?;
+        if agg.reference {
+            return Err(no_reference());
+        }
+        if state.bound {
+            let (schema, _) = r.batches("schema")?;
+            agg.bind(&schema)?;
+            for batch in &r.batches("sessions")?.1 {
+                agg.restore_sessions(batch)?;
+            }
+        }
+        for (src, s) in agg.sources.iter_mut().zip(state.sources) {
+            let policy = src.kslack.policy();
+            src.kslack = s.kslack.with_policy(policy);
+            src.seq = s.seq;
+            src.closed = s.closed;
+        }
+        let st = &mut agg.stats;
+        st.batches_in = state.batches_in;
+        st.rows_in = state.rows_in;
+        st.late_rows = state.late_rows;
+        st.null_time_rows = state.null_time_rows;
+        st.rows_out = state.rows_out;
+        st.windows_out = state.windows_out;
+        Ok(agg)
+    }
+
+    /// Lists the sessions of one written batch again, each in a fresh slot holding its states.
+    fn restore_sessions(&mut self, batch: &RecordBatch) -> Result<()> {
+        let o = &self.opts;
+        let b = self.bound.as_mut().expect("bound");
+        let n = batch.num_rows();
+        let by_cols: Vec<ArrayRef> = (o.by.iter())
+            .map(|c| column(batch, c, "by").cloned())
+            .collect::<Result<_>>()?;
+        let keys = b.keys.ids(&by_cols, n)?;
+        let int = |name: &str| -> Result<Vec<i64>> {
+            let col = column(batch, name, "snapshot")?;
+            let col = col
+                .as_primitive_opt::<Int64Type>()
+                .ok_or_else(|| corrupt(format!("column {name} is not int64")))?;
+            Ok(col.values().to_vec())
+        };
+        let (starts, ends) = (int("window_start")?, int("window_end")?);
+        let states: Vec<AggState> = (b.metas.iter())
+            .map(|m| partial::import(m, batch))
+            .collect::<Result<_>>()?;
+        let Engine::Stream(engine) = &mut b.engine else {
+            return Err(no_reference());
+        };
+        if (starts.iter().zip(&ends)).any(|(s, e)| s >= e) {
             return Err(corrupt("a session ends before it starts"));
         }
-        engine.insert(keys[i], starts[i], ends[i], slots[i]);
+        engine.restore(&keys, &starts, &ends, &states);
+        Ok(())
     }
-    Ok(())
 }
 
 /// The `by` columns, `window_start`, `window_end` (int64), then every aggregate's partial-state columns.
-fn sessions_schema(b: &Bound<SessionWindows>) -> SchemaRef {
+fn sessions_schema(b: &Bound) -> SchemaRef {
     let by = b.keys.names().len();
     let mut fields: Vec<Field> = (b.output_schema.fields()[..by].iter())
         .map(|f| f.as_ref().clone())
@@ -92,9 +185,11 @@ fn sessions_schema(b: &Bound<SessionWindows>) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-fn sessions_batch(b: &Bound<SessionWindows>, schema: &SchemaRef) -> Result<RecordBatch> {
-    let engine = stream(b)?;
-    let open = engine.open();
+fn sessions_batch(b: &Bound, schema: &SchemaRef) -> Result<RecordBatch> {
+    let Engine::Stream(engine) = &b.engine else {
+        return Err(no_reference());
+    };
+    let (open, store) = engine.open();
     let keys: Vec<u32> = open.iter().map(|c| c.key).collect();
     let slots: Vec<u32> = open.iter().map(|c| c.slot).collect();
     let mut columns = b.keys.columns(&keys)?;
@@ -104,7 +199,7 @@ fn sessions_batch(b: &Bound<SessionWindows>, schema: &SchemaRef) -> Result<Recor
     columns.push(Arc::new(Int64Array::from_iter_values(
         open.iter().map(|c| c.end),
     )));
-    for state in &engine.store().states {
+    for state in &store.states {
         columns.extend(partial::export(state, &slots)?);
     }
     let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(open.len()));
