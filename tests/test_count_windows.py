@@ -202,6 +202,7 @@ def test_parameter_errors_name_them():
         ("emit", "early"),
         ("allowed_lateness", 5),
         ("strategy", "pane"),
+        ("tz", "Europe/Berlin"),
     ):
         extra = {"interval": 5} if name == "emit" else {}
         with pytest.raises(InvalidParameterError, match=f"^{name}"):
