@@ -45,6 +45,23 @@ def local(t: int, zone: str) -> int:
     return (d - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1) + t % 1000
 
 
+def monotone(t: int, zone: str) -> int:
+    """The greatest wall time at or before instant ``t``: the wall time, except in the second pass of an
+    autumn change's repeated hour, which keeps the wall time reached just before the change."""
+    wall = local(t, zone)
+    before = t - 3 * HOUR
+    if local(before, zone) - before <= wall - t:
+        return wall  # the offset did not drop within three hours
+    lo, hi = before, t  # the change: the first instant with the lower offset
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if local(mid, zone) - mid == local(before, zone) - before:
+            lo = mid
+        else:
+            hi = mid
+    return max(wall, local(hi - 1, zone))
+
+
 def instant(wall: int, zone: str) -> int:
     """The instant a wall time stands for: the earlier of two at an autumn change, the change itself where
     the wall time does not exist (the first instant whose wall time is past it)."""
@@ -101,16 +118,15 @@ def admitted(rows, lateness):
 
 
 def brute(rows, zone, size, slide, offset, lateness=None, months=False):
-    """Every admitted row in the windows of its wall time (for months: of its month coordinate); bounds back
-    to instants; ordered by ``(window_start, k)``; ``first``/``last`` by (wall time, arrival), which is the
-    instants' order but in the repeated hour of an autumn change (see docs/time.md)."""
+    """Every admitted row in the windows of its monotone wall time (for months: of its month coordinate);
+    bounds back to instants; ordered by ``(window_start, k)``; ``first``/``last`` by instant, then arrival."""
     keep, late = admitted(rows, lateness)
     grid = offset + (MONDAY if slide % (7 * DAY) == 0 and not months else 0)
     groups: dict[tuple[int, int], list] = {}
     for seq, (t, k, v) in enumerate(keep):
-        c = coordinate(local(t, zone), months)
+        c = coordinate(monotone(t, zone), months)
         for start in windows_of(c, size, slide, grid):
-            groups.setdefault((start, k), []).append((c, seq, v))
+            groups.setdefault((start, k), []).append((t, seq, v))
     out = []
     for (start, k), members in sorted(groups.items()):
         members.sort()

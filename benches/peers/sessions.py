@@ -215,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
             **run.load(),
         },
         notes=[
-            "windgate runs on one thread; DuckDB and Polars use every core; Spark runs local[2].",
+            "windgate runs on one thread, and on two as windgate-2t (keys partitioned among two session "
+            "engines); DuckDB and Polars use every core; Spark runs local[2].",
             "Every peer's sessions are checked against windgate's (count, exact integer sums, float sums).",
         ],
     )

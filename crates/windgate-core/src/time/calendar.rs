@@ -29,6 +29,9 @@ const MAX_OFFSET_SECS: i64 = 16 * 3600;
 /// have a wall time below `local(watermark)` once it is more than the largest drop of the offset (under
 /// 2 * [`MAX_OFFSET_SECS`]) past the watermark.
 const LOOKAHEAD_SECS: i64 = 2 * MAX_OFFSET_SECS;
+/// How far back [`Calendar::localize`] looks for an autumn change whose repeated span a row may still be
+/// in: more than any drop of a zone's offset since standard time (two hours, double summer time).
+const FOLD_LOOKBACK_SECS: i64 = 3 * 3600;
 /// Offsets are sampled this far apart when looking for changes (zones change at most twice a year; no
 /// zone changes twice within an hour).
 const PROBE_SECS: i64 = 3600;
@@ -270,33 +273,65 @@ impl Calendar {
         self.coordinate(self.local_watermark(watermark))
     }
 
-    /// Every value of `ts` as its window coordinate (see [`Self::coordinate`]). The zone is looked up twice per hour of UTC the rows touch, not
-    /// once per row: an hour whose two ends have the same offset has it throughout (no zone changes twice
-    /// within an hour), and rows come in runs of nearby times.
+    /// Every value of `ts` as its window coordinate: [`Self::coordinate`] of its *monotone* wall time, the
+    /// greatest wall time at or before the instant. That is the wall time itself except in the repeated span
+    /// of an autumn change, whose second pass keeps the wall time reached just before the change: so the
+    /// coordinate never runs backwards, rows order by it as their instants do (`first` and `last` follow
+    /// the instants through the repeated hour), and a bound inside the repeated span is where its first
+    /// occurrence is. The zone is looked up a few times per hour of UTC the rows touch, not once per row: an
+    /// hour whose two ends have the same offset has it throughout (no zone changes twice within an hour),
+    /// and rows come in runs of nearby times.
     pub(crate) fn localize(&self, ts: &[i64]) -> Vec<i64> {
         let hour = PROBE_SECS * self.per_sec;
-        let mut cached: Option<(i64, Option<i64>)> = None;
+        let mut cached: Option<(i64, Option<i64>, Option<(i64, i64)>)> = None;
         ts.iter()
             .map(|&t| {
                 let h = floor_div(t, hour);
-                let uniform = match cached {
-                    Some((c, off)) if c == h => off,
+                let (uniform, fold) = match cached {
+                    Some((c, off, fold)) if c == h => (off, fold),
                     _ => {
                         let start = h.saturating_mul(hour);
                         let first = self.offset(start);
                         let off =
                             (self.offset(start.saturating_add(hour - 1)) == first).then_some(first);
-                        cached = Some((h, off));
-                        off
+                        let fold = self.last_fold(start, start.saturating_add(hour - 1));
+                        cached = Some((h, off, fold));
+                        (off, fold)
                     }
                 };
-                let wall = match uniform {
+                let mut wall = match uniform {
                     Some(off) => t.saturating_add(off),
                     None => self.wall_time(t),
                 };
+                if let Some((change, before)) = fold
+                    && t >= change
+                {
+                    wall = wall.max(before);
+                }
                 self.coordinate(wall)
             })
             .collect()
+    }
+
+    /// The latest autumn change (the offset drops) in `(end - FOLD_LOOKBACK_SECS, end]` at or before
+    /// `end`: `(the change's instant, the wall time just before it)`. Instants in `[.., end]` after the
+    /// change whose wall time is below that are in the repeated span.
+    fn last_fold(&self, start: i64, end: i64) -> Option<(i64, i64)> {
+        let probe = PROBE_SECS * self.per_sec;
+        let mut at = start.saturating_sub(FOLD_LOOKBACK_SECS * self.per_sec);
+        let mut off = self.offset(at);
+        let mut fold = None;
+        while at < end {
+            let next = at.saturating_add(probe).min(end);
+            let next_off = self.offset(next);
+            if next_off < off {
+                let change = self.first_offset_change(at, next, off);
+                let before = change - 1;
+                fold = Some((change, before.saturating_add(self.offset(before))));
+            }
+            (at, off) = (next, next_off);
+        }
+        fold
     }
 
     /// The instant a window bound on wall time stands for: the instant whose wall time is `local`; the

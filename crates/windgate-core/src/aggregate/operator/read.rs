@@ -53,14 +53,16 @@ impl WindowAggregator {
             format: b.format,
         };
         let mut admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
-        // `tz=`: admitted by instants, placed in windows by wall time (see `time::calendar`).
-        let ts = match &b.calendar {
+        // `tz=`: admitted by instants, placed in windows by (monotone) wall time (see `time::calendar`). Rows
+        // tie on wall time in the repeated span of an autumn change; without `order_by`, the instants break
+        // those ties, so `first` and `last` follow the instants there too.
+        let (ts, order_by) = match &b.calendar {
             Some(c) => {
                 let local = ScalarBuffer::from(c.localize(&ts));
                 admitted.range = kept_range(&local, &admitted);
-                local
+                (local, order_by.or(Some(ts)))
             }
-            None => ts,
+            None => (ts, order_by),
         };
         let accepted = match b.update.allowed {
             Some(allowed) => {

@@ -211,7 +211,7 @@ fn units_and_bad_parameters() {
 }
 
 #[test]
-fn localize_matches_wall_time_row_by_row() {
+fn localize_is_the_monotone_wall_time_row_by_row() {
     for zone in [
         "Europe/Berlin",
         "America/Santiago",
@@ -224,8 +224,23 @@ fn localize_matches_wall_time_row_by_row() {
             .chain((0..20_000).map(|i| utc("2024-10-26T00:00:00") + i * 11))
             .chain((0..20_000).map(|i| utc("2024-09-07T00:00:00") + i * 17))
             .collect();
-        let each: Vec<i64> = ts.iter().map(|&t| cal.wall_time(t)).collect();
+        // Brute force of the monotone wall time: the running maximum of the wall time, second by second
+        // (the times are seconds), from three hours before the earliest row.
+        let lo = ts.iter().min().unwrap() - 3 * H;
+        let hi = *ts.iter().max().unwrap();
+        let mut running = i64::MIN;
+        let most: Vec<i64> = (lo..=hi)
+            .map(|s| {
+                running = running.max(cal.wall_time(s));
+                running
+            })
+            .collect();
+        let each: Vec<i64> = ts.iter().map(|&t| most[(t - lo) as usize]).collect();
         assert_eq!(cal.localize(&ts), each, "{zone}");
+        let folds = ts.iter().filter(|&&t| cal.wall_time(t) < most[(t - lo) as usize]);
+        if zone == "Europe/Berlin" {
+            assert!(folds.count() > 0, "the sample crosses Berlin's autumn change");
+        }
     }
 }
 
