@@ -139,8 +139,8 @@ pub type CountWindowAggregator = KeyedOperator<CountWindows>;
 ///     ("ts", Arc::new(Int64Array::from(vec![5, 1, 4, 2, 3])) as _),
 /// ]).unwrap();
 /// let opts = WindowAggregateOptions::count("ts", 2, None, vec![("*".into(), vec!["count".into()])]);
-/// let (_, out) = count_window_aggregate(vec![(batch.schema(), vec![Ok(batch)])], opts, || Ok(())).unwrap();
-/// let rows: usize = out.iter().map(|b| b.num_rows()).sum();
+/// let out = count_window_aggregate(vec![(batch.schema(), vec![Ok(batch)])], opts, || Ok(())).unwrap();
+/// let rows: usize = out.batches.iter().map(|b| b.num_rows()).sum();
 /// assert_eq!(rows, 2); // rows at 1-2 and 3-4; the row at 5 never fires
 /// ```
 pub fn count_window_aggregate<I>(
