@@ -130,3 +130,19 @@ def band_join_order(
             keyed.append(((closing, 0, p), (int(i), None)))
     keyed.sort()
     return [row for _, row in keyed]
+
+
+def kslack_admitted(rows: list, lateness: int | None) -> tuple[list, int]:
+    """The rows (tuples, time first) a fixed K-slack of bound ``lateness`` admits (watermark = largest time
+    seen - K; a row below it is late), with their arrival numbers, and the number of late ones."""
+    if lateness is None:
+        return list(enumerate(rows)), 0
+    wm, top, late, out = None, None, 0, []
+    for i, r in enumerate(rows):
+        if wm is not None and r[0] < wm:
+            late += 1
+            continue
+        if top is None or r[0] > top:
+            top, wm = r[0], r[0] - lateness
+        out.append((i, r))
+    return out, late

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import windgate
+from brute import kslack_admitted
 from windgate.errors import InvalidParameterError, LateRowError, SnapshotMismatchError
 
 AGGS = {"*": "count", "v": ["count", "sum", "min", "max", "mean", "first", "last"]}
@@ -27,25 +28,10 @@ def table(rows):
     )
 
 
-def admitted(rows, lateness):
-    """The rows a fixed K-slack admits (watermark = largest time seen - K) and the number of late ones."""
-    if lateness is None:
-        return list(enumerate(rows)), 0
-    wm, top, late, out = None, None, 0, []
-    for i, r in enumerate(rows):
-        if wm is not None and r[0] < wm:
-            late += 1
-            continue
-        if top is None or r[0] > top:
-            top, wm = r[0], r[0] - lateness
-        out.append((i, r))
-    return out, late
-
-
 def brute(rows, gap, lateness=None):
     """Per key: sort by (time, arrival), cut where a row's time is above the previous row's time + gap (a
     row exactly at a session's end joins it, as in Spark)."""
-    keep, late = admitted(rows, lateness)
+    keep, late = kslack_admitted(rows, lateness)
     out = []
     for k in sorted({r[1] for _, r in keep}, key=lambda k: (k is not None, k)):
         mine = sorted(((r[0], i, r) for i, r in keep if r[1] == k), key=lambda x: (x[0], x[1]))

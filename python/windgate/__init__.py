@@ -98,6 +98,8 @@ def window_aggregate(
     slide: _specs.Span | None = None,
     offset: _specs.Span = 0,
     gap: _specs.Span | None = None,
+    rows: int | None = None,
+    rows_slide: int | None = None,
     tz: str | None = None,
     by: str | list[str] | None = None,
     aggs: Aggs,
@@ -127,6 +129,14 @@ def window_aggregate(
     ``lateness``) may bridge two sessions into one. Sessions come out ordered by ``(window_end,
     window_start, by...)``.
 
+    With ``rows`` instead, windows are count windows, as Flink's ``countWindow(rows, rows_slide)``: per group,
+    rows are counted in the total order (time, then ``order_by``, source and arrival), and at every
+    ``rows_slide``-th row of the group a window fires over the group's last ``rows`` rows (fewer at the start:
+    with ``rows=5, rows_slide=2`` the windows hold rows 1-2, 1-4, 2-6, 4-8, ...). The rows after a group's
+    last firing never fire, not even at the end (as in Flink). Windows come out in the order of the rows that
+    completed them, with ``window_first``, ``window_last`` (the times of the first and last row covered) and
+    ``window_rows`` instead of ``window_start`` and ``window_end``.
+
     Args:
         data: a pyarrow Table, RecordBatch or RecordBatchReader, anything with ``__arrow_c_stream__`` (polars,
             pandas, duckdb), or a list of those (several sources, merged by time).
@@ -139,6 +149,14 @@ def window_aggregate(
             ``timedelta``; positive), instead of ``size`` and ``slide``. Runs on the session engine
             (``strategy`` ``"auto"`` or ``"reference"``; one thread); ``input``/``output="partials"``
             and ``offset`` are for sliding windows only.
+        rows: count windows: rows per window (a positive int), instead of ``size``, ``slide`` and ``gap``.
+            Runs on the count-window engine (``strategy`` ``"auto"`` or ``"reference"``; one thread);
+            ``offset``, ``input``/``output="partials"`` and the update mode are for time windows only. A
+            row waits until the watermark passes its time (its place in the order is known then): the
+            memory holds those rows and each group's last ``rows`` rows (as partial states). A window
+            costs ``rows / gcd(rows, rows_slide)`` combines.
+        rows_slide: count windows: rows between firings (default ``rows``: tumbling count windows); above
+            ``rows``, the rows between windows are in none.
         tz: a time zone (``"Europe/Berlin"``, ``"+05:30"``, or a ``zoneinfo.ZoneInfo``) whose local days
             windows of whole days (``"1d"``, ``"1w"``; size and slide whole days) follow, across
             daylight-saving changes (days of 23 and 25 hours), as Polars' ``group_by_dynamic`` and DuckDB's
@@ -264,6 +282,13 @@ def window_aggregate(
         (['a', 'b', 'a', 'a'], [0, 8, 20, 30])
         >>> out.column("window_end").to_pylist(), out.column("count").to_pylist()
         ([8, 13, 25, 35], [2, 1, 1, 1])
+
+        Count windows: per group, every 2 rows a window over the last 3 (the row at 9 never fires).
+
+        >>> s = pa.table({"ts": [1, 2, 3, 4, 5, 6, 9], "v": [1, 2, 3, 4, 5, 6, 7]})
+        >>> out = windgate.window_aggregate(s, time="ts", rows=3, rows_slide=2, aggs={"v": "sum"})
+        >>> out.to_pydict()
+        {'window_first': [1, 2, 4], 'window_last': [2, 4, 6], 'window_rows': [2, 3, 3], 'sum_v': [3, 9, 15]}
     """
     kwargs = _options.WINDOW_AGGREGATE.forward("windgate.window_aggregate", locals())
     sources = _specs.sources(data)
@@ -277,8 +302,10 @@ class WindowAggregator(Checkpointed):
     Takes the keyword arguments of :func:`window_aggregate` plus ``sources`` (how many sources push into it).
     With ``gap=``, windows are sessions (see :func:`window_aggregate`); a session is final, and emitted,
     once the watermark passes its end (``stats["open_slots"]`` counts the open sessions,
-    ``stats["next_close"]`` is the least watermark that closes one, ``None`` with none open). A window is
-    final when the watermark passes its end: the watermark is the largest time seen minus
+    ``stats["next_close"]`` is the least watermark that closes one, ``None`` with none open). With
+    ``rows=``, windows are count windows (see :func:`window_aggregate`): a row is counted once the watermark
+    passes its time, and a window fires when its completing row is counted. A window is final when the
+    watermark passes its end: the watermark is the largest time seen minus
     ``lateness`` (the minimum over sources). With ``lateness=None`` and one source, nothing is final until
     :meth:`flush`; with several sources and no lateness, each source must be sorted by time and windows close
     as soon as every source has moved past them. Memory is bounded by the open panes, not the stream's length.
@@ -317,6 +344,15 @@ class WindowAggregator(Checkpointed):
         41
         >>> sessions.flush().to_pydict()
         {'window_start': [30], 'window_end': [40], 'count': [1]}
+
+        Tumbling count windows of 2 rows; a row is counted, in time order, once the watermark (largest time
+        - 2) passes it:
+
+        >>> counts = windgate.WindowAggregator(time="ts", rows=2, aggs={"*": "count"}, lateness=2)
+        >>> counts.push(pa.record_batch({"ts": [1, 5, 3, 7]})).to_pydict()
+        {'window_first': [1], 'window_last': [3], 'window_rows': [2], 'count': [2]}
+        >>> pickle.loads(pickle.dumps(counts)).flush().to_pydict()
+        {'window_first': [5], 'window_last': [7], 'window_rows': [2], 'count': [2]}
     """
 
     def __init__(
@@ -327,6 +363,8 @@ class WindowAggregator(Checkpointed):
         slide: _specs.Span | None = None,
         offset: _specs.Span = 0,
         gap: _specs.Span | None = None,
+        rows: int | None = None,
+        rows_slide: int | None = None,
         tz: str | None = None,
         by: str | list[str] | None = None,
         aggs: Aggs,

@@ -100,15 +100,26 @@ _SPARK_STREAMING = ("lateness", "on_late", "shards")
 UPDATES = ("allowed_lateness", "emit", "interval")
 
 _WINDOW_HEAD = ("time", "size", "slide", "offset")
-#: Window aggregation's head: the window, or the inactivity gap of session windows instead of ``size``, and
-#: the zone whose local days windows of whole days follow.
-_AGG_HEAD = (*_WINDOW_HEAD, "gap", "tz")
+#: Window aggregation's head: the window, or instead of ``size`` the inactivity gap of session windows or the
+#: rows of count windows, and the zone whose local days windows of whole days follow.
+_AGG_HEAD = (*_WINDOW_HEAD, "gap", "rows", "rows_slide", "tz")
 _RUN = ("lateness", "on_late", "null_time", "threads", "strategy", "farm")
 _SPARK_RUN = ("null_time", "threads", "strategy", "farm")
 
 
 def _check_window_or_gap(raw: Mapping[str, Any]) -> None:
-    """``size``/``slide`` (sliding and tumbling windows) or ``gap`` (session windows): exactly one kind."""
+    """``size``/``slide`` (sliding and tumbling windows), ``gap`` (session windows) or ``rows`` (count
+    windows): exactly one kind."""
+    if raw.get("rows") is not None:
+        given = [n for n in ("size", "slide", "gap") if raw.get(n) is not None]
+        if given:
+            raise InvalidParameterError(
+                f"rows: count windows (rows=) take no {' or '.join(given)}=: give either rows or "
+                f"{'/'.join(given)}"
+            )
+        return
+    if raw.get("rows_slide") is not None:
+        raise InvalidParameterError("rows_slide: rows_slide= is the slide of count windows: give rows= too")
     if raw.get("gap") is None:
         if raw.get("size") is None:
             raise InvalidParameterError("size: expected the window length (or gap= for session windows)")
@@ -121,11 +132,18 @@ def _check_window_or_gap(raw: Mapping[str, Any]) -> None:
         )
 
 
+def _rows(value: Any, param: str) -> int | None:
+    """``rows``/``rows_slide``: a positive int up to 2**48, or ``None``."""
+    return None if value is None else _specs.integer(value, param, minimum=1, maximum=1 << 48)
+
+
 WINDOW_AGGREGATE = OperatorOptions(
     options={
         **_window(
             {
                 "gap": Option(None, _specs.span),
+                "rows": Option(None, _rows),
+                "rows_slide": Option(None, _rows),
                 "tz": Option(None, _specs.zone),
                 "by": Option(None, _specs.columns),
                 "aggs": Option(REQUIRED, lambda v, p: _specs.agg_list(v)),

@@ -104,6 +104,8 @@ def window_aggregate(
     slide: _specs.Span | None = None,
     offset: _specs.Span = 0,
     gap: _specs.Span | None = None,
+    rows: int | None = None,
+    rows_slide: int | None = None,
     tz: str | None = None,
     by: str | list[str] | None = None,
     aggs: Mapping[str, str | list[str]],
@@ -148,6 +150,9 @@ def window_aggregate(
             session engine. On a streaming DataFrame each session comes out once, when Spark's watermark
             passes its end (``on_late`` takes ``"drop"`` or ``"error"``; ``allowed_lateness`` and ``emit``
             are for sliding windows).
+        rows, rows_slide: count windows (as Flink's ``countWindow(rows, rows_slide)``; see
+            :func:`windgate.window_aggregate`), instead of ``size``/``slide``: the same plan as ``gap``,
+            rows of equal time in the DataFrame's order. Batch DataFrames only.
         threads: windgate threads per Spark task (default: ``spark.task.cpus``): with more than one, each task
             runs the pane farm on that many cores.
         strategy, farm: as in :func:`windgate.window_aggregate`.
@@ -178,6 +183,11 @@ def window_aggregate(
     (every column of ``df``, then the ``watermark`` each met). Both select from one stateful operator's
     output; each started query runs that operator, and as windgate is deterministic the two agree.
     """
+    if rows is not None and getattr(df, "isStreaming", False) is True:
+        raise InvalidParameterError(
+            "rows: count windows run on batch DataFrames only (call the helper on each micro-batch in "
+            "foreachBatch, or use windgate.WindowAggregator(rows=...))"
+        )
     if getattr(df, "isStreaming", False) is True:
         if tz is not None and any(
             isinstance(v, str) and v.strip().endswith(("mo", "month", "months")) for v in (size, slide)
@@ -205,7 +215,7 @@ def window_aggregate(
             "emit: only a streaming DataFrame fires early (a batch DataFrame is one finite stream), "
             f"got emit={emit!r}"
         )
-    if gap is not None:
+    if gap is not None or rows is not None:
         return _sessions(df, locals())
     plan = _specs.choice(plan, "plan")
     if plan not in ("auto", "two_phase", "one_phase"):
@@ -259,15 +269,17 @@ def window_aggregate(
 
 
 def _sessions(df: Any, given: dict[str, Any]) -> DataFrame:
-    """Session windows (``gap=``) of a batch DataFrame: one session operator per task over the rows of the
-    keys hashed to it (no key: one task), sorted by time (ties in the DataFrame's order when ``first`` or
-    ``last`` read it), so every key's rows stream through one operator in order and the result is the local
-    call's rows."""
+    """Session (``gap=``) or count (``rows=``) windows of a batch DataFrame: one operator per task over the
+    rows of the keys hashed to it (no key: one task), sorted by time (ties in the DataFrame's order when
+    ``first`` or ``last`` read it, and always for count windows, whose rows they count), so every key's rows
+    stream through one operator in order and the result is the local call's rows."""
     from pyspark.sql import functions as F
 
+    count = given["rows"] is not None
+    kind = "rows: count" if count else "gap: session"
     if given["plan"] not in ("auto", "one_phase") or given["range_size"] is not None:
         raise InvalidParameterError(
-            "gap: session windows have one plan (rows shuffled by key, sorted by time): leave plan and "
+            f"{kind} windows have one plan (rows shuffled by key, sorted by time): leave plan and "
             "range_size unset"
         )
     if isinstance(df, (str, os.PathLike, list, tuple)):
@@ -286,7 +298,7 @@ def _sessions(df: Any, given: dict[str, Any]) -> DataFrame:
                 f"column '{col}' is not in the DataFrame (columns: {', '.join(df.columns)})"
             )
     spark_out = output_schema(_native.window_aggregate([arrow_in.empty_table()], **spec).schema)
-    ties = any(f.lower() in ("first", "last") for _, fs in spec["aggs"] for f in fs)
+    ties = count or any(f.lower() in ("first", "last") for _, fs in spec["aggs"] for f in fs)
     seq = df.select(*columns).withColumn(
         _SEQ, F.monotonically_increasing_id() if ties else F.lit(0).cast("long")
     )
@@ -294,8 +306,10 @@ def _sessions(df: Any, given: dict[str, Any]) -> DataFrame:
     parts = parts.sortWithinPartitions(time, *([_SEQ] if ties else []))
     out = parts.mapInArrow(_keyed_task("WindowAggregator", spec), spark_out)
     if given["ordered"]:
-        out = out.persist().orderBy("window_end", "window_start", *by_cols)
-    out.windgate_plan = "sessions: raw rows shuffled by key (no key: one task), sorted by time"
+        ends = ("window_last", "window_first") if count else ("window_end", "window_start")
+        out = out.persist().orderBy(*ends, *by_cols)
+    what = "count windows" if count else "sessions"
+    out.windgate_plan = f"{what}: raw rows shuffled by key (no key: one task), sorted by time"
     return out
 
 

@@ -8,7 +8,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_select::concat::concat_batches;
-use common::{Row, aggs, batch};
+use common::{Row, admitted, aggs, batch};
 use proptest::prelude::*;
 use windgate_core::ErrorKind;
 use windgate_core::aggregate::{
@@ -110,27 +110,6 @@ fn run(c: &Case, strategy: Strategy, split: bool) -> (RecordBatch, u64) {
     (concat_batches(&outs[0].schema(), &outs).unwrap(), late)
 }
 
-/// The rows a fixed K-slack admits (watermark = largest time seen - K; a row below it is late).
-fn admitted(c: &Case) -> (Vec<(usize, &Row)>, u64) {
-    let Some(k) = c.lateness else {
-        return (c.rows.iter().enumerate().collect(), 0);
-    };
-    let (mut wm, mut max, mut late) = (None::<i64>, None::<i64>, 0);
-    let mut out = vec![];
-    for (i, r) in c.rows.iter().enumerate() {
-        if wm.is_some_and(|w| r.ts < w) {
-            late += 1;
-            continue;
-        }
-        if max.is_none_or(|m| r.ts > m) {
-            max = Some(r.ts);
-            wm = Some(r.ts - k);
-        }
-        out.push((i, r));
-    }
-    (out, late)
-}
-
 /// (key, start, end, count(*), sum(v), min(v), max(v), first(v), last(v)).
 type Session = (
     Option<i32>,
@@ -147,7 +126,7 @@ type Session = (
 /// Brute force: per key, sort the admitted rows by time and cut where a row's time is above the previous
 /// row's time plus gap (Spark's rule); ordered by (end, start, key with nulls first).
 fn brute(c: &Case) -> (Vec<Session>, u64) {
-    let (rows, late) = admitted(c);
+    let (rows, late) = admitted(&c.rows, c.lateness);
     let mut keys: Vec<Option<i32>> = rows.iter().map(|(_, r)| r.key).collect();
     keys.sort();
     keys.dedup();

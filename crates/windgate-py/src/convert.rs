@@ -38,6 +38,27 @@ pub fn span(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Span> {
     )))
 }
 
+/// A number of rows (`rows=`, `rows_slide=`): a positive int (not a bool) up to
+/// [`windgate_core::aggregate::MAX_ROWS`].
+fn count(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<u64> {
+    let bad = || {
+        to_py(Error::param(
+            param,
+            format!(
+                "expected a positive int (rows) up to 2**48, got {}",
+                obj.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+            ),
+        ))
+    };
+    if obj.is_instance_of::<pyo3::types::PyBool>() || !obj.is_instance_of::<PyInt>() {
+        return Err(bad());
+    }
+    match obj.extract::<i64>() {
+        Ok(n) if n > 0 && (n as u64) <= windgate_core::aggregate::MAX_ROWS => Ok(n as u64),
+        _ => Err(bad()),
+    }
+}
+
 /// `lateness=`: `None`, a bound (int or duration string) or `"adaptive"`.
 pub fn lateness_opt(lateness: Option<&Bound<'_, PyAny>>) -> PyResult<LatenessOpt> {
     Ok(match lateness.filter(|l| !l.is_none()) {
@@ -68,6 +89,7 @@ pub fn options<'py>(
     slide: Option<&Bound<'py, PyAny>>,
     offset: Option<&Bound<'py, PyAny>>,
     gap: Option<&Bound<'py, PyAny>>,
+    rows: [Option<&Bound<'py, PyAny>>; 2],
     tz: Option<String>,
     by: Vec<String>,
     aggs: Vec<(String, Vec<String>)>,
@@ -90,11 +112,20 @@ pub fn options<'py>(
             "session windows (gap=) take no size= or slide= (sliding windows): give either gap or size/slide",
         )));
     }
-    // Session windows read no size: the window options carry a placeholder.
+    let [rows, rows_slide] = rows.map(|r| r.filter(|v| !v.is_none()));
+    let rows = rows.map(|r| count(r, "rows")).transpose()?;
+    let rows_slide = rows_slide.map(|r| count(r, "rows_slide")).transpose()?;
+    if rows.is_some() && (given(size) || given(slide) || gap.is_some()) {
+        return Err(to_py(Error::param(
+            "rows",
+            "count windows (rows=) take no size=, slide= or gap=: give either rows or size/slide or gap",
+        )));
+    }
+    // Session and count windows read no size: the window options carry a placeholder.
     let one = PyInt::new(py, 1).into_any();
     let size = match size.filter(|s| !s.is_none()) {
         Some(s) => s,
-        None if gap.is_some() => &one,
+        None if gap.is_some() || rows.is_some() => &one,
         None => {
             return Err(to_py(Error::param(
                 "size",
@@ -118,6 +149,7 @@ pub fn options<'py>(
     o.strategy = Strategy::parse(strategy).map_err(to_py)?;
     o.sources = sources;
     o.gap = gap;
+    (o.rows, o.rows_slide) = (rows, rows_slide);
     o.tz = tz;
     o.validate().map_err(to_py)?;
     Ok(o)

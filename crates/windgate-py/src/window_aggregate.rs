@@ -14,7 +14,8 @@ use crate::errors::{detached, detached_batch_call, finish_batch, to_py};
 
 /// Batch window aggregation over one or several sources (see `windgate.window_aggregate`).
 #[pyfunction]
-#[pyo3(signature = (sources, *, time, size=None, slide=None, offset=None, gap=None, tz=None, by=vec![], aggs, lateness=None,
+#[pyo3(signature = (sources, *, time, size=None, slide=None, offset=None, gap=None, rows=None,
+                    rows_slide=None, tz=None, by=vec![], aggs, lateness=None,
                     on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
                     order_by=None, in_memory=false, input="rows", output="windows", row_offset=0,
                     allowed_lateness=None, emit="final", interval=None))]
@@ -27,6 +28,8 @@ pub fn window_aggregate<'py>(
     slide: Option<&Bound<'py, PyAny>>,
     offset: Option<&Bound<'py, PyAny>>,
     gap: Option<&Bound<'py, PyAny>>,
+    rows: Option<&Bound<'py, PyAny>>,
+    rows_slide: Option<&Bound<'py, PyAny>>,
     tz: Option<String>,
     by: Vec<String>,
     aggs: Vec<(String, Vec<String>)>,
@@ -52,6 +55,7 @@ pub fn window_aggregate<'py>(
         slide,
         offset,
         gap,
+        [rows, rows_slide],
         tz,
         by,
         aggs,
@@ -74,11 +78,14 @@ pub fn window_aggregate<'py>(
     // In-memory input (tables, record batches, data frames) is read whole up front: that costs nothing
     // and lets windows close as soon as they are exact; a stream is read once, batch by batch.
     let out = detached_batch_call(py, "window_aggregate", |check| {
-        if opts.gap.is_some() {
+        if opts.gap.is_some() || opts.rows.is_some() {
             let inputs = readers
                 .into_iter()
                 .map(|r| (r.schema(), r.map(|b| b.map_err(Error::from))))
                 .collect();
+            if opts.rows.is_some() {
+                return core::count_window_aggregate(inputs, opts, check);
+            }
             let (schema, batches) = core::session_aggregate(inputs, opts, check)?;
             return Ok(core::BatchOutput {
                 schema,
@@ -151,7 +158,7 @@ fn update_mode(
 }
 
 /// The streaming operator (see `windgate.WindowAggregator`): sliding and tumbling windows, or session
-/// windows (`gap=`).
+/// windows (`gap=`), or count windows (`rows=`).
 #[pyclass(module = "windgate._native")]
 pub struct WindowAggregator {
     inner: Inner,
@@ -160,12 +167,14 @@ pub struct WindowAggregator {
 enum Inner {
     Window(Box<core::WindowAggregator>),
     Session(Box<core::SessionAggregator>),
+    Count(Box<core::CountWindowAggregator>),
 }
 
 #[pymethods]
 impl WindowAggregator {
     #[new]
-    #[pyo3(signature = (*, time, size=None, slide=None, offset=None, gap=None, tz=None, by=vec![], aggs, lateness=None,
+    #[pyo3(signature = (*, time, size=None, slide=None, offset=None, gap=None, rows=None,
+                    rows_slide=None, tz=None, by=vec![], aggs, lateness=None,
                         on_late="drop", null_time="error", threads=None, strategy="auto", farm=None,
                         sources=1, credits=Some(1 << 20), order_by=None, input="rows",
                         output="windows", row_offset=0, allowed_lateness=None, emit="final",
@@ -178,6 +187,8 @@ impl WindowAggregator {
         slide: Option<&Bound<'py, PyAny>>,
         offset: Option<&Bound<'py, PyAny>>,
         gap: Option<&Bound<'py, PyAny>>,
+        rows: Option<&Bound<'py, PyAny>>,
+        rows_slide: Option<&Bound<'py, PyAny>>,
         tz: Option<String>,
         by: Vec<String>,
         aggs: Vec<(String, Vec<String>)>,
@@ -216,6 +227,7 @@ impl WindowAggregator {
             slide,
             offset,
             gap,
+            [rows, rows_slide],
             tz,
             by,
             aggs,
@@ -232,7 +244,11 @@ impl WindowAggregator {
         two_phase(&mut opts, input, output, row_offset)?;
         update_mode(&mut opts, allowed_lateness, emit, interval)?;
         opts.validate().map_err(to_py)?;
-        let inner = if opts.gap.is_some() {
+        let inner = if opts.rows.is_some() {
+            Inner::Count(Box::new(
+                core::CountWindowAggregator::new(opts).map_err(to_py)?,
+            ))
+        } else if opts.gap.is_some() {
             Inner::Session(Box::new(core::SessionAggregator::new(opts).map_err(to_py)?))
         } else {
             Inner::Window(Box::new(core::WindowAggregator::new(opts).map_err(to_py)?))
@@ -271,6 +287,13 @@ impl WindowAggregator {
                     .collect::<Result<Vec<_>, Error>>()?;
                 concat_batches(inner.output_schema(), outs)
             }
+            Inner::Count(inner) => {
+                inner.bind(&schema)?;
+                let outs = reader
+                    .map(|b| inner.push(&b?, source as usize))
+                    .collect::<Result<Vec<_>, Error>>()?;
+                concat_batches(inner.output_schema(), outs)
+            }
         });
         self.finish(py, out)
     }
@@ -287,6 +310,7 @@ impl WindowAggregator {
         let out = detached(py, "close_source", || match inner {
             Inner::Window(inner) => inner.close_source(source as usize),
             Inner::Session(inner) => inner.close_source(source as usize),
+            Inner::Count(inner) => inner.close_source(source as usize),
         });
         self.finish(py, out)
     }
@@ -297,22 +321,28 @@ impl WindowAggregator {
         let out = detached(py, "flush", || match inner {
             Inner::Window(inner) => inner.flush(),
             Inner::Session(inner) => inner.flush(),
+            Inner::Count(inner) => inner.flush(),
         });
         self.finish(py, out)
     }
 
     /// `on_late="keep"`: the late rows since the last call (see `windgate.WindowAggregator.late_rows`).
     fn late_rows<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = match &mut self.inner {
-            Inner::Window(w) if w.options().on_late == core::OnLate::Keep => w,
+        let out = match &mut self.inner {
+            Inner::Window(w) if w.options().on_late == core::OnLate::Keep => {
+                detached(py, "late_rows", || w.take_late_rows())
+            }
+            Inner::Count(c) if c.options().on_late == core::OnLate::Keep => {
+                detached(py, "late_rows", || c.take_late_rows())
+            }
             _ => {
                 return Err(to_py(Error::param(
                     "on_late",
                     "late rows are kept only with on_late=\"keep\" (this operator drops or refuses them)",
                 )));
             }
-        };
-        let out = detached(py, "late_rows", || inner.take_late_rows()).map_err(to_py)?;
+        }
+        .map_err(to_py)?;
         match out {
             Some(b) => PyRecordBatch::new(b).into_pyarrow(py),
             None => Ok(py.None().into_bound(py)),
@@ -325,6 +355,7 @@ impl WindowAggregator {
         let s = match &self.inner {
             Inner::Window(inner) => inner.stats(),
             Inner::Session(inner) => inner.stats(),
+            Inner::Count(inner) => inner.stats(),
         };
         let d = PyDict::new(py);
         d.set_item("batches_in", s.batches_in)?;
@@ -363,6 +394,7 @@ impl WindowAggregator {
         match &mut self.inner {
             Inner::Window(inner) => snapshot_bytes(py, || inner.snapshot(&annotations(note))),
             Inner::Session(inner) => snapshot_bytes(py, || inner.snapshot(&annotations(note))),
+            Inner::Count(inner) => snapshot_bytes(py, || inner.snapshot(&annotations(note))),
         }
     }
 
@@ -376,10 +408,14 @@ impl WindowAggregator {
     ) -> PyResult<Self> {
         let runtime = Runtime::read(overrides.as_ref())?;
         let inner = detached(py, "restore", || {
-            // A snapshot of session windows names its own operator in the header.
-            let sessions = windgate_core::snapshot::describe(data)?.0 == core::SESSION_OPERATOR;
+            // A snapshot of session or count windows names its own operator in the header.
+            let operator = windgate_core::snapshot::describe(data)?.0;
+            let sessions = operator == core::SESSION_OPERATOR;
+            let counts = operator == core::COUNT_WINDOW_OPERATOR;
             let mut opts = if sessions {
                 core::SessionAggregator::snapshot_options(data)?
+            } else if counts {
+                core::CountWindowAggregator::snapshot_options(data)?
             } else {
                 core::WindowAggregator::snapshot_options(data)?
             };
@@ -389,6 +425,11 @@ impl WindowAggregator {
             opts.validate()?;
             Ok(if sessions {
                 Inner::Session(Box::new(core::SessionAggregator::restore(
+                    data,
+                    Some(opts),
+                )?))
+            } else if counts {
+                Inner::Count(Box::new(core::CountWindowAggregator::restore(
                     data,
                     Some(opts),
                 )?))
@@ -406,6 +447,7 @@ impl WindowAggregator {
         let schema = match &self.inner {
             Inner::Window(inner) => inner.output_schema(),
             Inner::Session(inner) => inner.output_schema(),
+            Inner::Count(inner) => inner.output_schema(),
         };
         py_schema(py, schema)
     }
@@ -420,6 +462,7 @@ impl WindowAggregator {
         finish_batch(py, out, |why| match &mut self.inner {
             Inner::Window(inner) => inner.poison(why),
             Inner::Session(inner) => inner.poison(why),
+            Inner::Count(inner) => inner.poison(why),
         })
     }
 }

@@ -11,7 +11,7 @@ use crate::keys::KeyDict;
 pub(super) const FORGET_MIN_KEYS: usize = 1 << 12;
 
 /// An engine whose state names keys by dictionary id and can be renumbered between calls.
-pub(super) trait KeyHolder {
+pub trait KeyHolder {
     /// How many (key, state) entries the open state holds: an upper bound on the keys in use.
     fn key_entries(&self) -> usize;
     /// Marks `live[key]` for every key with open state.
@@ -22,7 +22,7 @@ pub(super) trait KeyHolder {
 
 /// Forgets the keys that hold no open state once they are most of the dictionary (and at least
 /// [`FORGET_MIN_KEYS`]).
-pub(super) fn forget_idle_keys(engine: &mut impl KeyHolder, keys: &mut KeyDict) {
+pub(super) fn forget_idle_keys(engine: &mut (impl KeyHolder + ?Sized), keys: &mut KeyDict) {
     let n = keys.len();
     if n < FORGET_MIN_KEYS || n <= 2 * engine.key_entries() {
         return;

@@ -4,12 +4,17 @@
 
 pub(crate) mod baselines;
 pub mod batch;
+mod count_window;
 pub(crate) mod emission;
 mod engine;
 mod forget;
+mod front;
 pub(crate) mod function;
 mod functions;
 mod input;
+mod kept_rows;
+mod keyed;
+mod keyed_checkpoint;
 pub(crate) mod operator;
 pub(crate) mod options;
 pub(crate) mod pane_engine;
@@ -25,6 +30,9 @@ mod updates;
 pub mod w_hive;
 
 pub use batch::{BatchOutput, window_aggregate, window_aggregate_in_memory};
+pub use count_window::{
+    COUNT_WINDOW_OPERATOR, CountWindowAggregator, MAX_ROWS, count_window_aggregate,
+};
 pub use function::{AggFunc, AggSpec};
 pub use operator::{Stats, WindowAggregator};
 pub use options::{Emit, Strategy, WindowAggregateOptions};

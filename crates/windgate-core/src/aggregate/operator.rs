@@ -53,7 +53,7 @@ mod read;
 mod row_log;
 mod sources;
 
-use late_rows::LateRows;
+pub(super) use late_rows::LateRows;
 use output::{assemble, partial_batch};
 pub(super) use read::{batch_name, check_order_by_type, order_by_values, used_columns};
 use row_log::RowLog;

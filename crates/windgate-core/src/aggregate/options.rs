@@ -55,6 +55,14 @@ pub struct WindowAggregateOptions {
     /// `slide`. Run by [`super::session::SessionAggregator`]; `None` for sliding and tumbling windows.
     #[serde(default)]
     pub gap: Option<Span>,
+    /// Count windows (`docs/architecture.md`, "Count windows"): rows per window, instead of `size`, `slide`
+    /// and `gap`. Run by [`super::count_window::CountWindowAggregator`]. Left out of snapshots when unset, so
+    /// that snapshots of earlier versions match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u64>,
+    /// Count windows: rows between firings (`None`: `rows`, tumbling count windows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_slide: Option<u64>,
     /// How long a fired window still takes late rows, firing again with each (see `aggregate::updates`).
     /// Left out of snapshots when unset, so that snapshots of earlier versions match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -134,6 +142,8 @@ impl WindowAggregateOptions {
             allowed_lateness: None,
             emit: Emit::Final,
             gap: None,
+            rows: None,
+            rows_slide: None,
             tz: None,
         }
     }
@@ -143,6 +153,21 @@ impl WindowAggregateOptions {
     pub fn session(time: impl Into<String>, gap: Span, aggs: Vec<(String, Vec<String>)>) -> Self {
         Self {
             gap: Some(gap),
+            ..Self::new(time, Span::Units(1), aggs)
+        }
+    }
+
+    /// Options of count windows of `rows` rows sliding by `rows_slide` and the defaults of the Python API
+    /// (`size` is not read).
+    pub fn count(
+        time: impl Into<String>,
+        rows: u64,
+        rows_slide: Option<u64>,
+        aggs: Vec<(String, Vec<String>)>,
+    ) -> Self {
+        Self {
+            rows: Some(rows),
+            rows_slide,
             ..Self::new(time, Span::Units(1), aggs)
         }
     }
@@ -200,6 +225,16 @@ impl WindowAggregateOptions {
                     ),
                 ));
             }
+        }
+        if let Some(rows) = self.rows {
+            super::count_window::validate(self, rows)?;
+            return AggSpec::parse_all(&self.aggs);
+        }
+        if self.rows_slide.is_some() {
+            return Err(Error::param(
+                "rows_slide",
+                "rows_slide= is the slide of count windows: give rows= too",
+            ));
         }
         if let Some(gap) = &self.gap {
             super::session::validate(self, gap)?;

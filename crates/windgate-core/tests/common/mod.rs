@@ -213,3 +213,25 @@ pub fn brute(c: &Case) -> Vec<Expected> {
     }
     out
 }
+
+/// The rows a fixed K-slack of bound `lateness` admits (watermark = largest time seen - K; a row below it is
+/// late), with their arrival numbers, and the number of late rows (`None`: every row, none late).
+pub fn admitted(rows: &[Row], lateness: Option<i64>) -> (Vec<(usize, &Row)>, u64) {
+    let Some(k) = lateness else {
+        return (rows.iter().enumerate().collect(), 0);
+    };
+    let (mut wm, mut max, mut late) = (None::<i64>, None::<i64>, 0);
+    let mut out = vec![];
+    for (i, r) in rows.iter().enumerate() {
+        if wm.is_some_and(|w| r.ts < w) {
+            late += 1;
+            continue;
+        }
+        if max.is_none_or(|m| r.ts > m) {
+            max = Some(r.ts);
+            wm = Some(r.ts - k);
+        }
+        out.push((i, r));
+    }
+    (out, late)
+}
