@@ -42,6 +42,10 @@ const MONTH_DAYS: i64 = 31;
 /// Month windows take offsets within the shortest month.
 const MONTH_OFFSET_DAYS: i64 = 28;
 
+/// What [`Calendar::localize`] keeps per hour of UTC: the offset when it holds the whole hour, and the
+/// latest autumn change at or before the hour's end (its instant, the wall time just before it).
+type HourInfo = (Option<i64>, Option<(i64, i64)>);
+
 /// A zone and the time column's unit: converts instants to wall time and back.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Calendar {
@@ -283,19 +287,20 @@ impl Calendar {
     /// and rows come in runs of nearby times.
     pub(crate) fn localize(&self, ts: &[i64]) -> Vec<i64> {
         let hour = PROBE_SECS * self.per_sec;
-        let mut cached: Option<(i64, Option<i64>, Option<(i64, i64)>)> = None;
+        // Per UTC hour: its offset when uniform, and the autumn change it may be catching up on.
+        let mut cached: Option<(i64, HourInfo)> = None;
         ts.iter()
             .map(|&t| {
                 let h = floor_div(t, hour);
                 let (uniform, fold) = match cached {
-                    Some((c, off, fold)) if c == h => (off, fold),
+                    Some((c, info)) if c == h => info,
                     _ => {
                         let start = h.saturating_mul(hour);
                         let first = self.offset(start);
                         let off =
                             (self.offset(start.saturating_add(hour - 1)) == first).then_some(first);
                         let fold = self.last_fold(start, start.saturating_add(hour - 1));
-                        cached = Some((h, off, fold));
+                        cached = Some((h, (off, fold)));
                         (off, fold)
                     }
                 };

@@ -237,9 +237,14 @@ fn localize_is_the_monotone_wall_time_row_by_row() {
             .collect();
         let each: Vec<i64> = ts.iter().map(|&t| most[(t - lo) as usize]).collect();
         assert_eq!(cal.localize(&ts), each, "{zone}");
-        let folds = ts.iter().filter(|&&t| cal.wall_time(t) < most[(t - lo) as usize]);
+        let folds = ts
+            .iter()
+            .filter(|&&t| cal.wall_time(t) < most[(t - lo) as usize]);
         if zone == "Europe/Berlin" {
-            assert!(folds.count() > 0, "the sample crosses Berlin's autumn change");
+            assert!(
+                folds.count() > 0,
+                "the sample crosses Berlin's autumn change"
+            );
         }
     }
 }
