@@ -248,3 +248,16 @@ def test_memory_follows_the_last_rows():
     for start in range(0, 20_000, 1000):
         agg.push(table([(t, t % 3, 1.0) for t in range(start, start + 1000)]))
     assert agg.stats["open_slots"] < 20, agg.stats
+
+
+def test_next_close_is_just_past_the_earliest_waiting_row():
+    """``stats["next_close"]``: the least watermark that releases a waiting row (what the Spark streaming
+    shard sets its timer to); ``None`` once nothing waits."""
+    agg = windgate.WindowAggregator(time="ts", rows=2, by="k", aggs={"*": "count"}, lateness=10)
+    assert agg.stats["next_close"] is None
+    agg.push(pa.table({"ts": pa.array([5, 3, 12], pa.int64()), "k": pa.array([1, 1, 2], pa.int64())}))
+    assert agg.stats["next_close"] == 4  # watermark 2: 3, 5 and 12 wait
+    agg.push(pa.table({"ts": pa.array([20], pa.int64()), "k": pa.array([1], pa.int64())}))
+    assert agg.stats["next_close"] == 13  # watermark 10 released 3 and 5
+    agg.flush()
+    assert agg.stats["next_close"] is None

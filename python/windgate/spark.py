@@ -183,11 +183,6 @@ def window_aggregate(
     (every column of ``df``, then the ``watermark`` each met). Both select from one stateful operator's
     output; each started query runs that operator, and as windgate is deterministic the two agree.
     """
-    if rows is not None and getattr(df, "isStreaming", False) is True:
-        raise InvalidParameterError(
-            "rows: count windows run on batch DataFrames only (call the helper on each micro-batch in "
-            "foreachBatch, or use windgate.WindowAggregator(rows=...))"
-        )
     if getattr(df, "isStreaming", False) is True:
         if tz is not None and any(
             isinstance(v, str) and v.strip().endswith(("mo", "month", "months")) for v in (size, slide)

@@ -176,8 +176,12 @@ def windowed_stream(
 def _timer(kwargs: dict[str, Any], unit: str) -> dict[str, Any]:
     """What the shard's timer needs (see ``WindgateShard._set_timer``). Session windows (``gap``): the
     operator names its next close itself (``stats["next_close"]``), and a window holding a row at ``t``
-    ends by ``t + gap`` (its ``reach``). Sliding windows: the grid, ``size``, ``slide``, ``offset``."""
+    ends by ``t + gap`` (its ``reach``). Count windows (``rows``): the operator names its next close (just
+    past its earliest row still waiting for the watermark), and a row at ``t`` is counted once the
+    watermark passes ``t`` (reach 0). Sliding windows: the grid, ``size``, ``slide``, ``offset``."""
     time = kwargs["time"]
+    if kwargs.get("rows") is not None:
+        return {"reach": 0}
     gap = _specs.span(kwargs.get("gap"), "gap")
     if gap is not None:
         return {"reach": _specs.units(gap, unit, "gap", time)}

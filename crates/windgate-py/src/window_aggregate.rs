@@ -378,8 +378,10 @@ impl WindowAggregator {
         if let Some(f) = s.farm {
             farm_stats(&d, &f)?;
         }
-        if let Inner::Session(inner) = &self.inner {
-            d.set_item("next_close", inner.next_close())?;
+        match &self.inner {
+            Inner::Session(inner) => d.set_item("next_close", inner.next_close())?,
+            Inner::Count(inner) => d.set_item("next_close", inner.next_close())?,
+            _ => {}
         }
         Ok(d)
     }

@@ -85,6 +85,12 @@ pub trait PerKeyEngine<W>: KeyHolder + AsAny + Send + Sync {
     fn store_mut(&mut self) -> &mut SlotStore;
     /// The `open_slots` counter.
     fn open_slots(&self) -> u64;
+    /// The least watermark at which a call would emit something (`None`: nothing waits for the watermark,
+    /// or the engine cannot say). A driver that moves the watermark itself (the Spark Structured Streaming
+    /// shard, `docs/spark.md`) sets its next timer there.
+    fn next_close(&self) -> Option<i64> {
+        None
+    }
 }
 
 /// The engine behind a `dyn PerKeyEngine` (checkpoints read the streaming engine's own state).
@@ -169,6 +175,11 @@ impl<K: Kind> KeyedOperator<K> {
         s.watermark = self.watermark();
         s.slack = self.sources.iter().map(|s| s.kslack.k()).max().unwrap_or(0);
         s
+    }
+
+    /// The least watermark at which the engine would emit (see [`PerKeyEngine::next_close`]).
+    pub fn next_close(&self) -> Option<i64> {
+        self.bound.as_ref()?.engine.next_close()
     }
 
     /// Marks the operator unusable (used by the bindings when a panic was caught).

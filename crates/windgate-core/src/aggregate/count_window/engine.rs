@@ -221,6 +221,12 @@ impl PerKeyEngine<Fired> for CountEngine {
     fn open_slots(&self) -> u64 {
         self.store.live() as u64
     }
+
+    /// Just past the earliest waiting row: the watermark that releases it (and may fire its key's window).
+    fn next_close(&self) -> Option<i64> {
+        let least = self.pending.iter().map(|p| p.at.ts).min()?;
+        Some(least.saturating_add(1))
+    }
 }
 
 /// Drops the oldest panes of `key` until it keeps `keep`; their slots go to `freed`. Returns how many.
