@@ -1,8 +1,8 @@
-"""Count windows (``rows=``) of windgate.spark.window_aggregate on a streaming DataFrame: a Parquet file stream
-in micro-batches, run with ``availableNow``, stopped, and restarted from its checkpoint after one more file
-arrives. The windows are the local batch call's over every row the watermark released: the rows of each key
-counted in time order across micro-batches and the restart, the shard the last file does not reach closed by
-its timer."""
+"""Count windows (``rows=``) of windgate.spark.window_aggregate on a streaming DataFrame: a Parquet file
+stream in micro-batches, run with ``availableNow``, stopped, and restarted from its checkpoint after one more
+file arrives. The windows are the local batch call's over every row the watermark released: the rows of each
+key counted in time order across micro-batches and the restart, the shard the last file does not reach closed
+by its timer."""
 
 from __future__ import annotations
 
