@@ -263,12 +263,6 @@ impl SessionEngine {
     pub fn store_mut(&mut self) -> &mut SlotStore {
         &mut self.store
     }
-
-    pub fn release(&mut self, closed: &[Closed]) {
-        for c in closed {
-            self.store.release(c.slot);
-        }
-    }
 }
 
 impl KeyHolder for SessionEngine {

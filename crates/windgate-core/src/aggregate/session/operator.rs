@@ -14,7 +14,7 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::reference::SessionReference;
-use super::workers::{BatchRows, SessionWorkers};
+use super::workers::{BatchRows, SessionWorkers, finish_from};
 use super::{Closed, positive_gap};
 use crate::aggregate::forget::forget_idle_keys;
 use crate::aggregate::function::{AggSpec, ValueClass};
@@ -67,10 +67,11 @@ impl Engine {
         }
     }
 
-    fn store(&self) -> &SlotStore {
+    /// Each aggregate's column over the closed sessions, in their order.
+    fn finish(&self, closed: &[Closed]) -> Result<Vec<ArrayRef>> {
         match self {
-            Engine::Stream(e) => e.store(),
-            Engine::Reference(e) => e.store(),
+            Engine::Stream(e) => e.finish(closed),
+            Engine::Reference(e) => finish_from(e.store(), closed),
         }
     }
 
@@ -509,7 +510,6 @@ fn in_output_order(mut closed: Vec<Closed>, keys: &mut KeyDict) -> Vec<Closed> {
 /// The output batch of the closed sessions, in their order.
 fn assemble(b: &Bound, closed: &[Closed]) -> Result<RecordBatch> {
     let keys: Vec<u32> = closed.iter().map(|c| c.key).collect();
-    let slots: Vec<u32> = closed.iter().map(|c| c.slot).collect();
     let mut columns = b.keys.columns(&keys)?;
     let window_type = b
         .output_schema
@@ -520,9 +520,7 @@ fn assemble(b: &Bound, closed: &[Closed]) -> Result<RecordBatch> {
     let ends = Int64Array::from_iter_values(closed.iter().map(|c| c.end));
     columns.push(int_column_as(Arc::new(starts), &window_type)?);
     columns.push(int_column_as(Arc::new(ends), &window_type)?);
-    for state in &b.engine.store().states {
-        columns.push(state.finish(&slots)?);
-    }
+    columns.extend(b.engine.finish(closed)?);
     RecordBatch::try_new(b.output_schema.clone(), columns).map_err(Error::output)
 }
 

@@ -4,9 +4,11 @@
 //! A key belongs to the worker it was first given to (round robin over new key ids, kept across the
 //! dictionary's renumbering), so every row of a key meets that key's sessions in one engine, in the order of
 //! the batch. Each batch is shared, whole, with every worker; a worker skips the rows of other workers' keys.
-//! The workers' closed sessions are gathered into one output store (exact combines into empty slots: the same
-//! bits), so the operator sorts and lowers them as it does the single engine's: the same rows in the same
-//! order whatever the number of workers, and the same checkpoint.
+//! The operator sorts the workers' closed sessions as it does the single engine's; each worker finishes the
+//! states of its own, and the columns are interleaved back into the sorted order (no state copied): the same
+//! rows in the same order whatever the number of workers. A checkpoint gathers the open sessions' states
+//! into one store (exact combines into empty slots: the same bits), so it is the same for any number of
+//! workers, and restores on any other.
 //!
 //! Batches smaller than [`PARALLEL_MIN_ROWS`] run the workers one after the other on the caller's thread
 //! (starting threads would cost more than it saves); so does a batch whose threads the system refuses to
@@ -14,11 +16,15 @@
 
 use std::sync::Mutex;
 
+use arrow_array::{Array, ArrayRef};
+use arrow_select::interleave::interleave;
+
 use super::Closed;
 use super::engine::SessionEngine;
 use crate::aggregate::forget::KeyHolder;
 use crate::aggregate::slots::SlotStore;
 use crate::aggregate::state::{AggState, InputValues, RowOrder};
+use crate::error::{Error, Result};
 
 /// Batches with fewer admitted rows than this run the workers on the caller's thread.
 pub(crate) const PARALLEL_MIN_ROWS: usize = 1 << 13;
@@ -36,8 +42,8 @@ pub(crate) struct SessionWorkers {
     workers: Vec<SessionEngine>,
     /// Per key id, the worker holding its sessions.
     owner: Vec<u8>,
-    /// The closed sessions of the last emission, gathered from the workers (unused with one worker).
-    out: SlotStore,
+    /// An empty store of the query's aggregates (checkpoints gather the workers' states into a copy).
+    empty: SlotStore,
 }
 
 impl SessionWorkers {
@@ -50,7 +56,7 @@ impl SessionWorkers {
         Self {
             workers,
             owner: Vec::new(),
-            out: store,
+            empty: store,
         }
     }
 
@@ -115,46 +121,53 @@ impl SessionWorkers {
         });
     }
 
-    /// Takes every final session out of the workers (see [`SessionEngine::close_through`]); with several
-    /// workers their states move to the output store, which [`Self::store`] then is.
+    /// Takes every final session out of the workers (see [`SessionEngine::close_through`]); their slots
+    /// are their key's worker's, and stay allocated until [`Self::release`].
     pub fn close_through(&mut self, watermark: i64, out: &mut Vec<Closed>) {
-        if self.workers.len() == 1 {
-            return self.workers[0].close_through(watermark, out);
-        }
-        self.out.clear();
-        let mut part = Vec::new();
         for engine in &mut self.workers {
-            part.clear();
-            engine.close_through(watermark, &mut part);
-            let taken: Vec<u32> = part.iter().map(|c| c.slot).collect();
-            gather(&mut self.out, engine, &mut part);
-            taken
-                .into_iter()
-                .for_each(|s| engine.store_mut().release(s));
-            out.extend_from_slice(&part);
+            engine.close_through(watermark, out);
         }
     }
 
-    /// The store holding the states of the sessions [`Self::close_through`] returned.
-    pub fn store(&self) -> &SlotStore {
-        match self.workers.as_slice() {
-            [one] => one.store(),
-            _ => &self.out,
+    /// Each aggregate's column over `closed` (sessions [`Self::close_through`] returned, in any order): with
+    /// several workers, each finishes its own sessions and the columns are interleaved back into `closed`'s
+    /// order (no state is copied).
+    pub fn finish(&self, closed: &[Closed]) -> Result<Vec<ArrayRef>> {
+        if let [one] = self.workers.as_slice() {
+            return finish_from(one.store(), closed);
         }
+        let mut slots: Vec<Vec<u32>> = vec![Vec::new(); self.workers.len()];
+        let picks: Vec<(usize, usize)> = (closed.iter())
+            .map(|c| {
+                let w = self.owner[c.key as usize] as usize;
+                slots[w].push(c.slot);
+                (w, slots[w].len() - 1)
+            })
+            .collect();
+        let aggregates = self.workers[0].store().states.len();
+        (0..aggregates)
+            .map(|a| {
+                let parts: Vec<ArrayRef> = (self.workers.iter().zip(&slots))
+                    .map(|(e, s)| e.store().states[a].finish(s))
+                    .collect::<Result<_>>()?;
+                let refs: Vec<&dyn Array> = parts.iter().map(|p| p.as_ref()).collect();
+                interleave(&refs, &picks).map_err(Error::output)
+            })
+            .collect()
     }
 
     /// Frees the slots of sessions [`Self::close_through`] returned, once they were lowered.
     pub fn release(&mut self, closed: &[Closed]) {
-        match self.workers.as_mut_slice() {
-            [one] => one.release(closed),
-            _ => self.out.clear(),
+        for c in closed {
+            let w = self.owner[c.key as usize] as usize;
+            self.workers[w].store_mut().release(c.slot);
         }
     }
 
     /// Every open session and a store holding their states (what a checkpoint writes), in one order for
     /// any number of workers: by key id, then start.
     pub fn open(&self) -> (Vec<Closed>, SlotStore) {
-        let mut store = self.out.empty_like();
+        let mut store = self.empty.empty_like();
         let mut all = Vec::with_capacity(self.open_sessions());
         for engine in &self.workers {
             let mut part = engine.open();
@@ -178,6 +191,12 @@ impl SessionWorkers {
             engine.insert(key, starts[i], ends[i], slot);
         }
     }
+}
+
+/// Each aggregate's column over `closed`, whose slots are `store`'s.
+pub(crate) fn finish_from(store: &SlotStore, closed: &[Closed]) -> Result<Vec<ArrayRef>> {
+    let slots: Vec<u32> = closed.iter().map(|c| c.slot).collect();
+    store.states.iter().map(|s| s.finish(&slots)).collect()
 }
 
 /// Moves the states of `sessions` (slots of `engine`'s store) into fresh slots of `store`, renaming their
