@@ -66,12 +66,16 @@ def test_ordered_is_in_completing_order(spark):
     assert _rows(got.cast(want.schema)) == _rows(want)
 
 
-def test_streaming_dataframe_is_refused(spark):
+def test_streaming_dataframe_gives_a_stream_and_checks_parameters_first(spark):
+    """A streaming DataFrame runs count windows in Structured Streaming (the windows themselves:
+    tests/test_spark_streaming_count_windows.py); bad parameters raise before Spark runs."""
     from windgate import spark as wspark
 
     stream = spark.readStream.format("rate").load()
-    with pytest.raises(InvalidParameterError, match="^rows"):
-        wspark.window_aggregate(stream, time="timestamp", rows=3, aggs={"*": "count"}, lateness="10s")
+    kw = dict(time="timestamp", rows=3, aggs={"*": "count"}, lateness="10s")
+    assert wspark.window_aggregate(stream, **kw).isStreaming
+    with pytest.raises(InvalidParameterError, match="^rows_slide"):
+        wspark.window_aggregate(stream, **kw, rows_slide=0)
 
 
 def test_bad_parameters_before_spark_runs(spark):
