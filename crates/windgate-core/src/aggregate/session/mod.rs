@@ -31,10 +31,7 @@ pub use operator::{SESSION_OPERATOR, SessionAggregator, session_aggregate};
 
 use super::options::WindowAggregateOptions;
 use super::partial::{InputKind, OutputKind};
-use super::strategy::Strategy;
 use crate::error::{Error, Result};
-use crate::order::kslack::{Lateness, LatenessOpt};
-use crate::threads::MAX_THREADS;
 use crate::time::Span;
 
 /// A session closed by the watermark, before its aggregates are lowered.
@@ -87,42 +84,7 @@ pub(crate) fn validate(opts: &WindowAggregateOptions, gap: &Span) -> Result<()> 
              session windows (gap=) fire once, when the watermark passes their end",
         ));
     }
-    crate::order::admission::refuse_keep(opts.on_late, "session windows (gap=)")?;
-    if !matches!(opts.strategy, Strategy::Auto | Strategy::Reference) {
-        return Err(Error::param(
-            "strategy",
-            format!(
-                "session windows (gap=) run on their own engine: expected \"auto\" or \"reference\", got {:?}",
-                opts.strategy.name()
-            ),
-        ));
-    }
-    if let LatenessOpt::Bound(k) = &opts.lateness {
-        k.check("lateness")?;
-        if let Span::Units(k) = k {
-            Lateness::fixed(*k)?;
-        }
-    }
-    if opts.threads == Some(0) || opts.threads.is_some_and(|t| t > MAX_THREADS) {
-        return Err(Error::param(
-            "threads",
-            format!("expected a positive number of threads up to {MAX_THREADS}, or None"),
-        ));
-    }
-    if opts.order_by.as_deref() == Some("") {
-        return Err(Error::param("order_by", "expected a column name"));
-    }
-    if opts.sources == 0 || opts.sources > super::options::MAX_SOURCES {
-        return Err(Error::param(
-            "sources",
-            format!(
-                "expected 1 to {} sources, got {}",
-                super::options::MAX_SOURCES,
-                opts.sources
-            ),
-        ));
-    }
-    opts.window().validate_by()
+    super::front::validate_run(opts, "session windows (gap=)", false)
 }
 
 /// Whether a session ending at `end` is final under `watermark` (`i64::MAX`: the end of the stream).

@@ -17,26 +17,25 @@ use super::reference::SessionReference;
 use super::workers::{BatchRows, SessionWorkers, finish_from};
 use super::{Closed, positive_gap};
 use crate::aggregate::forget::forget_idle_keys;
-use crate::aggregate::function::{AggSpec, ValueClass};
+use crate::aggregate::front::Columns;
+use crate::aggregate::function::AggSpec;
 use crate::aggregate::functions::{function, value_class};
 use crate::aggregate::input::input_values;
-use crate::aggregate::operator::{
-    Stats, batch_name, check_order_by_type, order_by_values, used_columns,
-};
+use crate::aggregate::operator::{Stats, batch_name, order_by_values, used_columns};
 use crate::aggregate::options::WindowAggregateOptions;
 use crate::aggregate::slots::SlotStore;
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
 use crate::aggregate::strategy::Strategy;
 use crate::arrow_io::{
     as_i64, check_same_type, check_unambiguous, column, decode_dictionaries, int_column_as,
-    plain_schema, time_unit,
+    plain_schema,
 };
 use crate::error::{Error, ErrorKind, Lifecycle, Result};
 use crate::keys::KeyDict;
 use crate::order::admission::{Rules, admit};
 use crate::order::kslack::{KSlack, Lateness};
 use crate::threads::resolve_threads;
-use crate::time::{TimeFormat, TimeUnit};
+use crate::time::TimeFormat;
 
 enum Engine {
     Stream(SessionWorkers),
@@ -221,85 +220,31 @@ impl SessionAggregator {
             return Ok(());
         }
         let schema = &plain_schema(schema);
-        for name in used_columns(&self.opts, &self.specs) {
-            check_unambiguous(schema, &name, "data")?;
-        }
         let o = &self.opts;
-        let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-        let field = |name: &str, param: &str| {
-            schema
-                .field_with_name(name)
-                .map_err(|_| Error::column_not_found(param, name, &names))
-        };
-        let time_type = field(&o.time, "time")?.data_type().clone();
-        let unit = time_unit(&time_type, &o.time)?;
-        if let Some(c) = &o.order_by {
-            check_order_by_type(c, field(c, "order_by")?.data_type())?;
-        }
+        let cols = Columns::bind(o, &self.specs, schema)?;
         let gap = o.gap.as_ref().expect("checked by new");
-        let gap = positive_gap(gap.resolve(unit, &o.time, "gap")?)?;
-        let lateness = o.lateness_policy(unit, &o.time)?;
-        let mut key_types = vec![];
-        let mut out_fields = vec![];
-        for b in &o.by {
-            let f = field(b, "by")?;
-            key_types.push(f.data_type().clone());
-            out_fields.push(Field::new(b, f.data_type().clone(), true));
-        }
-        let window_type = if unit == TimeUnit::Plain {
-            DataType::Int64
-        } else {
-            time_type.clone()
-        };
-        out_fields.push(Field::new("window_start", window_type.clone(), false));
-        out_fields.push(Field::new("window_end", window_type, false));
-        let mut metas = vec![];
-        for spec in &self.specs {
-            let meta = match &spec.column {
-                None => AggMeta {
-                    spec: spec.clone(),
-                    input_type: DataType::Int64,
-                    class: ValueClass::Int,
-                },
-                Some(c) => {
-                    let dt = field(c, "aggs")?.data_type().clone();
-                    AggMeta {
-                        spec: spec.clone(),
-                        class: value_class(&dt, spec.func, c)?,
-                        input_type: dt,
-                    }
-                }
-            };
-            let nullable = function(spec.func).output_nullable();
-            out_fields.push(Field::new(&spec.output_name, meta.output_type(), nullable));
-            metas.push(Arc::new(meta));
-        }
-        for (i, f) in out_fields.iter().enumerate() {
-            if out_fields[..i].iter().any(|g| g.name() == f.name()) {
-                return Err(Error::param(
-                    "aggs",
-                    format!(
-                        "output column '{}' clashes with another output column (rename the input)",
-                        f.name()
-                    ),
-                ));
-            }
-        }
-        let store = SlotStore::new(&metas);
+        let gap = positive_gap(gap.resolve(cols.unit, &o.time, "gap")?)?;
+        let window_type = cols.window_type();
+        let out_fields = cols.output_fields(vec![
+            Field::new("window_start", window_type.clone(), false),
+            Field::new("window_end", window_type, false),
+        ])?;
+        let key_types = cols.by.iter().map(|f| f.data_type().clone()).collect();
+        let store = SlotStore::new(&cols.metas);
         let engine = if self.reference {
             Engine::Reference(SessionReference::new(gap, store))
         } else {
             Engine::Stream(SessionWorkers::new(gap, store, resolve_threads(o.threads)))
         };
         for s in &mut self.sources {
-            s.kslack = KSlack::new(lateness);
+            s.kslack = KSlack::new(cols.lateness);
         }
         self.bound = Some(Bound {
             schema: schema.clone(),
             gap,
-            format: TimeFormat::of(&time_type),
+            format: TimeFormat::of(&cols.time_type),
             keys: KeyDict::new(o.by.clone(), key_types)?,
-            metas,
+            metas: cols.metas,
             engine,
             output_schema: Arc::new(Schema::new(out_fields)),
         });
