@@ -17,23 +17,17 @@ use super::reference::SessionReference;
 use super::workers::{BatchRows, SessionWorkers, finish_from};
 use super::{Closed, positive_gap};
 use crate::aggregate::forget::forget_idle_keys;
-use crate::aggregate::front::Columns;
+use crate::aggregate::front::{self, Columns, Source};
 use crate::aggregate::function::AggSpec;
-use crate::aggregate::functions::{function, value_class};
-use crate::aggregate::input::input_values;
-use crate::aggregate::operator::{Stats, batch_name, order_by_values, used_columns};
+use crate::aggregate::operator::Stats;
 use crate::aggregate::options::WindowAggregateOptions;
 use crate::aggregate::slots::SlotStore;
-use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
+use crate::aggregate::state::{AggMeta, RowOrder};
 use crate::aggregate::strategy::Strategy;
-use crate::arrow_io::{
-    as_i64, check_same_type, check_unambiguous, column, decode_dictionaries, int_column_as,
-    plain_schema,
-};
+use crate::arrow_io::{column, decode_dictionaries, int_column_as, plain_schema};
 use crate::error::{Error, ErrorKind, Lifecycle, Result};
 use crate::keys::KeyDict;
-use crate::order::admission::{Rules, admit};
-use crate::order::kslack::{KSlack, Lateness};
+use crate::order::kslack::KSlack;
 use crate::threads::resolve_threads;
 use crate::time::TimeFormat;
 
@@ -98,12 +92,6 @@ struct Bound {
     output_schema: SchemaRef,
 }
 
-struct Source {
-    kslack: KSlack,
-    seq: u64,
-    closed: bool,
-}
-
 /// The streaming operator of session windows.
 ///
 /// ```
@@ -147,13 +135,7 @@ impl SessionAggregator {
         }
         let specs = opts.validate()?;
         let reference = opts.strategy == Strategy::Reference;
-        let sources = (0..opts.sources)
-            .map(|_| Source {
-                kslack: KSlack::new(Lateness::Exact),
-                seq: opts.row_offset,
-                closed: false,
-            })
-            .collect();
+        let sources = front::sources(&opts);
         let stats = Stats {
             threads: if reference {
                 1
@@ -280,45 +262,9 @@ impl SessionAggregator {
     fn ingest(&mut self, batch: &RecordBatch, source: usize) -> Result<()> {
         let o = &self.opts;
         let b = self.bound.as_mut().expect("bound");
-        let what = batch_name(source);
-        for name in used_columns(o, &self.specs) {
-            check_same_type(&b.schema, batch, &name, &what)?;
-            check_unambiguous(batch.schema_ref(), &name, "data")?;
-        }
-        let time_col = column(batch, &o.time, "time")?;
-        let ts = as_i64(time_col, &o.time)?;
-        let order_by = order_by_values(batch, o.order_by.as_deref(), &what, 0)?;
-        let mut inputs = vec![];
-        for spec in &self.specs {
-            inputs.push(match &spec.column {
-                None => InputValues::Star,
-                Some(c) => {
-                    let col = column(batch, c, "aggs")?;
-                    let dt = col.data_type();
-                    input_values(
-                        col,
-                        value_class(dt, spec.func, c)?,
-                        !function(spec.func).reads_values(),
-                        c,
-                    )?
-                }
-            });
-        }
-        let by_cols: Vec<ArrayRef> =
-            o.by.iter()
-                .map(|c| column(batch, c, "by").cloned())
-                .collect::<Result<_>>()?;
-        let mut kslack = self.sources[source].kslack.clone();
-        let rules = Rules {
-            time: &o.time,
-            null_time: o.null_time,
-            on_late: o.on_late,
-            source,
-            what: &what,
-            first_row: 0,
-            format: b.format,
-        };
-        let admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
+        let src = &self.sources[source];
+        let read = front::read(o, &self.specs, &b.schema, b.format, src, batch, source)?;
+        let admitted = &read.admitted;
         if let Some((_, hi)) = admitted.range
             && hi.checked_add(b.gap).is_none()
         {
@@ -330,22 +276,22 @@ impl SessionAggregator {
                 ),
             ));
         }
-        let keys = b.keys.ids(&by_cols, batch.num_rows())?;
+        let keys = b.keys.ids(&read.by_cols, batch.num_rows())?;
         // Commit.
-        let src = &mut self.sources[source];
-        src.kslack = kslack;
+        let seq0 = read.commit(&mut self.sources[source]);
+        let ts = &read.ts;
+        let inputs = &read.inputs;
         let order = RowOrder {
-            ts: &ts,
-            by: order_by.as_deref(),
+            ts,
+            by: read.order_by.as_deref(),
             source: source as u32,
-            seq0: src.seq,
+            seq0,
         };
-        src.seq += batch.num_rows() as u64;
         let rows = BatchRows {
-            ts: &ts,
+            ts,
             keys: &keys,
             keep: admitted.keep.as_deref(),
-            inputs: &inputs,
+            inputs,
             order,
         };
         let admitted_rows = batch.num_rows() - (admitted.late + admitted.null_time) as usize;
@@ -359,11 +305,7 @@ impl SessionAggregator {
 
     /// The watermark over open sources: `None` while some open source has none, `i64::MAX` once all closed.
     fn watermark(&self) -> Option<i64> {
-        let mut wm = i64::MAX;
-        for s in self.sources.iter().filter(|s| !s.closed) {
-            wm = wm.min(s.kslack.watermark()?);
-        }
-        Some(wm)
+        front::watermark(&self.sources)
     }
 
     fn emit_ready(&mut self) -> Result<RecordBatch> {

@@ -10,14 +10,13 @@
 
 use std::collections::BTreeMap;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
-use serde::{Deserialize, Serialize};
-
 use super::*;
+use crate::aggregate::front::{RunState, corrupt};
 use crate::aggregate::partial;
 use crate::aggregate::state::AggState;
 use crate::snapshot::{Reader, Writer};
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
 
 /// The operator's name in a snapshot's header.
 pub const OPERATOR: &str = "session_aggregate";
@@ -27,32 +26,6 @@ pub const STATE_VERSION: u32 = 1;
 
 /// The parameters a restore may change: they decide how the operator runs, never its rows.
 const RUNTIME: &[&str] = &["threads", "strategy", "farm"];
-
-#[derive(Serialize, Deserialize)]
-struct SourceState {
-    kslack: KSlack,
-    seq: u64,
-    closed: bool,
-}
-
-#[derive(Serialize, Deserialize)]
-struct State {
-    sources: Vec<SourceState>,
-    batches_in: u64,
-    rows_in: u64,
-    late_rows: u64,
-    null_time_rows: u64,
-    rows_out: u64,
-    windows_out: u64,
-    bound: bool,
-}
-
-fn corrupt(message: impl std::fmt::Display) -> Error {
-    Error::new(
-        ErrorKind::Snapshot,
-        format!("data: not a readable windgate snapshot: {message}"),
-    )
-}
 
 fn no_reference() -> Error {
     Error::param(
@@ -72,23 +45,7 @@ impl SessionAggregator {
         }
         let mut w = Writer::new(OPERATOR, STATE_VERSION, &self.opts)?;
         w.annotate_all(annotations);
-        let s = &self.stats;
-        let state = State {
-            sources: (self.sources.iter())
-                .map(|src| SourceState {
-                    kslack: src.kslack.clone(),
-                    seq: src.seq,
-                    closed: src.closed,
-                })
-                .collect(),
-            batches_in: s.batches_in,
-            rows_in: s.rows_in,
-            late_rows: s.late_rows,
-            null_time_rows: s.null_time_rows,
-            rows_out: s.rows_out,
-            windows_out: s.windows_out,
-            bound: self.bound.is_some(),
-        };
+        let state = RunState::of(&self.sources, &self.stats, self.bound.is_some());
         w.json("state", &state)?;
         if let Some(b) = &self.bound {
             w.batches("schema", &b.schema, &[])?;
@@ -109,8 +66,8 @@ impl SessionAggregator {
     pub fn restore(data: &[u8], opts: Option<WindowAggregateOptions>) -> Result<Self> {
         let r = Reader::open(data, OPERATOR, STATE_VERSION)?;
         let opts = r.params_or(opts, RUNTIME)?;
-        let state: State = r.json("state")?;
-        if state.sources.len() != opts.sources {
+        let state: RunState = r.json("state")?;
+        if state.sources() != opts.sources {
             return Err(corrupt("the state's sources do not match its parameters"));
         }
         let mut agg = Self::new(opts)?;
@@ -124,19 +81,7 @@ impl SessionAggregator {
                 agg.restore_sessions(batch)?;
             }
         }
-        for (src, s) in agg.sources.iter_mut().zip(state.sources) {
-            let policy = src.kslack.policy();
-            src.kslack = s.kslack.with_policy(policy);
-            src.seq = s.seq;
-            src.closed = s.closed;
-        }
-        let st = &mut agg.stats;
-        st.batches_in = state.batches_in;
-        st.rows_in = state.rows_in;
-        st.late_rows = state.late_rows;
-        st.null_time_rows = state.null_time_rows;
-        st.rows_out = state.rows_out;
-        st.windows_out = state.windows_out;
+        state.apply(&mut agg.sources, &mut agg.stats);
         Ok(agg)
     }
 
