@@ -259,15 +259,19 @@ fn window_rows(
     out: &mut Emission,
 ) {
     let dense = sliding.active().len() * 4 >= keys.sorted.len();
+    let first = scratch.alloc_many(sliding.active().len());
     if dense {
         // Most keys are present: walking the keys in order beats sorting the window's rows.
-        for &key in keys.sorted {
-            if sliding.is_active(key) {
-                rows.push((key, scratch.alloc()));
-            }
-        }
+        let active = keys.sorted.iter().filter(|&&key| sliding.is_active(key));
+        rows.extend(active.zip(first..).map(|(&key, slot)| (key, slot)));
     } else {
-        rows.extend(sliding.active().iter().map(|&key| (key, scratch.alloc())));
+        rows.extend(
+            sliding
+                .active()
+                .iter()
+                .zip(first..)
+                .map(|(&key, slot)| (key, slot)),
+        );
         rows.sort_unstable_by_key(|&(key, _)| keys.ranks[key as usize]);
     }
     sliding.combine_into(rows, scratch);

@@ -51,6 +51,16 @@ impl SlotStore {
         self.len - 1
     }
 
+    /// `n` new empty slots `first..first + n` (returns `first`), appended in one call per aggregate: a store
+    /// refilled at every emission (the scratch store of window states) takes a window's slots at once, where
+    /// [`Self::alloc`] costs a call per aggregate and slot. Released slots stay free for [`Self::alloc`].
+    pub fn alloc_many(&mut self, n: usize) -> u32 {
+        self.states.iter_mut().for_each(|s| s.extend_empty(n));
+        let first = self.len;
+        self.len += n as u32;
+        first
+    }
+
     pub fn release(&mut self, slot: u32) {
         self.free.push(slot);
     }

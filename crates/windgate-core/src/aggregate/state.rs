@@ -124,6 +124,11 @@ impl AggState {
         self.acc.reserve(n)
     }
 
+    /// Appends `n` empty slots.
+    pub fn extend_empty(&mut self, n: usize) {
+        self.acc.extend_empty(n)
+    }
+
     /// Appends an empty slot.
     pub fn push_empty(&mut self) {
         self.acc.push_empty()

@@ -93,6 +93,8 @@ impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
 
     fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {
         let (v, nulls) = T::input(input);
+        // Cut to the rows' length, so that the row loop reads `v[i]` without a bounds check.
+        let v = &v[..slots.len()];
         lift_rows(self, slots, nulls, &order, |i| v[i]);
     }
 

@@ -30,7 +30,6 @@ macro_rules! slot_vectors {
             $(self.$part.reserve(n);)+
         }
 
-        #[cfg(test)]
         fn extend_empty(&mut self, n: usize) {
             let len = self.n.len() + n;
             $(self.$part.resize(len, $empty);)+
@@ -117,7 +116,6 @@ pub(crate) trait Accumulator: Debug + Send + Sync + Any {
     /// Makes room for `n` more slots.
     fn reserve(&mut self, n: usize);
     /// Appends `n` empty slots.
-    #[cfg(test)]
     fn extend_empty(&mut self, n: usize);
     /// Appends one empty slot.
     fn push_empty(&mut self);
@@ -230,33 +228,6 @@ fn each_valid(slots: &[u32], nulls: Option<&NullBuffer>, mut f: impl FnMut(usize
             for (i, &s) in slots.iter().enumerate() {
                 if s != SKIP {
                     f(i, s as usize);
-                }
-            }
-        }
-    }
-}
-
-/// Calls `f(slot, value)` for every row with a slot and a non-null value: [`each_valid`] walking the values
-/// alongside the slots, with no index into them.
-#[inline]
-fn each_valid_value<T: Copy>(
-    slots: &[u32],
-    values: &[T],
-    nulls: Option<&NullBuffer>,
-    mut f: impl FnMut(usize, T),
-) {
-    match nulls {
-        Some(nulls) if nulls.null_count() > 0 => {
-            for (i, (&s, &x)) in slots.iter().zip(values).enumerate() {
-                if s != SKIP && nulls.is_valid(i) {
-                    f(s as usize, x);
-                }
-            }
-        }
-        _ => {
-            for (&s, &x) in slots.iter().zip(values) {
-                if s != SKIP {
-                    f(s as usize, x);
                 }
             }
         }

@@ -87,6 +87,8 @@ impl<T: Scalar, const LAST: bool> Accumulator for Picked<T, LAST> {
 
     fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {
         let (v, nulls) = T::input(input);
+        // Cut to the rows' length, so that the row loop reads `v[i]` without a bounds check.
+        let v = &v[..slots.len()];
         lift_rows(self, slots, nulls, &order, |i| v[i]);
     }
 

@@ -102,6 +102,7 @@ impl Accumulator for SumInt {
 
     fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {
         let (v, nulls) = i64::input(input);
+        let v = &v[..slots.len()];
         lift_rows(self, slots, nulls, &order, |i| v[i]);
     }
 
@@ -197,8 +198,7 @@ impl Accumulator for SumFloat {
     /// Through the batch lane (see [`super::lane`]): the same exact sums as lifting row by row.
     fn update(&mut self, slots: &[u32], input: &InputValues, _: RowOrder<'_>) {
         let (v, nulls) = f64::input(input);
-        let n = &mut self.n;
-        self.lane.add(&mut self.sum, slots, v, nulls, |s| n[s] += 1);
+        self.lane.add(&mut self.sum, &mut self.n, slots, v, nulls);
     }
 
     fn combine_pairs(&mut self, other: &dyn Accumulator, pairs: &[(u32, u32)]) {
@@ -277,30 +277,47 @@ mod tests {
     }
 
     proptest! {
-        /// The batch lane gives every slot the bits the exact sum's own add gives, row by row.
+        /// The batch lane gives every slot the bits the exact sum's own add gives, row by row, whether it flags
+        /// the slots it reached (a store of fewer slots than rows) or lists them (`spread` puts the four slots
+        /// used among up to 4000, more than any batch here has rows), with nulls or without.
         #[test]
         fn batch_lane_equals_exact_adds(
             rows in prop::collection::vec((value(), 0u32..5, any::<bool>()), 0..300),
+            spread in prop_oneof![Just(1u32), 1u32..1000],
+            with_nulls in any::<bool>(),
         ) {
+            let store = 4 * spread as usize;
             let values: Vec<f64> = rows.iter().map(|r| r.0).collect();
-            let slots: Vec<u32> = rows.iter().map(|r| if r.1 == 4 { SKIP } else { r.1 }).collect();
-            let nulls = arrow_buffer::NullBuffer::from(rows.iter().map(|r| r.2).collect::<Vec<_>>());
+            let slots: Vec<u32> =
+                rows.iter().map(|r| if r.1 == 4 { SKIP } else { r.1 * spread }).collect();
+            let nulls = with_nulls
+                .then(|| arrow_buffer::NullBuffer::from(rows.iter().map(|r| r.2).collect::<Vec<_>>()));
             let mut acc = SumFloat::default();
-            acc.extend_empty(4);
-            let input = InputValues::Float(ScalarBuffer::from(values.clone()), Some(nulls.clone()));
+            acc.extend_empty(store);
+            let input = InputValues::Float(ScalarBuffer::from(values.clone()), nulls.clone());
             let order = RowOrder { ts: &[], by: None, source: 0, seq0: 0 };
             acc.update(&slots, &input, order);
-            let mut want = vec![ExactSum::new(); 4];
-            let mut n = [0i64; 4];
+            let mut want = vec![ExactSum::new(); store];
+            let mut n = vec![0i64; store];
             for (i, (&s, &x)) in slots.iter().zip(&values).enumerate() {
-                if s != SKIP && nulls.is_valid(i) {
+                if s != SKIP && nulls.as_ref().is_none_or(|nl| nl.is_valid(i)) {
                     want[s as usize].add(x);
                     n[s as usize] += 1;
                 }
             }
-            for s in 0..4 {
+            for s in 0..store {
                 prop_assert_eq!(acc.sum[s].value().to_bits(), want[s].value().to_bits());
                 prop_assert_eq!(acc.n[s], n[s]);
+            }
+            // A second batch into the same sums: the lane was left empty.
+            acc.update(&slots, &input, order);
+            for (i, (&s, &x)) in slots.iter().zip(&values).enumerate() {
+                if s != SKIP && nulls.as_ref().is_none_or(|nl| nl.is_valid(i)) {
+                    want[s as usize].add(x);
+                }
+            }
+            for (got, want) in acc.sum.iter().zip(&want) {
+                prop_assert_eq!(got.value().to_bits(), want.value().to_bits());
             }
         }
     }
