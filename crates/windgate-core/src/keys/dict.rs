@@ -120,7 +120,14 @@ impl KeyDict {
             return Ok(vec![0; rows.len()]);
         }
         if self.single_int {
-            return self.ids_single_int_at(&columns[0], rows.iter().map(|&i| i as usize));
+            let column = &columns[0];
+            let mut ids = self.known_dense_ids(column, rows.iter().map(|&i| i as usize))?;
+            if ids.len() < rows.len() {
+                let rest = rows[ids.len()..].iter().map(|&i| i as usize);
+                let rest = self.ids_single_int_at(column, rest)?;
+                ids.extend(rest);
+            }
+            return Ok(ids);
         }
         let idx = arrow_array::UInt32Array::from(rows.to_vec());
         let taken = (columns.iter())
@@ -130,7 +137,33 @@ impl KeyDict {
     }
 
     fn ids_single_int(&mut self, column: &ArrayRef) -> Result<Vec<u32>> {
-        self.ids_single_int_at(column, 0..column.len())
+        let mut ids = self.known_dense_ids(column, 0..column.len())?;
+        if ids.len() < column.len() {
+            let rest = self.ids_single_int_at(column, ids.len()..column.len())?;
+            ids.extend(rest);
+        }
+        Ok(ids)
+    }
+
+    /// The ids of `rows` of a single integer column as long as each is a small non-negative value seen
+    /// before, the common case once a stream's keys are known: one array lookup a row and no other test. Stops
+    /// at the first row that is not (the caller numbers it and the rest the general way); empty when the
+    /// column has nulls.
+    fn known_dense_ids(
+        &self,
+        column: &ArrayRef,
+        rows: impl ExactSizeIterator<Item = usize>,
+    ) -> Result<Vec<u32>> {
+        if self.dense.is_empty() || column.logical_null_count() > 0 {
+            return Ok(Vec::new());
+        }
+        let values = as_i64(column, &self.names[0])?;
+        let mut ids = Vec::with_capacity(rows.len());
+        ids.extend(rows.map_while(|i| {
+            let id = *self.dense.get(values[i] as u64 as usize)?;
+            (id != NO_KEY).then_some(id)
+        }));
+        Ok(ids)
     }
 
     /// The ids of rows `rows` of a single integer column.
@@ -392,6 +425,41 @@ mod tests {
             back[0].as_ref(),
             &Int32Array::from(vec![None, Some(-3), Some(5)]) as &dyn Array
         );
+    }
+
+    proptest::proptest! {
+        /// Integer keys get their first appearance's number, on the array lookup of known small keys as on
+        /// the general path (new keys, negative and large values, nulls), for whole batches and for picked rows.
+        #[test]
+        fn single_int_ids_number_keys_by_first_appearance(
+            batches in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::option::weighted(0.95, proptest::prop_oneof![0i64..20, -5i64..0, proptest::strategy::Just(1i64 << 40)]),
+                    0..40,
+                ),
+                1..5,
+            ),
+            picked_every in 1usize..4,
+        ) {
+            let mut whole = KeyDict::new(vec!["k".into()], vec![DataType::Int64]).unwrap();
+            let mut picked = KeyDict::new(vec!["k".into()], vec![DataType::Int64]).unwrap();
+            let (mut seen, mut seen_picked) = (Vec::new(), Vec::new());
+            let number = |seen: &mut Vec<Option<i64>>, v: Option<i64>| {
+                seen.iter().position(|&s| s == v).unwrap_or_else(|| {
+                    seen.push(v);
+                    seen.len() - 1
+                }) as u32
+            };
+            for batch in &batches {
+                let col: ArrayRef = Arc::new(arrow_array::Int64Array::from(batch.clone()));
+                let want: Vec<u32> = batch.iter().map(|&v| number(&mut seen, v)).collect();
+                proptest::prop_assert_eq!(whole.ids(std::slice::from_ref(&col), batch.len()).unwrap(), want);
+                let rows: Vec<u32> = (0..batch.len() as u32).step_by(picked_every).collect();
+                let want: Vec<u32> =
+                    rows.iter().map(|&i| number(&mut seen_picked, batch[i as usize])).collect();
+                proptest::prop_assert_eq!(picked.ids_at(std::slice::from_ref(&col), &rows).unwrap(), want);
+            }
+        }
     }
 
     /// Keys learned by their bytes from another dictionary get the ids, order and columns they would have

@@ -77,9 +77,8 @@ impl<T: Scalar, const MAX: bool> Lift for Extreme<T, MAX> {
     fn lift(&mut self, slot: usize, x: T, _: usize, _: &RowOrder<'_>) {
         // An empty slot holds `worst`, which every value beats or equals: no test for "empty".
         let x = x.canonical();
-        if x.beats::<MAX>(self.v[slot]) {
-            self.v[slot] = x;
-        }
+        let current = self.v[slot];
+        self.v[slot] = std::hint::select_unpredictable(x.beats::<MAX>(current), x, current);
         self.n[slot] += 1;
     }
 }
@@ -100,24 +99,19 @@ impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
 
     fn combine_pairs(&mut self, other: &dyn Accumulator, pairs: &[(u32, u32)]) {
         let other = same::<Self>(other);
+        // An empty slot holds `worst`, which loses to (or equals) every value: no test for "empty" either side.
         for_pairs(pairs, |d, s| {
-            if other.n[s] > 0 {
-                if self.n[d] == 0 || other.v[s].beats::<MAX>(self.v[d]) {
-                    self.v[d] = other.v[s];
-                }
-                self.n[d] += other.n[s];
-            }
+            let (x, current) = (other.v[s], self.v[d]);
+            self.v[d] = std::hint::select_unpredictable(x.beats::<MAX>(current), x, current);
+            self.n[d] += other.n[s];
         })
     }
 
     fn combine_within(&mut self, pairs: &[(u32, u32)]) {
         for_pairs(pairs, |d, s| {
-            if self.n[s] > 0 {
-                if self.n[d] == 0 || self.v[s].beats::<MAX>(self.v[d]) {
-                    self.v[d] = self.v[s];
-                }
-                self.n[d] += self.n[s];
-            }
+            let (x, current) = (self.v[s], self.v[d]);
+            self.v[d] = std::hint::select_unpredictable(x.beats::<MAX>(current), x, current);
+            self.n[d] += self.n[s];
         })
     }
 

@@ -313,6 +313,13 @@ impl Scalar for i64 {
     }
 }
 
+/// An integer that orders as `f64::total_cmp` orders the doubles (the key `total_cmp` itself compares).
+#[inline(always)]
+fn total_order_key(x: f64) -> i64 {
+    let bits = x.to_bits() as i64;
+    bits ^ ((((bits >> 63) as u64) >> 1) as i64)
+}
+
 impl Scalar for f64 {
     #[inline]
     fn input(input: &InputValues) -> (&[Self], Option<&NullBuffer>) {
@@ -327,20 +334,14 @@ impl Scalar for f64 {
     fn canonical(self) -> Self {
         if self.is_nan() { f64::NAN } else { self }
     }
-    /// Under `total_cmp`; plain comparisons settle every pair but equal ones (`-0.0` against `0.0`) and NaN,
-    /// in one compare for most rows, so `total_cmp`'s bit twiddling runs only for those.
+    /// Under `total_cmp`, as one compare of integers: the bits of a double, with the magnitude bits flipped
+    /// for negative values, order as `total_cmp` orders the doubles. No branch: an extreme's lift replaces
+    /// its value under [`std::hint::select_unpredictable`], since with random values whether a row beats the
+    /// slot's value is a coin toss the branch predictor loses.
     #[inline]
     fn beats<const MAX: bool>(self, current: Self) -> bool {
-        let (better, worse) = if MAX {
-            (self > current, self < current)
-        } else {
-            (self < current, self > current)
-        };
-        if better || worse {
-            return better;
-        }
-        let ord = self.total_cmp(&current);
-        if MAX { ord.is_gt() } else { ord.is_lt() }
+        let (x, y) = (total_order_key(self), total_order_key(current));
+        if MAX { x > y } else { x < y }
     }
     fn worst<const MAX: bool>() -> Self {
         if MAX { f64::NEG_INFINITY } else { f64::NAN }
