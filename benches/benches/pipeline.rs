@@ -66,7 +66,7 @@ impl Stateful<u64> for Sink {
     }
     fn process(&mut self, x: u64, out: &mut Vec<u64>) -> windgate_core::Result<()> {
         self.0 = self.0.rotate_left(5) ^ x;
-        if x % 1024 == 0 {
+        if x.is_multiple_of(1024) {
             out.push(self.0);
         }
         Ok(())

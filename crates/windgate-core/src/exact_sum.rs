@@ -397,12 +397,13 @@ impl ExactSum {
             (self.acc, self.anchor, term, pos)
         };
         let d = (coarse_pos - fine_pos) as u32;
-        if d < 126 && coarse.unsigned_abs().leading_zeros() > d + 1 {
-            if let Some(sum) = (coarse << d).checked_add(fine) {
-                self.acc = sum;
-                self.anchor = fine_pos;
-                return;
-            }
+        if d < 126
+            && coarse.unsigned_abs().leading_zeros() > d + 1
+            && let Some(sum) = (coarse << d).checked_add(fine)
+        {
+            self.acc = sum;
+            self.anchor = fine_pos;
+            return;
         }
         self.big
             .get_or_insert_with(Default::default)

@@ -60,12 +60,12 @@ fn check_all_configs(c: &Case, seed: u64) -> Result<(), TestCaseError> {
     for (i, &threads) in THREADS.iter().enumerate() {
         let k = seed as usize + i;
         let sched = SCHEDULERS[k % SCHEDULERS.len()];
-        let win = if k % 2 == 0 {
+        let win = if k.is_multiple_of(2) {
             WindowSchedulerKind::WinFb
         } else {
             WindowSchedulerKind::WinRr
         };
-        let split = if (k / 2) % 2 == 0 {
+        let split = if (k / 2).is_multiple_of(2) {
             Some(1 + (seed % 3))
         } else {
             None
@@ -89,7 +89,7 @@ fn check_all_configs(c: &Case, seed: u64) -> Result<(), TestCaseError> {
             o.threads = Some(threads);
         });
         prop_assert_eq!(&rrcpa, &reference, "rrcpa threads={}", threads);
-        let line = if k % 2 == 0 {
+        let line = if k.is_multiple_of(2) {
             Strategy::Hsa
         } else {
             Strategy::Rra
@@ -100,7 +100,7 @@ fn check_all_configs(c: &Case, seed: u64) -> Result<(), TestCaseError> {
         });
         prop_assert_eq!(&got, &reference, "{:?} threads={}", line, threads);
         // Over the cases (random seeds) each ring approach meets every thread count.
-        let ring = if (k / 2) % 2 == 0 {
+        let ring = if (k / 2).is_multiple_of(2) {
             Strategy::Hoa
         } else {
             Strategy::Rrca

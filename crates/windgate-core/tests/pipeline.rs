@@ -116,7 +116,7 @@ fn build(specs: &[Spec]) -> Pipeline<u64> {
             }
             Spec::Filter { m } => {
                 p.stateless(Map::new("filter", move |x: u64, out: &mut Vec<u64>| {
-                    if x % m != 0 {
+                    if !x.is_multiple_of(m) {
                         out.push(x)
                     }
                 }))

@@ -161,10 +161,10 @@ fn sessions<'a>(clicks: impl Iterator<Item = &'a Click>) -> Vec<Session> {
     let mut done = Vec::new();
     for c in clicks {
         let u = c.user.unwrap();
-        if let Some(s) = open.get(&u) {
-            if c.ts - s.end > 3600 {
-                done.push(open.remove(&u).unwrap());
-            }
+        if let Some(s) = open.get(&u)
+            && c.ts - s.end > 3600
+        {
+            done.push(open.remove(&u).unwrap());
         }
         let s = open.entry(u).or_insert(Session {
             user: u,

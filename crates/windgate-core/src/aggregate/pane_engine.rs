@@ -114,7 +114,7 @@ impl PaneEngine {
             if j > last {
                 break;
             }
-            if (j as u64) % CHECK_EVERY == 0 {
+            if (j as u64).is_multiple_of(CHECK_EVERY) {
                 crate::interrupt::check()?;
             }
             let first = self.spec.first_pane(j);

@@ -43,16 +43,15 @@ impl Expr {
         if depth > MAX_EXPR_DEPTH {
             return Err(too_deep(param, "expression"));
         }
-        if let Value::List(items) = v {
-            if let [Value::Str(op), a, b] = items.as_slice() {
-                if let Some(op) = ArithOp::parse(op) {
-                    return Ok(Expr::Arith(
-                        op,
-                        Box::new(Expr::parse_at(a, param, depth + 1)?),
-                        Box::new(Expr::parse_at(b, param, depth + 1)?),
-                    ));
-                }
-            }
+        if let Value::List(items) = v
+            && let [Value::Str(op), a, b] = items.as_slice()
+            && let Some(op) = ArithOp::parse(op)
+        {
+            return Ok(Expr::Arith(
+                op,
+                Box::new(Expr::parse_at(a, param, depth + 1)?),
+                Box::new(Expr::parse_at(b, param, depth + 1)?),
+            ));
         }
         Self::parse_leaf(v, param)
     }

@@ -145,11 +145,12 @@ impl RowPredicate {
                 let mut todo: Vec<&Value> = args.iter().rev().collect();
                 let mut parts = Vec::new();
                 while let Some(a) = todo.pop() {
-                    if let Value::List(inner) = a {
-                        if inner.len() > 1 && matches!(&inner[0], Value::Str(o) if o == op) {
-                            todo.extend(inner[1..].iter().rev());
-                            continue;
-                        }
+                    if let Value::List(inner) = a
+                        && inner.len() > 1
+                        && matches!(&inner[0], Value::Str(o) if o == op)
+                    {
+                        todo.extend(inner[1..].iter().rev());
+                        continue;
                     }
                     parts.push(RowPredicate::parse_at(a, param, depth + 1)?);
                 }
@@ -373,10 +374,11 @@ fn bind_literal(
     if !ok {
         return Err(mismatch());
     }
-    if let Literal::Float(f) = lit {
-        if dt.is_integer() && (f.fract() != 0.0 || f.abs() >= 9.0e15) {
-            return Ok((Scalar::new(lit.array()), true));
-        }
+    if let Literal::Float(f) = lit
+        && dt.is_integer()
+        && (f.fract() != 0.0 || f.abs() >= 9.0e15)
+    {
+        return Ok((Scalar::new(lit.array()), true));
     }
     let cast = cast_with_options(
         &lit.array(),

@@ -523,7 +523,7 @@ impl BandJoiner {
                 while let Some(t) = self.merge.pop() {
                     r.process(t, |k, pair| pairs.push((k.trigger, pair)));
                     n += 1;
-                    if n % CHECK_EVERY == 0 {
+                    if n.is_multiple_of(CHECK_EVERY) {
                         interrupt::check()?;
                     }
                 }

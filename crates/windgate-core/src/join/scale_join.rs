@@ -157,7 +157,7 @@ impl ScaleJoin {
         let side = t.key.side;
         self.inputs[side.index()].add(t.key, t);
         self.inserted += 1;
-        if self.inserted % WAKE_EVERY == 0 {
+        if self.inserted.is_multiple_of(WAKE_EVERY) {
             self.wake_threads();
             self.drain(out);
             if ready.saturating_sub(self.slowest()) > MAX_LAG {

@@ -103,11 +103,11 @@ impl CountEngine {
                 self.panes += 1;
             }
         }
-        if key.count % g == 0 {
+        if key.count.is_multiple_of(g) {
             // A full pane: the panes before the last `size` rows are no window's any more.
             self.panes -= evict(key, size / g, &mut self.freed);
         }
-        if key.count % slide != 0 {
+        if !key.count.is_multiple_of(slide) {
             return;
         }
         let slot = self.store.alloc();

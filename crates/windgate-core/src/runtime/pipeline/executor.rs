@@ -232,7 +232,7 @@ fn drive<T: Send>(
             busy = true;
             *fed += 1;
             run.enqueue(0, Payload::Item(item));
-            if options.marker_every > 0 && *fed % options.marker_every == 0 {
+            if options.marker_every > 0 && (*fed).is_multiple_of(options.marker_every) {
                 run.enqueue(0, Payload::Marker(Marker::new()));
             }
         }

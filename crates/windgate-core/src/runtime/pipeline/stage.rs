@@ -402,10 +402,10 @@ impl<T: Send> Stage<T> {
             Work::Hybrid { op, queue } => {
                 let mut failed = None;
                 queue.consume(budget, |_, state, part| {
-                    if failed.is_none() {
-                        if let Err(e) = self.part(me, op.as_ref(), state, part, &mut done, down) {
-                            failed = Some(e);
-                        }
+                    if failed.is_none()
+                        && let Err(e) = self.part(me, op.as_ref(), state, part, &mut done, down)
+                    {
+                        failed = Some(e);
                     }
                 });
                 failed.map_or(Ok(()), Err)?;
@@ -418,10 +418,10 @@ impl<T: Send> Stage<T> {
                     })
                 };
                 queue.consume_admitted(slot, budget, window, |_, state, part| {
-                    if failed.is_none() {
-                        if let Err(e) = self.part(me, op.as_ref(), state, part, &mut done, down) {
-                            failed = Some(e);
-                        }
+                    if failed.is_none()
+                        && let Err(e) = self.part(me, op.as_ref(), state, part, &mut done, down)
+                    {
+                        failed = Some(e);
                     }
                 });
                 failed.map_or(Ok(()), Err)?;
