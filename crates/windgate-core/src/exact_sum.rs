@@ -372,12 +372,26 @@ impl ExactSum {
         if let Some(b) = &other.big {
             self.big.get_or_insert_with(Default::default).merge(b);
         }
-        if other.acc != 0 {
-            self.add_lane_wide(other.acc, other.anchor);
+        if other.acc == 0 {
+            return;
         }
+        // The common case, inline: lanes at one resolution (the values of a column share their top binade,
+        // so every pane's lane lands on the same anchor) or an empty lane here.
+        if self.acc == 0 {
+            (self.acc, self.anchor) = (other.acc, other.anchor);
+            return;
+        }
+        if self.anchor == other.anchor
+            && let Some(sum) = self.acc.checked_add(other.acc)
+        {
+            self.acc = sum;
+            return;
+        }
+        self.add_lane_wide(other.acc, other.anchor);
     }
 
     /// `add_lane` for a term of up to 127 bits (another lane).
+    #[inline(never)]
     fn add_lane_wide(&mut self, term: i128, pos: u16) {
         if self.acc == 0 {
             self.acc = term;

@@ -139,6 +139,11 @@ impl AggState {
         self.acc.reset(i)
     }
 
+    /// Empties the given slots for reuse, in one call.
+    pub fn reset_many(&mut self, slots: &[u32]) {
+        self.acc.reset_many(slots)
+    }
+
     /// Drops every slot, keeping the capacity (scratch stores are refilled at every emission).
     pub fn clear(&mut self) {
         self.acc.clear()

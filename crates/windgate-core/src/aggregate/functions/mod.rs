@@ -121,6 +121,10 @@ pub(crate) trait Accumulator: Debug + Send + Sync + Any {
     fn push_empty(&mut self);
     /// Empties slot `i` for reuse.
     fn reset(&mut self, i: usize);
+    /// Empties the given slots for reuse: one dynamic call for many slots (see `SlotStore`).
+    fn reset_many(&mut self, slots: &[u32]) {
+        slots.iter().for_each(|&s| self.reset(s as usize));
+    }
     /// Drops every slot, keeping the capacity.
     fn clear(&mut self);
     /// Lifts a batch's rows into their slots (`SKIP` rows are passed over); `input` is never a partial.
