@@ -159,10 +159,12 @@ impl KeyDict {
         }
         let values = as_i64(column, &self.names[0])?;
         let mut ids = Vec::with_capacity(rows.len());
-        ids.extend(rows.map_while(|i| {
-            let id = *self.dense.get(values[i] as u64 as usize)?;
-            (id != NO_KEY).then_some(id)
-        }));
+        for i in rows {
+            match self.dense.get(values[i] as u64 as usize) {
+                Some(&id) if id != NO_KEY => ids.push(id),
+                _ => break,
+            }
+        }
         Ok(ids)
     }
 

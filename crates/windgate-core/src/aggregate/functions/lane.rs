@@ -48,7 +48,9 @@ impl BatchLane {
         for start in (0..slots.len()).step_by(LANE_ROWS) {
             let end = slots.len().min(start + LANE_ROWS);
             let values = &v[start..end];
-            let anchor = (largest_biased_exponent(values) - 1 - LANE_SHIFT as i64).max(0) as u64;
+            let anchor =
+                (crate::prefetch::largest_finite_exponent(values) as i64 - 1 - LANE_SHIFT as i64)
+                    .max(0) as u64;
             let nulls = nulls.map(|b| b.slice(start, end - start));
             let slots = &slots[start..end];
             let scan = sums.len() <= slots.len();
@@ -145,28 +147,4 @@ impl Chunk<'_> {
         }
         *lane += (m as i128) << d;
     }
-}
-
-/// The largest biased exponent of the finite values (0 when there are none). The first pass over the column,
-/// so it asks for the memory ahead (see [`crate::prefetch`]); eight lanes of branch-free maxima per cache line
-/// (NaN and infinities count as 0), which the compiler turns into vector code.
-fn largest_biased_exponent(values: &[f64]) -> i64 {
-    let mut top = [0u64; 8];
-    let chunks = values.chunks_exact(8);
-    let rest = chunks.remainder();
-    for (j, c) in chunks.enumerate() {
-        crate::prefetch::prefetch(values, j * 8 + crate::prefetch::ahead::<f64>());
-        for k in 0..8 {
-            top[k] = top[k].max(finite_exponent(c[k]));
-        }
-    }
-    let rest = rest.iter().map(|&x| finite_exponent(x));
-    top.into_iter().chain(rest).max().unwrap_or(0) as i64
-}
-
-/// The biased exponent of `x`, 0 for NaN and infinities.
-#[inline(always)]
-fn finite_exponent(x: f64) -> u64 {
-    let biased = (x.to_bits() >> 52) & 0x7ff;
-    if biased == 0x7ff { 0 } else { biased }
 }
