@@ -63,11 +63,25 @@ pub(super) fn value_input(
     Ok((dt, class))
 }
 
-/// The extreme value per slot (meaningless where the count is 0) and counts.
+/// The extreme value per slot, as its order key ([`Scalar::order_key`]; meaningless where the count is 0),
+/// and counts.
 #[derive(Debug, Default)]
 pub(super) struct Extreme<T, const MAX: bool> {
-    v: Vec<T>,
+    v: Vec<i64>,
     n: Vec<i64>,
+    _values: std::marker::PhantomData<T>,
+}
+
+impl<T, const MAX: bool> Extreme<T, MAX> {
+    /// The key an empty slot holds: every value's key beats or equals it, so neither a lift nor a combine
+    /// tests for "empty".
+    const WORST: i64 = if MAX { i64::MIN } else { i64::MAX };
+
+    /// The better of two keys.
+    #[inline(always)]
+    fn pick(a: i64, b: i64) -> i64 {
+        if MAX { a.max(b) } else { a.min(b) }
+    }
 }
 
 impl<T: Scalar, const MAX: bool> Lift for Extreme<T, MAX> {
@@ -75,19 +89,16 @@ impl<T: Scalar, const MAX: bool> Lift for Extreme<T, MAX> {
 
     #[inline(always)]
     fn lift(&mut self, slot: usize, x: T, _: usize, _: &RowOrder<'_>) {
-        // An empty slot holds `worst`, which every value beats or equals: no test for "empty".
-        let x = x.canonical();
-        let current = self.v[slot];
-        self.v[slot] = std::hint::select_unpredictable(x.beats::<MAX>(current), x, current);
+        self.v[slot] = Self::pick(self.v[slot], x.canonical().order_key());
         self.n[slot] += 1;
     }
 }
 
 impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
-    slot_vectors!(v: T::worst::<MAX>(), n: 0);
+    slot_vectors!(v: Self::WORST, n: 0);
 
     fn reset(&mut self, i: usize) {
-        (self.v[i], self.n[i]) = (T::worst::<MAX>(), 0);
+        (self.v[i], self.n[i]) = (Self::WORST, 0);
     }
 
     fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {
@@ -99,47 +110,63 @@ impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
 
     fn combine_pairs(&mut self, other: &dyn Accumulator, pairs: &[(u32, u32)]) {
         let other = same::<Self>(other);
-        // An empty slot holds `worst`, which loses to (or equals) every value: no test for "empty" either side.
         for_pairs(pairs, |d, s| {
-            let (x, current) = (other.v[s], self.v[d]);
-            self.v[d] = std::hint::select_unpredictable(x.beats::<MAX>(current), x, current);
+            self.v[d] = Self::pick(self.v[d], other.v[s]);
             self.n[d] += other.n[s];
         })
     }
 
     fn combine_within(&mut self, pairs: &[(u32, u32)]) {
         for_pairs(pairs, |d, s| {
-            let (x, current) = (self.v[s], self.v[d]);
-            self.v[d] = std::hint::select_unpredictable(x.beats::<MAX>(current), x, current);
+            self.v[d] = Self::pick(self.v[d], self.v[s]);
             self.n[d] += self.n[s];
         })
     }
 
     fn finish(&self, meta: &AggMeta, slots: &[u32]) -> Result<ArrayRef> {
-        let vals = slots.iter().map(|&s| self.v[s as usize]).collect();
-        T::column(vals, valid(slots, &self.n, 1), &meta.output_type())
+        T::column(
+            self.values(slots),
+            valid(slots, &self.n, 1),
+            &meta.output_type(),
+        )
     }
 
     fn export(&self, meta: &AggMeta, slots: &[u32]) -> Result<Vec<ArrayRef>> {
-        let vals = slots.iter().map(|&s| self.v[s as usize]).collect();
         Ok(vec![
             int64_column(&self.n, slots),
-            T::column(vals, valid(slots, &self.n, 1), &meta.input_type)?,
+            T::column(
+                self.values(slots),
+                valid(slots, &self.n, 1),
+                &meta.input_type,
+            )?,
         ])
     }
 
     fn import(&mut self, n: Vec<i64>, cols: &StateColumns<'_>) -> Result<()> {
-        self.v = cols.values(&n)?;
-        for (v, &n) in self.v.iter_mut().zip(&n) {
-            if n == 0 {
-                *v = T::worst::<MAX>();
-            }
-        }
+        let values: Vec<T> = cols.values(&n)?;
+        self.v = (values.into_iter().zip(&n))
+            .map(|(v, &n)| {
+                if n == 0 {
+                    Self::WORST
+                } else {
+                    v.canonical().order_key()
+                }
+            })
+            .collect();
         self.n = n;
         Ok(())
     }
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+impl<T: Scalar, const MAX: bool> Extreme<T, MAX> {
+    /// The given slots' values.
+    fn values(&self, slots: &[u32]) -> Vec<T> {
+        (slots.iter())
+            .map(|&s| T::from_order_key(self.v[s as usize]))
+            .collect()
     }
 }

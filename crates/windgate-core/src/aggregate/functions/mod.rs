@@ -269,6 +269,10 @@ fn same<T: 'static>(other: &dyn Accumulator) -> &T {
 
 /// The validity of the given slots' outputs: valid where the state holds at least `min` values.
 fn valid(slots: &[u32], n: &[i64], min: i64) -> Option<NullBuffer> {
+    // Most windows hold values for every aggregate: a plain scan settles that without building a bitmap.
+    if slots.iter().all(|&s| n[s as usize] >= min) {
+        return None;
+    }
     crate::arrow_io::null_buffer_from(slots.iter().map(|&s| n[s as usize] >= min))
 }
 
@@ -278,11 +282,13 @@ pub(crate) trait Scalar: Copy + Default + Debug + Send + Sync + 'static {
     fn input(input: &InputValues) -> (&[Self], Option<&NullBuffer>);
     /// The value a state keeps for `self` (every NaN as the one positive NaN).
     fn canonical(self) -> Self;
-    /// Whether `self` replaces `current` as the maximum (`MAX`) or the minimum.
-    fn beats<const MAX: bool>(self, current: Self) -> bool;
-    /// The value no canonical value loses to: an empty extreme state holds it, so a lift needs no test for
-    /// "empty" (`-inf` for a float maximum, the one NaN for a float minimum, as `total_cmp` orders them).
-    fn worst<const MAX: bool>() -> Self;
+    /// The value as an integer that orders as `min` and `max` order values (`<` for integers, `total_cmp` for
+    /// canonical floats): extremes keep these keys, so that their lifts and combines are an integer `min` or
+    /// `max`, compiled without a branch (with random values, whether a row beats the slot's value is a coin
+    /// toss a branch predictor loses).
+    fn order_key(self) -> i64;
+    /// The value whose [`Self::order_key`] is `key`.
+    fn from_order_key(key: i64) -> Self;
     /// An output (or partial-state) column of type `target` from the values.
     fn column(values: Vec<Self>, nulls: Option<NullBuffer>, target: &DataType) -> Result<ArrayRef>;
     /// The values of a partial-state column.
@@ -301,12 +307,13 @@ impl Scalar for i64 {
     fn canonical(self) -> Self {
         self
     }
-    #[inline]
-    fn beats<const MAX: bool>(self, current: Self) -> bool {
-        (MAX && self > current) || (!MAX && self < current)
+    #[inline(always)]
+    fn order_key(self) -> i64 {
+        self
     }
-    fn worst<const MAX: bool>() -> Self {
-        if MAX { i64::MIN } else { i64::MAX }
+    #[inline(always)]
+    fn from_order_key(key: i64) -> Self {
+        key
     }
     fn column(values: Vec<Self>, nulls: Option<NullBuffer>, target: &DataType) -> Result<ArrayRef> {
         let array = arrow_array::Int64Array::new(values.into(), nulls);
@@ -317,10 +324,10 @@ impl Scalar for i64 {
     }
 }
 
-/// An integer that orders as `f64::total_cmp` orders the doubles (the key `total_cmp` itself compares).
+/// Flips the magnitude bits of a negative value: turns a double's bits into a key that orders as
+/// `f64::total_cmp` does, and back (the map is its own inverse, since it keeps the sign bit).
 #[inline(always)]
-fn total_order_key(x: f64) -> i64 {
-    let bits = x.to_bits() as i64;
+fn flip_negative(bits: i64) -> i64 {
     bits ^ ((((bits >> 63) as u64) >> 1) as i64)
 }
 
@@ -338,17 +345,14 @@ impl Scalar for f64 {
     fn canonical(self) -> Self {
         if self.is_nan() { f64::NAN } else { self }
     }
-    /// Under `total_cmp`, as one compare of integers: the bits of a double, with the magnitude bits flipped
-    /// for negative values, order as `total_cmp` orders the doubles. No branch: an extreme's lift replaces
-    /// its value under [`std::hint::select_unpredictable`], since with random values whether a row beats the
-    /// slot's value is a coin toss the branch predictor loses.
-    #[inline]
-    fn beats<const MAX: bool>(self, current: Self) -> bool {
-        let (x, y) = (total_order_key(self), total_order_key(current));
-        if MAX { x > y } else { x < y }
+    /// The key `total_cmp` compares: the bits, with the magnitude bits flipped for negative values.
+    #[inline(always)]
+    fn order_key(self) -> i64 {
+        flip_negative(self.to_bits() as i64)
     }
-    fn worst<const MAX: bool>() -> Self {
-        if MAX { f64::NEG_INFINITY } else { f64::NAN }
+    #[inline(always)]
+    fn from_order_key(key: i64) -> Self {
+        f64::from_bits(flip_negative(key) as u64)
     }
     fn column(values: Vec<Self>, nulls: Option<NullBuffer>, target: &DataType) -> Result<ArrayRef> {
         let array: ArrayRef =
