@@ -360,7 +360,7 @@ impl ExactSum {
     pub(crate) fn add_scaled(&mut self, term: i128, pos: u16) {
         self.not_only_neg_zero = true;
         if term != 0 {
-            self.add_lane_wide(term, pos);
+            self.add_term(term, pos);
         }
     }
 
@@ -372,38 +372,33 @@ impl ExactSum {
         if let Some(b) = &other.big {
             self.big.get_or_insert_with(Default::default).merge(b);
         }
-        if other.acc == 0 {
-            return;
+        if other.acc != 0 {
+            self.add_term(other.acc, other.anchor);
         }
-        // The common case, inline: lanes at one resolution (the values of a column share their top binade,
-        // so every pane's lane lands on the same anchor) or an empty lane here.
-        if self.acc == 0 {
-            (self.acc, self.anchor) = (other.acc, other.anchor);
-            return;
-        }
-        if self.anchor == other.anchor
-            && let Some(sum) = self.acc.checked_add(other.acc)
-        {
-            self.acc = sum;
-            return;
-        }
-        self.add_lane_wide(other.acc, other.anchor);
     }
 
-    /// `add_lane` for a term of up to 127 bits (another lane).
-    #[inline(never)]
-    fn add_lane_wide(&mut self, term: i128, pos: u16) {
+    /// Adds `term * 2^(pos - 1074)` (`term != 0`, up to 127 bits): the common case inline, a lane at the
+    /// same resolution (the values of a column share their top binade, so every pane's and every batch
+    /// chunk's lane lands on the same anchor) or an empty lane here; the rest out of line.
+    #[inline]
+    fn add_term(&mut self, term: i128, pos: u16) {
         if self.acc == 0 {
-            self.acc = term;
-            self.anchor = pos;
+            (self.acc, self.anchor) = (term, pos);
             return;
         }
-        if pos == self.anchor
+        if self.anchor == pos
             && let Some(sum) = self.acc.checked_add(term)
         {
             self.acc = sum;
             return;
         }
+        self.add_lane_wide(term, pos);
+    }
+
+    /// `add_lane` for a term of up to 127 bits (another lane), in the cases [`Self::add_term`] leaves: lanes
+    /// at different resolutions, or a sum that overflows.
+    #[inline(never)]
+    fn add_lane_wide(&mut self, term: i128, pos: u16) {
         // Different resolutions: align on the finer one if nothing falls off the top, else use the slow tier.
         let (fine, fine_pos, coarse, coarse_pos) = if pos < self.anchor {
             (term, pos, self.acc, self.anchor)

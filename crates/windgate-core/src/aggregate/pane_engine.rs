@@ -91,9 +91,20 @@ impl PaneEngine {
                 .iter()
                 .take_while(|&&t| t >= start && t < end)
                 .count();
-            for j in i..i + run {
-                if kept(j) {
-                    slots[j] = pane.slot(keys[j], store);
+            let (out, run_keys) = (&mut slots[i..i + run], &keys[i..i + run]);
+            match keep {
+                None => {
+                    for (slot, &key) in out.iter_mut().zip(run_keys) {
+                        *slot = pane.slot(key, store);
+                    }
+                }
+                Some(keep) => {
+                    let rows = out.iter_mut().zip(run_keys).zip(&keep[i..i + run]);
+                    for ((slot, &key), &kept) in rows {
+                        if kept {
+                            *slot = pane.slot(key, store);
+                        }
+                    }
                 }
             }
             i += run;

@@ -91,7 +91,7 @@ impl ExactSum {
             }
             if x != 0 {
                 // The fast lane when the term fits it (the usual single lane term), else the slow tier.
-                sum.add_lane_wide(x, pos);
+                sum.add_term(x, pos);
             }
         }
         Ok(sum)
