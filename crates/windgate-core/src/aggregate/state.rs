@@ -129,16 +129,6 @@ impl AggState {
         self.acc.extend_empty(n)
     }
 
-    /// Appends an empty slot.
-    pub fn push_empty(&mut self) {
-        self.acc.push_empty()
-    }
-
-    /// Empties slot `i` for reuse.
-    pub fn reset(&mut self, i: usize) {
-        self.acc.reset(i)
-    }
-
     /// Empties the given slots for reuse, in one call.
     pub fn reset_many(&mut self, slots: &[u32]) {
         self.acc.reset_many(slots)

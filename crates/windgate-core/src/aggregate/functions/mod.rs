@@ -22,7 +22,7 @@
 //! aggregate of a query in one loop over the rows (the test `lifts_fuse_into_one_pass` does so).
 
 /// The slot bookkeeping of an accumulator whose state is one vector per part, all as long as the count `n`:
-/// `reserve`, `extend_empty`, `push_empty` and `clear`, from each part and its empty value. Written once here,
+/// `reserve`, `extend_empty` and `clear`, from each part and its empty value. Written once here,
 /// inside each `impl Accumulator`; `reset` stays with each accumulator (most reset the count only).
 macro_rules! slot_vectors {
     ($($part:ident: $empty:expr),+ $(,)?) => {
@@ -33,10 +33,6 @@ macro_rules! slot_vectors {
         fn extend_empty(&mut self, n: usize) {
             let len = self.n.len() + n;
             $(self.$part.resize(len, $empty);)+
-        }
-
-        fn push_empty(&mut self) {
-            $(self.$part.push($empty);)+
         }
 
         fn clear(&mut self) {
@@ -117,8 +113,6 @@ pub(crate) trait Accumulator: Debug + Send + Sync + Any {
     fn reserve(&mut self, n: usize);
     /// Appends `n` empty slots.
     fn extend_empty(&mut self, n: usize);
-    /// Appends one empty slot.
-    fn push_empty(&mut self);
     /// Empties slot `i` for reuse.
     fn reset(&mut self, i: usize);
     /// Empties the given slots for reuse: one dynamic call for many slots (see `SlotStore`).
