@@ -93,40 +93,49 @@ unsafe fn largest_finite_exponent_avx2(values: &[f64]) -> u64 {
 
 #[inline(always)]
 fn largest_finite_exponent_blocks(values: &[f64]) -> u64 {
-    const BLOCK: usize = 256;
     let mut top = 0;
-    for (j, block) in values.chunks(BLOCK).enumerate() {
-        for line in (0..BLOCK).step_by(64 / std::mem::size_of::<f64>()) {
-            prefetch(values, j * BLOCK + line + ahead::<f64>());
-        }
+    each_block_prefetched(values, |block| {
+        // A local maximum per block: the compiler vectorises a reduction into a local, not into `top`.
+        let mut block_top = 0;
         for &x in block {
             let biased = (x.to_bits() >> 52) & 0x7ff;
-            top = top.max(if biased == 0x7ff { 0 } else { biased });
+            block_top = block_top.max(if biased == 0x7ff { 0 } else { biased });
         }
-    }
+        top = top.max(block_top);
+    });
     top
 }
 
-/// The portable body of [`min_max`], inlined into each compilation of it: blocks of a few cache lines, each
-/// asked for ahead and then reduced by a plain loop, which the compiler vectorises (a prefetch inside the
-/// reduction loop would keep it scalar).
+/// The portable body of [`min_max`], inlined into each compilation of it.
 #[inline(always)]
 fn min_max_lanes(ts: &[i64]) -> Option<(i64, i64)> {
-    const BLOCK: usize = 256;
     if ts.is_empty() {
         return None;
     }
     let (mut lo, mut hi) = (i64::MAX, i64::MIN);
-    for (j, block) in ts.chunks(BLOCK).enumerate() {
-        for line in (0..BLOCK).step_by(64 / std::mem::size_of::<i64>()) {
-            prefetch(ts, j * BLOCK + line + ahead::<i64>());
-        }
+    each_block_prefetched(ts, |block| {
+        let (mut block_lo, mut block_hi) = (i64::MAX, i64::MIN);
         for &t in block {
-            lo = lo.min(t);
-            hi = hi.max(t);
+            block_lo = block_lo.min(t);
+            block_hi = block_hi.max(t);
         }
-    }
+        (lo, hi) = (lo.min(block_lo), hi.max(block_hi));
+    });
     Some((lo, hi))
+}
+
+/// Calls `reduce` on blocks of a few cache lines of `values`, asking for each block's lines ahead first: the
+/// shape of a first pass the compiler vectorises (a prefetch inside the reduction loop would keep it scalar).
+#[inline(always)]
+fn each_block_prefetched<T>(values: &[T], mut reduce: impl FnMut(&[T])) {
+    const BLOCK: usize = 256;
+    let line = (64 / std::mem::size_of::<T>().max(1)).max(1);
+    for (j, block) in values.chunks(BLOCK).enumerate() {
+        for at in (0..BLOCK).step_by(line) {
+            prefetch(values, j * BLOCK + at + ahead::<T>());
+        }
+        reduce(block);
+    }
 }
 
 #[cfg(test)]

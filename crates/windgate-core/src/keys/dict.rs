@@ -120,14 +120,7 @@ impl KeyDict {
             return Ok(vec![0; rows.len()]);
         }
         if self.single_int {
-            let column = &columns[0];
-            let mut ids = self.known_dense_ids(column, rows.iter().map(|&i| i as usize))?;
-            if ids.len() < rows.len() {
-                let rest = rows[ids.len()..].iter().map(|&i| i as usize);
-                let rest = self.ids_single_int_at(column, rest)?;
-                ids.extend(rest);
-            }
-            return Ok(ids);
+            return self.ids_single_int_rows(&columns[0], rows.iter().map(|&i| i as usize));
         }
         let idx = arrow_array::UInt32Array::from(rows.to_vec());
         let taken = (columns.iter())
@@ -137,9 +130,19 @@ impl KeyDict {
     }
 
     fn ids_single_int(&mut self, column: &ArrayRef) -> Result<Vec<u32>> {
-        let mut ids = self.known_dense_ids(column, 0..column.len())?;
-        if ids.len() < column.len() {
-            let rest = self.ids_single_int_at(column, ids.len()..column.len())?;
+        self.ids_single_int_rows(column, 0..column.len())
+    }
+
+    /// The ids of rows `rows` of a single integer column: the known small keys' array lookup as far as it
+    /// goes ([`Self::known_dense_ids`]), the general way from the first row it cannot number.
+    fn ids_single_int_rows(
+        &mut self,
+        column: &ArrayRef,
+        rows: impl ExactSizeIterator<Item = usize> + Clone,
+    ) -> Result<Vec<u32>> {
+        let mut ids = self.known_dense_ids(column, rows.clone())?;
+        if ids.len() < rows.len() {
+            let rest = self.ids_single_int_at(column, rows.skip(ids.len()))?;
             ids.extend(rest);
         }
         Ok(ids)
