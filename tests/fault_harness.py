@@ -376,7 +376,13 @@ def _agg_value(func: str, members: list[tuple[tuple, Any]], is_float: bool, f32:
         # var is within an ulp of the exact value (README), std an ulp more for the square root.
         if func == "var":
             return v, 1
-        return (math.sqrt(v) if math.isfinite(v) else v), 3
+        if not math.isfinite(v) or f32 or v == 0:
+            return (math.sqrt(v) if math.isfinite(v) else v), 3
+        # std is the root of var, which is within an ulp: below the smallest normal double that ulp is
+        # large next to var, and the root carries it (README).
+        root = math.sqrt(v)
+        spread = max(root - math.sqrt(math.nextafter(v, 0)), math.sqrt(math.nextafter(v, math.inf)) - root)
+        return root, 3 + math.ceil(spread / math.ulp(root))
     raise ValueError(func)
 
 
@@ -451,6 +457,10 @@ def brute_aggregate(
         raise NoOracle("too many rows for the brute force")
     groups: dict[tuple, list] = {}
     for t, si, i, rec in rows:
+        # The engine's domain (WindowSpec::check_range): the slide-grid point at or below t, less one window,
+        # stays inside int64, so that its unchecked pane arithmetic cannot overflow.
+        if ((t - offset % slide) // slide) * slide - size + offset % slide < INT64_MIN:
+            raise ExpectError(f"time {t} is within a window of the int64 minimum")
         for start in windows_of(t, size, slide, offset):
             if start < INT64_MIN or start + size > INT64_MAX:
                 raise ExpectError(f"window [{start}, {start + size}) leaves the int64 range")

@@ -171,6 +171,10 @@ impl WindowSpec {
     pub fn pane(&self) -> i64 {
         self.pane
     }
+    /// The most windows a row is in, `ceil(size / slide)`.
+    pub fn windows_per_row(&self) -> i64 {
+        self.size / self.slide + i64::from(self.size % self.slide != 0)
+    }
     pub fn panes_per_window(&self) -> i64 {
         self.panes_per_window
     }

@@ -113,6 +113,28 @@ struct Bound {
     calendar: Option<Calendar>,
 }
 
+/// The papers' baselines keep a state per open window (and the multiway designs one per window and key), so
+/// a row in a million windows (the most [`WindowSpec`] allows) would take gigabytes; they are refused past
+/// this many windows per row. The pane engine and the farm keep states per pane and are not limited.
+const BASELINE_MAX_WINDOWS_PER_ROW: i64 = 1 << 12;
+
+fn check_baseline_windows(strategy: Strategy, spec: &WindowSpec) -> Result<()> {
+    let per_row = spec.windows_per_row();
+    if strategy.about().caps.role == crate::registry::Role::Baseline
+        && per_row > BASELINE_MAX_WINDOWS_PER_ROW
+    {
+        return Err(Error::param(
+            "size",
+            format!(
+                "strategy '{}' keeps a state per open window: at most {BASELINE_MAX_WINDOWS_PER_ROW} windows \
+                 per row (size / slide), got {per_row}; strategy='auto' or 'pane' has no such limit",
+                strategy.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl Bound {
     /// The coordinate below which no row still to come falls, once every source is at `watermark`: the
     /// watermark itself, or on wall time the least wall time still to come.
@@ -294,6 +316,7 @@ impl WindowAggregator {
         let months = (size_months, o.slide.as_ref().map_or(size_months, is_months));
         let (spec, calendar) =
             calendar::bind(o.tz.as_deref(), &time_type, &o.time, resolved.spec, months)?;
+        check_baseline_windows(self.strategy, &spec)?;
         for s in &mut self.sources {
             s.kslack = KSlack::new(resolved.lateness);
         }

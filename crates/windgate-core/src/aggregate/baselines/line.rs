@@ -78,11 +78,6 @@ pub(super) fn hash_owner(window: i64, key: u32, pus: usize) -> usize {
     ((h >> 32) % pus as u64) as usize
 }
 
-/// The most windows a row is in: `ceil(WS / WA)`.
-pub(super) fn windows_per_row(spec: &WindowSpec) -> usize {
-    ((spec.size() + spec.slide() - 1) / spec.slide()) as usize
-}
-
 /// Windows collected on the way to PU 0, by id.
 pub(super) struct ResultSet {
     pub limit: i64,
@@ -337,7 +332,7 @@ impl PuWindows {
         rows: &Admitted,
         range: Range<usize>,
     ) -> u64 {
-        let per_row = windows_per_row(spec);
+        let per_row = spec.windows_per_row() as usize;
         match owner {
             Owner::Hash => self.lift(spec, rows, range, per_row, |i, d, a, b| {
                 let k = a + d as i64;

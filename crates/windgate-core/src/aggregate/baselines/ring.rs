@@ -49,7 +49,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, never, select, unbounded};
 
-use super::line::{Owner, PuWindows, ResultSet, hash_owner, windows_per_row};
+use super::line::{Owner, PuWindows, ResultSet, hash_owner};
 use crate::aggregate::parallel::{
     Admitted, AggWindow, EngineArgs, FinishedWindow, ParallelEngine, finish_all,
 };
@@ -185,7 +185,7 @@ impl RingEngine {
             counters.push(c);
         }
         let rows_per_message = match kind {
-            RingKind::Hoa => (ROUTE_BUDGET / windows_per_row(&spec)).max(1),
+            RingKind::Hoa => (ROUTE_BUDGET / spec.windows_per_row() as usize).max(1),
             RingKind::Rrca => usize::MAX,
         };
         Ok(Self {

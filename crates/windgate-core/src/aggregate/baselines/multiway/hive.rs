@@ -47,15 +47,23 @@ pub(super) fn update_rows(
     slots: &mut Vec<u32>,
 ) {
     let keep = chunk.keep.as_deref();
+    // Rows the operator did not admit (a dropped null time, a late row) have no usable time: they neither
+    // start nor end a run, nor move the updater's progress (a late row's time is below it).
+    let kept = |i: usize| keep.is_none_or(|k| k[i]);
     let mut start = lo;
     while start < hi {
+        if !kept(start) {
+            start += 1;
+            continue;
+        }
         let pane = spec.pane_of(chunk.ts[start]);
         let end = (start + 1..hi)
-            .find(|&i| spec.pane_of(chunk.ts[i]) != pane)
+            .find(|&i| kept(i) && spec.pane_of(chunk.ts[i]) != pane)
             .unwrap_or(hi);
+        let last = chunk.ts[(start..end).rev().find(|&i| kept(i)).unwrap_or(start)];
         let n = end - start;
-        if !(start..end).any(|i| keep.is_none_or(|k| k[i]) && take(i)) {
-            updater.advance(chunk.ts[end - 1]);
+        if !(start..end).any(|i| kept(i) && take(i)) {
+            updater.advance(last);
             start = end;
             continue;
         }
@@ -72,7 +80,7 @@ pub(super) fn update_rows(
                 .get_or_insert_with(|| (KeySlots::default(), SlotStore::new(metas)));
             slots.clear();
             slots.extend((start..end).map(|i| {
-                if keep.is_none_or(|k| k[i]) && take(i) {
+                if kept(i) && take(i) {
                     keys.slot(chunk.keys[i], store)
                 } else {
                     SKIP
@@ -81,7 +89,7 @@ pub(super) fn update_rows(
             store.update(slots, &inputs, order);
         });
         // Progress as a row-by-row update would leave it: at the run's last time.
-        updater.advance(chunk.ts[end - 1]);
+        updater.advance(last);
         start = end;
     }
 }

@@ -262,7 +262,7 @@ impl Winsets {
 
     /// Updates every window of rows `lo..hi` of `chunk`, one kernel pass per window offset.
     fn apply(&mut self, (chunk, lo, hi): (Arc<Admitted>, usize, usize)) {
-        let per_row = (self.spec.size() + self.spec.slide() - 1) / self.spec.slide();
+        let per_row = self.spec.windows_per_row();
         let inputs: Vec<_> = chunk.inputs.iter().map(|v| v.slice(lo, hi - lo)).collect();
         let order = RowOrder {
             ts: &chunk.ts[lo..hi],
