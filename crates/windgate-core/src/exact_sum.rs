@@ -484,14 +484,12 @@ impl ExactSum {
         twice.merge(&rest);
         twice.add(-r.signum() * edge);
         let beyond = twice.value() * r.signum();
-        Some(if beyond > 0.0 {
+        // Past half an ulp: the neighbour; short of it: q; a tie: the even one of the two.
+        let tie = beyond == 0.0;
+        Some(if beyond > 0.0 || (tie && q.to_bits() & 1 == 1) {
             toward
-        } else if beyond < 0.0 {
-            q
-        } else if q.to_bits() & 1 == 0 {
-            q
         } else {
-            toward
+            q
         })
     }
 

@@ -106,6 +106,42 @@ fn largest_finite_exponent_blocks(values: &[f64]) -> u64 {
     top
 }
 
+/// Whether `ts` never decreases: a block reduction (no early exit, so it vectorises), dispatched to AVX2 as
+/// [`min_max`] is. The batch function asks it of every row before cutting input into time ranges.
+pub(crate) fn non_decreasing(ts: &[i64]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: as in `min_max`: the CPU supports AVX2, the one feature `non_decreasing_avx2` is
+            // compiled for.
+            return unsafe { non_decreasing_avx2(ts) };
+        }
+    }
+    non_decreasing_blocks(ts)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn non_decreasing_avx2(ts: &[i64]) -> bool {
+    non_decreasing_blocks(ts)
+}
+
+#[inline(always)]
+fn non_decreasing_blocks(ts: &[i64]) -> bool {
+    let mut ok = true;
+    let mut prev = ts.first().copied().unwrap_or(i64::MIN);
+    each_block_prefetched(ts, |block| {
+        // A local flag per block, and the step into the block from the one before.
+        let mut block_ok = prev <= block[0];
+        for w in block.windows(2) {
+            block_ok &= w[0] <= w[1];
+        }
+        ok &= block_ok;
+        prev = block[block.len() - 1];
+    });
+    ok
+}
+
 /// The portable body of [`min_max`], inlined into each compilation of it.
 #[inline(always)]
 fn min_max_lanes(ts: &[i64]) -> Option<(i64, i64)> {
@@ -140,6 +176,21 @@ fn each_block_prefetched<T>(values: &[T], mut reduce: impl FnMut(&[T])) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn non_decreasing_of_any_length() {
+        for n in [0usize, 1, 2, 255, 256, 257, 1000] {
+            let ts: Vec<i64> = (0..n as i64).map(|i| i / 3).collect();
+            assert!(super::non_decreasing(&ts));
+            for at in [1, n / 2, 255, 256, n.saturating_sub(1)] {
+                if at >= 1 && at < n {
+                    let mut bad = ts.clone();
+                    bad[at] = bad[at - 1] - 1;
+                    assert!(!super::non_decreasing(&bad), "n {n} at {at}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn min_max_of_any_length() {
         let extremes = [i64::MIN, 3, i64::MAX, -1, 0, i64::MIN + 1, 7, 7, 2];

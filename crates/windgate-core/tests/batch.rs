@@ -10,7 +10,7 @@ use arrow_array::RecordBatch;
 use arrow_select::concat::concat_batches;
 use common::{Case, Row, batch, case, case_options};
 use proptest::prelude::*;
-use windgate_core::aggregate::batch::window_aggregate_in_pieces;
+use windgate_core::aggregate::batch::{Tuning, window_aggregate_in_pieces, window_aggregate_tuned};
 use windgate_core::aggregate::{Strategy, WindowAggregateOptions, window_aggregate};
 
 /// Every single-source strategy of the registry (the designs that merge time-sorted sources have their own
@@ -152,5 +152,35 @@ fn windows_close_before_the_end_of_sorted_input() {
             last <= 11 * 3,
             "{engine:?}: {last} of {total} rows came out at the flush"
         );
+    }
+}
+
+/// The case's rows sorted by time (stable: equal times keep their order), as one source cut at the case's cuts.
+fn sorted_source(c: &Case) -> Vec<Vec<RecordBatch>> {
+    let mut sorted = c.clone();
+    sorted.rows.sort_by_key(|r| r.ts);
+    sources(&sorted, 1)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(debug_assertions) { 24 } else { 300 }))]
+
+    /// Input sorted by time, cut into time ranges run side by side (`auto` on 2-4 threads, ranges from 2 rows
+    /// on): the reference engine's rows, in order, bit for bit, for any window, batch cut and piece size.
+    #[test]
+    fn time_ranges_never_change_the_result(
+        c in case(),
+        piece in 1usize..8,
+        threads in 2usize..5,
+    ) {
+        let input = sorted_source(&c);
+        let want = streamed(&input, opts(&c, Strategy::Reference, 1));
+        let schema = batch(&[]).schema();
+        let inputs = input.iter().map(|bs| (schema.clone(), bs.clone())).collect();
+        // Any overlap: long windows next to the rows' span are cut too.
+        let tuning = Tuning { piece_rows: piece, split_min_rows: 2, split_max_overlap: f64::INFINITY };
+        let wg = window_aggregate_tuned(inputs, opts(&c, Strategy::Auto, threads), tuning, || Ok(())).unwrap();
+        let got = concat_batches(&wg.schema, &wg.batches).unwrap();
+        prop_assert_eq!(&got, &want, "threads={} piece={}", threads, piece);
     }
 }

@@ -85,17 +85,67 @@ pub fn window_aggregate_in_memory(
     window_aggregate_in_pieces(sources, opts, PIECE_ROWS, on_batch)
 }
 
+/// From this many rows on, `strategy="auto"` on more than one thread cuts in-memory input sorted by time into
+/// time ranges run side by side (see `super::ranges`). Each range is a plain pane engine: below this, a
+/// thread's start and the windows re-read at each cut cost more than the second core gives back.
+pub const SPLIT_MIN_ROWS: usize = 1 << 17;
+
+/// The time ranges may re-read at most this share of the rows (each cut re-reads `size - slide` of time):
+/// past it, windows are long next to the input's time span, and the shard, which reads each row once, is the
+/// better cut.
+pub const SPLIT_MAX_OVERLAP: f64 = 0.25;
+
+/// The batch function's sizes, as parameters for the tests (tiny pieces, tiny ranges).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct Tuning {
+    /// Rows pushed between two promises ([`PIECE_ROWS`]).
+    pub piece_rows: usize,
+    /// Rows from which sorted input is cut into time ranges ([`SPLIT_MIN_ROWS`]).
+    pub split_min_rows: usize,
+    /// The most rows the time ranges may re-read, as a share of the input ([`SPLIT_MAX_OVERLAP`]).
+    pub split_max_overlap: f64,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self {
+            piece_rows: PIECE_ROWS,
+            split_min_rows: SPLIT_MIN_ROWS,
+            split_max_overlap: SPLIT_MAX_OVERLAP,
+        }
+    }
+}
+
 /// [`window_aggregate_in_memory`] with the piece size as a parameter (tests use tiny pieces).
 #[doc(hidden)]
 pub fn window_aggregate_in_pieces(
     sources: Vec<(SchemaRef, Vec<RecordBatch>)>,
     opts: WindowAggregateOptions,
     piece_rows: usize,
+    on_batch: impl FnMut() -> Result<()>,
+) -> Result<BatchOutput> {
+    let tuning = Tuning {
+        piece_rows,
+        ..Tuning::default()
+    };
+    window_aggregate_tuned(sources, opts, tuning, on_batch)
+}
+
+/// [`window_aggregate_in_memory`] with every size as a parameter.
+#[doc(hidden)]
+pub fn window_aggregate_tuned(
+    sources: Vec<(SchemaRef, Vec<RecordBatch>)>,
+    opts: WindowAggregateOptions,
+    tuning: Tuning,
     mut on_batch: impl FnMut() -> Result<()>,
 ) -> Result<BatchOutput> {
+    if let Some(out) = super::ranges::try_run(&sources, &opts, tuning, &mut on_batch)? {
+        return Ok(out);
+    }
     let plans = sources
         .iter()
-        .map(|(_, batches)| plan(batches, &opts.time, piece_rows.max(1)))
+        .map(|(_, batches)| plan(batches, &opts.time, tuning.piece_rows.max(1)))
         .collect::<Result<Vec<_>>>()?;
     let rows: usize = plans.iter().flatten().map(|p| p.len).sum();
     let mut agg = WindowAggregator::for_batch(opts, sources.len())?;

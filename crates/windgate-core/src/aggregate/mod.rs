@@ -20,6 +20,7 @@ pub(crate) mod options;
 pub(crate) mod pane_engine;
 pub(crate) mod parallel;
 pub(crate) mod partial;
+mod ranges;
 pub(crate) mod reference;
 mod session;
 mod sliding;

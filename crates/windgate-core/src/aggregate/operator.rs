@@ -638,6 +638,13 @@ impl WindowAggregator {
         }
     }
 
+    /// The bound window grid when rows are placed on it as they are (no `tz=` calendar): what the batch
+    /// function cuts into time ranges (see `super::ranges`).
+    pub(super) fn plain_grid(&self) -> Option<WindowSpec> {
+        let b = self.bound.as_ref()?;
+        b.calendar.is_none().then_some(b.spec)
+    }
+
     /// Binds source `s`'s schema and checks that the columns the query reads have the types the first
     /// source's have (before any of its rows are read).
     pub(super) fn bind_source(&mut self, s: usize, schema: &SchemaRef) -> Result<()> {

@@ -1,0 +1,490 @@
+//! Time ranges side by side: the batch function's parallel plan for in-memory input sorted by time.
+//!
+//! Why: the other parallel engines cut the work by key (the shard) or by stage (the farm), and both pay for it
+//! on every row: each worker scans every row for its keys, or rows cross threads. When the input is already in
+//! memory and sorted by time, a cut by time costs nothing per row. Worker `k` owns the windows whose start lies
+//! in `[B_k, B_k+1)` on the window grid, runs the single-threaded pane engine over the rows those windows hold
+//! (`[B_k, B_k+1 - slide + size)`: the ranges overlap by `size - slide` of time), and drops the windows at its
+//! edges, which it saw only in part. The caller only slices.
+//!
+//! The same rows, bit for bit: every window is computed by one pane engine from the same rows in the same
+//! order (arrival numbers are offset by the rows before the range, so `first`/`last` ties break the same
+//! way), and the output order `(window, key value)` does not depend on which keys a worker met first, so the
+//! workers' windows, concatenated in range order, are the single engine's.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+
+use super::batch::{BatchOutput, Tuning, window_aggregate_tuned};
+use super::operator::WindowAggregator;
+use super::options::WindowAggregateOptions;
+use super::partial::{InputKind, OutputKind};
+use super::strategy::Strategy;
+use crate::arrow_io::{as_i64, column};
+use crate::error::{Error, ErrorKind, Result};
+use crate::prefetch::non_decreasing;
+use crate::threads::{MAX_THREADS, panic_message, resolve_threads};
+use crate::time::WindowSpec;
+
+/// How often the caller checks for Ctrl-C while waiting for the other ranges.
+const POLL: Duration = Duration::from_millis(5);
+
+/// One worker's share.
+#[derive(Debug, PartialEq)]
+struct Range {
+    /// Rows `from..to` of the source (numbered across its batches).
+    from: usize,
+    to: usize,
+    /// Windows kept: those starting in `[lo, hi)` (`None`: unbounded).
+    lo: Option<i64>,
+    hi: Option<i64>,
+}
+
+/// Runs `sources` on time ranges side by side if the call allows it and the input is sorted by time; `None`
+/// when it does not (then the caller runs the operator as usual, which also reports any bad input).
+pub(super) fn try_run(
+    sources: &[(SchemaRef, Vec<RecordBatch>)],
+    opts: &WindowAggregateOptions,
+    tuning: Tuning,
+    on_batch: &mut dyn FnMut() -> Result<()>,
+) -> Result<Option<BatchOutput>> {
+    let threads = resolve_threads(opts.threads).min(MAX_THREADS);
+    let [(schema, batches)] = sources else {
+        return Ok(None);
+    };
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    if !eligible(opts) || threads < 2 || rows < tuning.split_min_rows.max(2) {
+        return Ok(None);
+    }
+    let Some(spec) = grid(schema, opts) else {
+        return Ok(None);
+    };
+    let Some(times) = sorted_times(batches, &opts.time) else {
+        return Ok(None);
+    };
+    let ranges = cut(&times, &spec, threads, tuning.split_max_overlap);
+    if ranges.len() < 2 {
+        return Ok(None);
+    }
+    run(schema, batches, opts, &ranges, tuning, on_batch).map(Some)
+}
+
+/// The options a time cut keeps exact: `auto` on raw rows into plain windows, without a calendar or updates.
+fn eligible(o: &WindowAggregateOptions) -> bool {
+    o.strategy == Strategy::Auto
+        && o.input == InputKind::Rows
+        && o.output == OutputKind::Windows
+        && o.tz.is_none()
+        && o.allowed_lateness.is_none()
+        && o.emit == super::options::Emit::Final
+        && o.gap.is_none()
+        && o.rows.is_none()
+}
+
+/// The window grid of the query on this schema, from an operator bound to it; `None` if binding fails (the
+/// usual path reports why) or rows are placed on a calendar.
+fn grid(schema: &SchemaRef, opts: &WindowAggregateOptions) -> Option<WindowSpec> {
+    let mut probe = WindowAggregator::for_batch(opts.clone(), 1).ok()?;
+    probe.bind_source(0, schema).ok()?;
+    probe.plain_grid()
+}
+
+/// The time column of every batch as i64, if no time is null and times never decrease across batches.
+fn sorted_times(
+    batches: &[RecordBatch],
+    time: &str,
+) -> Option<Vec<arrow_buffer::ScalarBuffer<i64>>> {
+    let mut out = Vec::with_capacity(batches.len());
+    let mut last = i64::MIN;
+    for b in batches {
+        let col = column(b, time, "time").ok()?;
+        if col.logical_null_count() > 0 {
+            return None;
+        }
+        let ts = as_i64(col, time).ok()?;
+        if let Some(&first) = ts.first() {
+            if first < last || !non_decreasing(&ts) {
+                return None;
+            }
+            last = *ts.last().expect("not empty");
+        }
+        out.push(ts);
+    }
+    Some(out)
+}
+
+/// Rows numbered across batches.
+struct Rows<'a> {
+    times: &'a [arrow_buffer::ScalarBuffer<i64>],
+    /// Row number of each batch's first row, then the total.
+    starts: Vec<usize>,
+}
+
+impl<'a> Rows<'a> {
+    fn new(times: &'a [arrow_buffer::ScalarBuffer<i64>]) -> Self {
+        let mut starts = vec![0];
+        for t in times {
+            starts.push(starts.last().expect("one") + t.len());
+        }
+        Self { times, starts }
+    }
+
+    fn len(&self) -> usize {
+        *self.starts.last().expect("one")
+    }
+
+    fn at(&self, row: usize) -> i64 {
+        let b = self.starts.partition_point(|&s| s <= row) - 1;
+        self.times[b][row - self.starts[b]]
+    }
+
+    /// The first row whose time is at least `t` (times are sorted).
+    fn first_at_or_after(&self, t: i128) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if (self.at(mid) as i128) < t {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+}
+
+/// Cuts sorted rows into at most `parts` ranges of about equal rows, at window starts; one range (no cut)
+/// when the times do not spread over several window starts or the ranges would re-read more than
+/// `max_overlap` of the rows.
+fn cut(
+    times: &[arrow_buffer::ScalarBuffer<i64>],
+    spec: &WindowSpec,
+    parts: usize,
+    max_overlap: f64,
+) -> Vec<Range> {
+    let rows = Rows::new(times);
+    let n = rows.len();
+    let (size, slide, offset) = (
+        spec.size() as i128,
+        spec.slide() as i128,
+        spec.offset() as i128,
+    );
+    // The window starts at or below the row at each k/parts of the rows, kept if they increase.
+    let mut bounds: Vec<i128> = vec![];
+    for k in 1..parts {
+        let t = rows.at(n * k / parts) as i128;
+        let start = (t - offset).div_euclid(slide) * slide + offset;
+        if bounds.last().is_none_or(|&b| start > b) && start > rows.at(0) as i128 {
+            bounds.push(start);
+        }
+    }
+    let mut ranges = Vec::with_capacity(bounds.len() + 1);
+    for k in 0..=bounds.len() {
+        let lo = k.checked_sub(1).map(|j| bounds[j]);
+        let hi = bounds.get(k).copied();
+        ranges.push(Range {
+            from: lo.map_or(0, |b| rows.first_at_or_after(b)),
+            // The last window kept starts at hi - slide and ends at hi - slide + size.
+            to: hi.map_or(n, |b| rows.first_at_or_after(b - slide + size)),
+            lo: lo.map(|b| b as i64),
+            hi: hi.map(|b| b as i64),
+        });
+    }
+    let read: usize = ranges.iter().map(|r| r.to - r.from).sum();
+    if read as f64 > n as f64 * (1.0 + max_overlap) {
+        ranges.truncate(1);
+    }
+    ranges
+}
+
+/// What a range returns when it stopped because another one failed or the caller was interrupted.
+const STOPPED: &str = "stopped: another time range failed";
+
+/// Runs every range but the last on a scoped thread and the last on the caller's, which also watches for
+/// Ctrl-C; concatenates the kept windows in range order.
+fn run(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    opts: &WindowAggregateOptions,
+    ranges: &[Range],
+    tuning: Tuning,
+    on_batch: &mut dyn FnMut() -> Result<()>,
+) -> Result<BatchOutput> {
+    let stop = AtomicBool::new(false);
+    let stopped = || {
+        if stop.load(Ordering::Relaxed) {
+            Err(Error::new(ErrorKind::Interrupted, STOPPED))
+        } else {
+            Ok(())
+        }
+    };
+    let (last, others) = ranges.split_last().expect("two ranges at least");
+    let (mut results, mine) = std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(others.len());
+        for (k, r) in others.iter().enumerate() {
+            let job = move || run_range(schema, batches, opts, r, tuning, &mut || stopped());
+            let spawned = std::thread::Builder::new()
+                .name(format!("windgate-range-{k}"))
+                .spawn_scoped(scope, job);
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // The scope joins the ranges already started; they see `stop` at their next piece.
+                    stop.store(true, Ordering::Relaxed);
+                    let e = Error::new(
+                        ErrorKind::Internal,
+                        format!("could not start a thread: {e}"),
+                    );
+                    return (vec![], Err(e));
+                }
+            }
+        }
+        let mut mine = run_range(schema, batches, opts, last, tuning, &mut || {
+            stopped()?;
+            on_batch()
+        });
+        if mine.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        while mine.is_ok() && !handles.iter().all(|h| h.is_finished()) {
+            if let Err(e) = on_batch() {
+                stop.store(true, Ordering::Relaxed);
+                mine = Err(e);
+            } else {
+                std::thread::sleep(POLL);
+            }
+        }
+        let joined = handles.into_iter().map(|h| {
+            h.join().unwrap_or_else(|p| {
+                let why = format!(
+                    "a window-aggregation thread panicked: {}",
+                    panic_message(&p)
+                );
+                Err(Error::new(ErrorKind::Poisoned, why))
+            })
+        });
+        (joined.collect::<Vec<_>>(), mine)
+    });
+    // Ctrl-C first; then the first failure in range order (where a single engine would have failed first);
+    // ranges that only stopped because of it say nothing.
+    if let Err(e) = &mine
+        && e.kind() == ErrorKind::Interrupted
+        && e.message() != STOPPED
+    {
+        return Err(e.clone());
+    }
+    results.push(mine);
+    let real = |r: &Result<BatchOutput>| r.as_ref().is_err_and(|e| e.message() != STOPPED);
+    if let Some(k) = results.iter().position(real) {
+        return results.swap_remove(k);
+    }
+    let mut out: Option<BatchOutput> = None;
+    for r in results {
+        let part = r?;
+        match &mut out {
+            None => out = Some(part),
+            Some(o) => o.batches.extend(part.batches),
+        }
+    }
+    out.ok_or_else(|| Error::new(ErrorKind::Internal, "no time range ran"))
+}
+
+/// One range through the single-threaded pane engine, keeping the windows it owns.
+fn run_range(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    opts: &WindowAggregateOptions,
+    range: &Range,
+    tuning: Tuning,
+    on_batch: &mut dyn FnMut() -> Result<()>,
+) -> Result<BatchOutput> {
+    let mut o = opts.clone();
+    o.strategy = Strategy::Pane;
+    o.threads = Some(1);
+    o.row_offset = opts.row_offset + range.from as u64;
+    let slices = slice_rows(batches, range.from, range.to);
+    let mut out = window_aggregate_tuned(vec![(schema.clone(), slices)], o, tuning, on_batch)?;
+    let at = opts.by.len();
+    let mut kept = Vec::with_capacity(out.batches.len());
+    for b in out.batches.drain(..) {
+        let starts = as_i64(b.column(at), "window_start")?;
+        let from = range.lo.map_or(0, |lo| starts.partition_point(|&s| s < lo));
+        let to = range
+            .hi
+            .map_or(b.num_rows(), |hi| starts.partition_point(|&s| s < hi));
+        if to > from {
+            kept.push(b.slice(from, to - from));
+        }
+    }
+    out.batches = kept;
+    Ok(out)
+}
+
+/// Rows `from..to` (numbered across batches) as slices of the batches, without copying.
+fn slice_rows(batches: &[RecordBatch], from: usize, to: usize) -> Vec<RecordBatch> {
+    let mut out = vec![];
+    let mut start = 0;
+    for b in batches {
+        let end = start + b.num_rows();
+        let (lo, hi) = (from.max(start), to.min(end));
+        if lo < hi {
+            out.push(b.slice(lo - start, hi - lo));
+        }
+        start = end;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn times(parts: &[&[i64]]) -> Vec<arrow_buffer::ScalarBuffer<i64>> {
+        parts.iter().map(|p| p.to_vec().into()).collect()
+    }
+
+    #[test]
+    fn cuts_at_window_starts_with_the_overlap_of_a_window() {
+        // Windows of 10 sliding by 5: a cut at start 50 keeps windows [.., 45] left, [50, ..] right; the left
+        // range reads up to 45 + 10 = 55.
+        let ts: Vec<i64> = (0..100).collect();
+        let spec = WindowSpec::new(10, Some(5), 0).unwrap();
+        let r = cut(&times(&[&ts[..30], &ts[30..]]), &spec, 2, 0.25);
+        assert_eq!(
+            r,
+            vec![
+                Range {
+                    from: 0,
+                    to: 55,
+                    lo: None,
+                    hi: Some(50)
+                },
+                Range {
+                    from: 50,
+                    to: 100,
+                    lo: Some(50),
+                    hi: None
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn no_cut_when_times_do_not_spread() {
+        let spec = WindowSpec::new(10, None, 0).unwrap();
+        assert_eq!(cut(&times(&[&[7; 50]]), &spec, 2, 0.25).len(), 1);
+        // Windows as long as the input: the overlap would re-read everything.
+        let ts: Vec<i64> = (0..100).collect();
+        let long = WindowSpec::new(100, Some(1), 0).unwrap();
+        assert_eq!(cut(&times(&[&ts]), &long, 2, 0.25).len(), 1);
+    }
+
+    fn query(threads: usize) -> (Vec<(SchemaRef, Vec<RecordBatch>)>, WindowAggregateOptions) {
+        use arrow_array::{Float64Array, Int64Array};
+        use std::sync::Arc;
+        let n = 1000i64;
+        let batch = RecordBatch::try_from_iter([
+            (
+                "ts",
+                Arc::new(Int64Array::from_iter_values((0..n).map(|i| i / 3))) as _,
+            ),
+            (
+                "k",
+                Arc::new(Int64Array::from_iter_values(
+                    (0..n).map(|i| (i * 7919) % 13),
+                )) as _,
+            ),
+            (
+                "v",
+                Arc::new(Float64Array::from_iter_values(
+                    (0..n).map(|i| (i as f64).sin()),
+                )) as _,
+            ),
+        ])
+        .unwrap();
+        let funcs = ["sum", "first", "max", "mean"].map(String::from).to_vec();
+        let mut o = WindowAggregateOptions::new(
+            "ts",
+            crate::aggregate::Span::Units(20),
+            vec![("v".into(), funcs)],
+        );
+        o.slide = Some(crate::aggregate::Span::Units(5));
+        o.by = vec!["k".into()];
+        o.threads = Some(threads);
+        let sources = vec![(
+            batch.schema(),
+            vec![batch.slice(0, 400), batch.slice(400, 600)],
+        )];
+        (sources, o)
+    }
+
+    const TINY: Tuning = Tuning {
+        piece_rows: 64,
+        split_min_rows: 2,
+        split_max_overlap: 0.25,
+    };
+
+    #[test]
+    fn sorted_input_runs_in_ranges_and_equals_the_pane_engine() {
+        // Eight ranges would re-read 7 x 15 time units of 333 (32%): that query is not cut.
+        for (threads, cut) in [(2, true), (3, true), (8, false)] {
+            let (sources, o) = query(threads);
+            let split = try_run(&sources, &o, TINY, &mut || Ok(())).unwrap();
+            assert_eq!(split.is_some(), cut, "threads {threads}");
+            let Some(split) = split else { continue };
+            let mut pane = o.clone();
+            pane.strategy = Strategy::Pane;
+            let whole = window_aggregate_tuned(sources, pane, TINY, || Ok(())).unwrap();
+            let concat = |b: &BatchOutput| {
+                arrow_select::concat::concat_batches(&b.schema, &b.batches).unwrap()
+            };
+            assert_eq!(concat(&split), concat(&whole), "threads {threads}");
+        }
+    }
+
+    #[test]
+    fn interrupt_on_the_callers_thread_stops_every_range() {
+        let (sources, o) = query(2);
+        let mut calls = 0;
+        let mut check = || {
+            calls += 1;
+            if calls > 2 {
+                Err(Error::new(ErrorKind::Interrupted, "Ctrl-C"))
+            } else {
+                Ok(())
+            }
+        };
+        let e = try_run(&sources, &o, TINY, &mut check).unwrap_err();
+        assert_eq!(e.message(), "Ctrl-C");
+    }
+
+    #[test]
+    fn unsorted_or_null_times_are_not_cut() {
+        let (mut sources, o) = query(2);
+        sources[0].1.reverse();
+        assert!(
+            try_run(&sources, &o, TINY, &mut || Ok(()))
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn slices_cross_batches() {
+        let b = |n: i64| {
+            RecordBatch::try_from_iter([(
+                "ts",
+                std::sync::Arc::new(arrow_array::Int64Array::from_iter_values(0..n)) as _,
+            )])
+            .unwrap()
+        };
+        let s = slice_rows(&[b(3), b(4), b(5)], 2, 9);
+        assert_eq!(
+            s.iter().map(|b| b.num_rows()).collect::<Vec<_>>(),
+            vec![1, 4, 2]
+        );
+    }
+}
