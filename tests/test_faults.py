@@ -107,8 +107,8 @@ def describe(case: dict) -> str:
 
 
 def _rows(t: pa.Table | pa.RecordBatch) -> dict[str, list]:
-    """The columns as Python lists, times as plain ints: a timestamp beyond Python's datetime range still prints."""
-    return {name: fh._plain_values(col) for name, col in zip(t.column_names, t.columns)}
+    """The columns as Python lists, times as plain ints (so a timestamp beyond Python's datetime prints)."""
+    return {name: fh._plain_values(col) for name, col in zip(t.column_names, t.columns, strict=True)}
 
 
 def _clip(s: str, n: int) -> str:

@@ -34,6 +34,13 @@ t = pa.table({"ts": np.arange(4_000_000, dtype=np.int64), "v": np.ones(4_000_000
 print("ready", flush=True)
 windgate.window_aggregate(t, time="ts", size=20_000, slide=1, aggs={"v": ["sum", "var"]}, strategy="pane")
 """,
+    # The same on two threads: a sorted table is cut into time ranges, one on a worker thread, which must stop
+    # with the caller's.
+    "window_aggregate_ranges": """
+t = pa.table({"ts": np.arange(4_000_000, dtype=np.int64), "v": np.ones(4_000_000)})
+print("ready", flush=True)
+windgate.window_aggregate(t, time="ts", size=20_000, slide=1, aggs={"v": ["sum", "var"]}, threads=2)
+""",
     # The first push closes no window (lateness 10^8); the second closes all 3M of them at once.
     "push": """
 agg = windgate.WindowAggregator(time="ts", size=20_000, slide=1, aggs={"v": ["sum", "var"]}, lateness=10**8)

@@ -10,7 +10,9 @@
 //! [`ErrorKind::Interrupted`] from `check` returns it unchanged; the operator then decides whether its state is
 //! still whole (interrupted between slices of a push: yes) or must be poisoned (interrupted mid-emission).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, ErrorKind, Result};
@@ -25,6 +27,8 @@ pub type Hook = fn() -> Result<()>;
 thread_local! {
     static HOOK: Cell<Option<Hook>> = const { Cell::new(None) };
     static NEXT: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// The flag of [`scope_until`] on this thread.
+    static STOP: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
 }
 
 /// Runs `f` with `hook` consulted by every `check` on this thread (nested scopes restore the outer hook).
@@ -38,6 +42,29 @@ pub fn scope<T>(hook: Hook, f: impl FnOnce() -> T) -> T {
     let _restore = Restore(HOOK.with(|h| h.replace(Some(hook))));
     NEXT.with(|n| n.set(Some(Instant::now() + PERIOD)));
     f()
+}
+
+/// Runs `f` with every `check` on this thread reporting an interrupt once `stop` is set: how a worker thread
+/// doing part of the caller's call (the batch function's time ranges) stops with it, although only the
+/// caller's thread hears Ctrl-C.
+pub(crate) fn scope_until<T>(stop: Arc<AtomicBool>, f: impl FnOnce() -> T) -> T {
+    STOP.with(|s| s.replace(Some(stop)));
+    let out = scope(stopped, f);
+    STOP.with(|s| s.replace(None));
+    out
+}
+
+fn stopped() -> Result<()> {
+    let set = STOP.with(|s| {
+        s.borrow()
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    });
+    if set {
+        Err(interrupted("another part of the call stopped"))
+    } else {
+        Ok(())
+    }
 }
 
 /// `Err(Interrupted)` if the caller asked to stop; cheap enough to call every few microseconds of work.
@@ -68,6 +95,18 @@ mod tests {
 
     fn stop() -> Result<()> {
         Err(Error::new(ErrorKind::Input, "Ctrl-C"))
+    }
+
+    #[test]
+    fn a_worker_stops_when_its_flag_is_set() {
+        let flag = Arc::new(AtomicBool::new(false));
+        scope_until(flag.clone(), || {
+            std::thread::sleep(PERIOD + Duration::from_millis(5));
+            assert!(check().is_ok());
+            flag.store(true, Ordering::Relaxed);
+            std::thread::sleep(PERIOD + Duration::from_millis(5));
+            assert_eq!(check().unwrap_err().kind(), ErrorKind::Interrupted);
+        });
     }
 
     #[test]

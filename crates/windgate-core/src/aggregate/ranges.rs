@@ -12,6 +12,7 @@
 //! way), and the output order `(window, key value)` does not depend on which keys a worker met first, so the
 //! workers' windows, concatenated in range order, are the single engine's.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -25,6 +26,7 @@ use super::partial::{InputKind, OutputKind};
 use super::strategy::Strategy;
 use crate::arrow_io::{as_i64, column};
 use crate::error::{Error, ErrorKind, Result};
+use crate::interrupt;
 use crate::prefetch::non_decreasing;
 use crate::threads::{MAX_THREADS, panic_message, resolve_threads};
 use crate::time::WindowSpec;
@@ -200,11 +202,14 @@ fn cut(
     ranges
 }
 
-/// What a range returns when it stopped because another one failed or the caller was interrupted.
+/// The caller's range's error when it stopped because a worker's range failed.
 const STOPPED: &str = "stopped: another time range failed";
 
 /// Runs every range but the last on a scoped thread and the last on the caller's, which also watches for
 /// Ctrl-C; concatenates the kept windows in range order.
+///
+/// A failure anywhere stops every range at its next check (between pieces, and inside long emissions for the
+/// workers, whose interrupt checks read the same flag): whoever fails sets it.
 fn run(
     schema: &SchemaRef,
     batches: &[RecordBatch],
@@ -213,26 +218,28 @@ fn run(
     tuning: Tuning,
     on_batch: &mut dyn FnMut() -> Result<()>,
 ) -> Result<BatchOutput> {
-    let stop = AtomicBool::new(false);
-    let stopped = || {
-        if stop.load(Ordering::Relaxed) {
-            Err(Error::new(ErrorKind::Interrupted, STOPPED))
-        } else {
-            Ok(())
-        }
-    };
+    let stop = Arc::new(AtomicBool::new(false));
     let (last, others) = ranges.split_last().expect("two ranges at least");
-    let (mut results, mine) = std::thread::scope(|scope| {
+    let (workers, mine) = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(others.len());
         for (k, r) in others.iter().enumerate() {
-            let job = move || run_range(schema, batches, opts, r, tuning, &mut || stopped());
+            let flag = stop.clone();
+            let job = move || {
+                let out = interrupt::scope_until(flag.clone(), || {
+                    run_range(schema, batches, opts, r, tuning, &mut interrupt::check)
+                });
+                if out.is_err() {
+                    flag.store(true, Ordering::Relaxed);
+                }
+                out
+            };
             let spawned = std::thread::Builder::new()
                 .name(format!("windgate-range-{k}"))
                 .spawn_scoped(scope, job);
             match spawned {
                 Ok(h) => handles.push(h),
                 Err(e) => {
-                    // The scope joins the ranges already started; they see `stop` at their next piece.
+                    // The scope joins the ranges already started; they see `stop` at their next check.
                     stop.store(true, Ordering::Relaxed);
                     let e = Error::new(
                         ErrorKind::Internal,
@@ -243,19 +250,19 @@ fn run(
             }
         }
         let mut mine = run_range(schema, batches, opts, last, tuning, &mut || {
-            stopped()?;
+            if stop.load(Ordering::Relaxed) {
+                return Err(Error::new(ErrorKind::Interrupted, STOPPED));
+            }
             on_batch()
         });
+        while mine.is_ok() && !handles.iter().all(|h| h.is_finished()) {
+            match on_batch() {
+                Ok(()) => std::thread::sleep(POLL),
+                Err(e) => mine = Err(e),
+            }
+        }
         if mine.is_err() {
             stop.store(true, Ordering::Relaxed);
-        }
-        while mine.is_ok() && !handles.iter().all(|h| h.is_finished()) {
-            if let Err(e) = on_batch() {
-                stop.store(true, Ordering::Relaxed);
-                mine = Err(e);
-            } else {
-                std::thread::sleep(POLL);
-            }
         }
         let joined = handles.into_iter().map(|h| {
             h.join().unwrap_or_else(|p| {
@@ -268,17 +275,29 @@ fn run(
         });
         (joined.collect::<Vec<_>>(), mine)
     });
-    // Ctrl-C first; then the first failure in range order (where a single engine would have failed first);
-    // ranges that only stopped because of it say nothing.
+    first_failure(workers, mine)
+}
+
+/// The call's result from the ranges' in order (the caller's last): Ctrl-C on the caller's thread first, then
+/// the first failure in range order (where a single engine would have failed first; workers are interrupted
+/// only because another range stopped, so their interrupts say nothing), else the windows concatenated.
+fn first_failure(
+    workers: Vec<Result<BatchOutput>>,
+    mine: Result<BatchOutput>,
+) -> Result<BatchOutput> {
     if let Err(e) = &mine
         && e.kind() == ErrorKind::Interrupted
         && e.message() != STOPPED
     {
         return Err(e.clone());
     }
+    let mut results = workers;
     results.push(mine);
-    let real = |r: &Result<BatchOutput>| r.as_ref().is_err_and(|e| e.message() != STOPPED);
-    if let Some(k) = results.iter().position(real) {
+    let failed = |r: &Result<BatchOutput>| {
+        r.as_ref()
+            .is_err_and(|e| e.kind() != ErrorKind::Interrupted)
+    };
+    if let Some(k) = results.iter().position(failed) {
         return results.swap_remove(k);
     }
     let mut out: Option<BatchOutput> = None;

@@ -35,7 +35,7 @@ strategies! {
     /// Which engine runs a window aggregation. Every strategy returns the reference engine's rows in the same
     /// order, bit for bit.
     pub enum Strategy in STRATEGIES: Build, unknown = unknown_strategy {
-        /// The fastest engine for the call: the pane engine, the shard for large tables, the farm for large pushes.
+        /// The fastest engine for the call: the pane engine; for large tables, time ranges side by side if sorted by time, else the shard; the farm for large pushes.
         Auto = "auto", Build::Auto, PARALLEL.farm_options();
         /// The plain single-threaded engine written from the definition: the tests' oracle.
         Reference = "reference", Build::Reference, SERIAL.role(Role::Reference);
