@@ -167,3 +167,14 @@ def test_uint64_beyond_int64_is_refused_naming_the_column():
             windgate.window_aggregate(t, time="ts", size=10, aggs={"v": func})
     out = windgate.window_aggregate(t, time="ts", size=10, aggs={"v": "count"})
     assert out.column("count_v").to_pylist() == [1]
+
+
+@pytest.mark.parametrize("strategy", ["rrcpa", "hsa", "hoa"])
+def test_baselines_refuse_more_windows_per_row_than_they_can_hold(strategy):
+    """The papers' baselines keep a state per open window: past 4096 windows per row they name `size`; the
+    production engines take the same call."""
+    t = pa.table({"ts": pa.array([0, 1, 2], pa.int64())})
+    kw = dict(time="ts", size=5000, slide=1, aggs={"*": "count"})
+    with pytest.raises(windgate.InvalidParameterError, match="size.*4096 windows per row"):
+        windgate.window_aggregate(t, strategy=strategy, **kw)
+    assert windgate.window_aggregate(t, strategy="pane", **kw).num_rows == 5002
