@@ -44,51 +44,48 @@ pub(crate) fn each_prefetched<T>(values: &[T], mut f: impl FnMut(usize, &T)) {
     }
 }
 
-/// The least and greatest of `ts` (`None` if empty), in eight independent lanes (one running minimum is a chain
-/// of dependent compares) and asking for the column ahead: the caller's thread runs this over every row of a
-/// batch (admission, the batch function's plan), so it must run at the speed of memory.
-///
-/// The baseline x86-64 target has no 64-bit vector compare (SSE4.2's `pcmpgtq`), so the lanes run as scalar
-/// compares there, about five instructions a row; on a CPU with AVX2 (checked once, at run time) the same loop
-/// is compiled for it and runs as vector code.
-pub(crate) fn min_max(ts: &[i64]) -> Option<(i64, i64)> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: `min_max_avx2` is `min_max_lanes` compiled with AVX2 enabled; the CPU was just found to
-            // support AVX2, which is all `target_feature` asks of the caller.
-            return unsafe { min_max_avx2(ts) };
+/// Defines `fn $name($arg) -> $ret` as `$portable`, compiled a second time for AVX2 and chosen at run time
+/// (checked once per call, a cached flag): the first passes over a column are block reductions the compiler
+/// vectorises, but the baseline x86-64 target has no 64-bit vector compare (SSE4.2's `pcmpgtq`), so there
+/// they run as scalar compares.
+macro_rules! with_avx2 {
+    ($(#[$doc:meta])* $vis:vis fn $name:ident($arg:ident: $ty:ty) -> $ret:ty = $portable:ident;) => {
+        $(#[$doc])*
+        $vis fn $name($arg: $ty) -> $ret {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2")]
+                unsafe fn avx2($arg: $ty) -> $ret {
+                    $portable($arg)
+                }
+                if std::is_x86_feature_detected!("avx2") {
+                    // SAFETY: `avx2` is the portable body compiled with AVX2 enabled; the CPU was just found
+                    // to support AVX2, which is all `target_feature` asks of the caller.
+                    return unsafe { avx2($arg) };
+                }
+            }
+            $portable($arg)
         }
-    }
-    min_max_lanes(ts)
+    };
 }
 
-/// [`min_max_lanes`] compiled for CPUs with AVX2 (see [`min_max`]).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn min_max_avx2(ts: &[i64]) -> Option<(i64, i64)> {
-    min_max_lanes(ts)
+with_avx2! {
+    /// The least and greatest of `ts` (`None` if empty), in eight independent lanes (one running minimum is a
+    /// chain of dependent compares) and asking for the column ahead: the caller's thread runs this over every
+    /// row of a batch (admission, the batch function's plan), so it must run at the speed of memory.
+    pub(crate) fn min_max(ts: &[i64]) -> Option<(i64, i64)> = min_max_lanes;
 }
 
-/// The largest biased exponent of the finite values of `values` (0 when there are none, NaN and infinities
-/// counting as 0): the first pass of the exact float sum's batch lane over a value column, dispatched to AVX2
-/// as [`min_max`] is.
-pub(crate) fn largest_finite_exponent(values: &[f64]) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: as in `min_max`: the CPU supports AVX2, the one feature `largest_finite_exponent_avx2`
-            // is compiled for.
-            return unsafe { largest_finite_exponent_avx2(values) };
-        }
-    }
-    largest_finite_exponent_blocks(values)
+with_avx2! {
+    /// The largest biased exponent of the finite values of `values` (0 when there are none, NaN and infinities
+    /// counting as 0): the first pass of the exact float sum's batch lane over a value column.
+    pub(crate) fn largest_finite_exponent(values: &[f64]) -> u64 = largest_finite_exponent_blocks;
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn largest_finite_exponent_avx2(values: &[f64]) -> u64 {
-    largest_finite_exponent_blocks(values)
+with_avx2! {
+    /// Whether `ts` never decreases: a block reduction (no early exit, so it vectorises). The batch function
+    /// asks it of every row before cutting input into time ranges.
+    pub(crate) fn non_decreasing(ts: &[i64]) -> bool = non_decreasing_blocks;
 }
 
 #[inline(always)]
@@ -104,26 +101,6 @@ fn largest_finite_exponent_blocks(values: &[f64]) -> u64 {
         top = top.max(block_top);
     });
     top
-}
-
-/// Whether `ts` never decreases: a block reduction (no early exit, so it vectorises), dispatched to AVX2 as
-/// [`min_max`] is. The batch function asks it of every row before cutting input into time ranges.
-pub(crate) fn non_decreasing(ts: &[i64]) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: as in `min_max`: the CPU supports AVX2, the one feature `non_decreasing_avx2` is
-            // compiled for.
-            return unsafe { non_decreasing_avx2(ts) };
-        }
-    }
-    non_decreasing_blocks(ts)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn non_decreasing_avx2(ts: &[i64]) -> bool {
-    non_decreasing_blocks(ts)
 }
 
 #[inline(always)]

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
+use arrow_buffer::ScalarBuffer;
 use arrow_schema::SchemaRef;
 
 use super::batch::{BatchOutput, Tuning, window_aggregate_tuned};
@@ -64,14 +65,17 @@ pub(super) fn try_run(
     let Some(spec) = grid(schema, opts) else {
         return Ok(None);
     };
-    let Some(times) = sorted_times(batches, &opts.time) else {
+    let Some(times) = time_columns(batches, &opts.time) else {
         return Ok(None);
     };
-    let ranges = cut(&times, &spec, threads, tuning.split_max_overlap);
-    if ranges.len() < 2 {
+    let rows = Rows::new(&times);
+    // The cut assumes sorted times; each range then checks its own rows before it reads them (in parallel,
+    // no pass of its own on the caller's thread), and `covered` checks the rows between the ranges.
+    let ranges = cut(&rows, &spec, threads, tuning.split_max_overlap);
+    if ranges.len() < 2 || !covered(&rows, &ranges) {
         return Ok(None);
     }
-    run(schema, batches, opts, &ranges, tuning, on_batch).map(Some)
+    run(&rows, schema, batches, opts, &ranges, tuning, on_batch)
 }
 
 /// The options a time cut keeps exact: `auto` on raw rows into plain windows, without a calendar or updates.
@@ -94,39 +98,27 @@ fn grid(schema: &SchemaRef, opts: &WindowAggregateOptions) -> Option<WindowSpec>
     probe.plain_grid()
 }
 
-/// The time column of every batch as i64, if no time is null and times never decrease across batches.
-fn sorted_times(
-    batches: &[RecordBatch],
-    time: &str,
-) -> Option<Vec<arrow_buffer::ScalarBuffer<i64>>> {
-    let mut out = Vec::with_capacity(batches.len());
-    let mut last = i64::MIN;
-    for b in batches {
-        let col = column(b, time, "time").ok()?;
-        if col.logical_null_count() > 0 {
-            return None;
-        }
-        let ts = as_i64(col, time).ok()?;
-        if let Some(&first) = ts.first() {
-            if first < last || !non_decreasing(&ts) {
-                return None;
-            }
-            last = *ts.last().expect("not empty");
-        }
-        out.push(ts);
-    }
-    Some(out)
+/// The time column of every batch as i64, if no time is null.
+fn time_columns(batches: &[RecordBatch], time: &str) -> Option<Vec<ScalarBuffer<i64>>> {
+    batches
+        .iter()
+        .map(|b| {
+            let col = column(b, time, "time").ok()?;
+            (col.logical_null_count() == 0).then_some(())?;
+            as_i64(col, time).ok()
+        })
+        .collect()
 }
 
 /// Rows numbered across batches.
 struct Rows<'a> {
-    times: &'a [arrow_buffer::ScalarBuffer<i64>],
+    times: &'a [ScalarBuffer<i64>],
     /// Row number of each batch's first row, then the total.
     starts: Vec<usize>,
 }
 
 impl<'a> Rows<'a> {
-    fn new(times: &'a [arrow_buffer::ScalarBuffer<i64>]) -> Self {
+    fn new(times: &'a [ScalarBuffer<i64>]) -> Self {
         let mut starts = vec![0];
         for t in times {
             starts.push(starts.last().expect("one") + t.len());
@@ -143,7 +135,27 @@ impl<'a> Rows<'a> {
         self.times[b][row - self.starts[b]]
     }
 
-    /// The first row whose time is at least `t` (times are sorted).
+    /// Whether the times of rows `from..to` never decrease: one vectorised pass per batch they cross, and the
+    /// step between batches.
+    fn sorted(&self, from: usize, to: usize) -> bool {
+        let mut last = i64::MIN;
+        for (b, t) in self.times.iter().enumerate() {
+            let (start, end) = (self.starts[b], self.starts[b + 1]);
+            let (lo, hi) = (from.max(start), to.min(end));
+            if lo >= hi {
+                continue;
+            }
+            let part = &t[lo - start..hi - start];
+            if part[0] < last || !non_decreasing(part) {
+                return false;
+            }
+            last = part[part.len() - 1];
+        }
+        true
+    }
+
+    /// The first row whose time is at least `t`, if times are sorted (some row otherwise: each range checks
+    /// its rows before it trusts the cut).
     fn first_at_or_after(&self, t: i128) -> usize {
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
@@ -158,51 +170,77 @@ impl<'a> Rows<'a> {
     }
 }
 
-/// Cuts sorted rows into at most `parts` ranges of about equal rows, at window starts; one range (no cut)
-/// when the times do not spread over several window starts or the ranges would re-read more than
-/// `max_overlap` of the rows.
-fn cut(
-    times: &[arrow_buffer::ScalarBuffer<i64>],
-    spec: &WindowSpec,
-    parts: usize,
-    max_overlap: f64,
-) -> Vec<Range> {
-    let rows = Rows::new(times);
+/// Cuts sorted rows into at most `parts` ranges at window starts, each reading about as many rows, overlap
+/// included; one range (no cut) when the times do not spread over several window starts or the ranges would
+/// re-read more than `max_overlap` of the rows.
+fn cut(rows: &Rows<'_>, spec: &WindowSpec, parts: usize, max_overlap: f64) -> Vec<Range> {
+    let n = rows.len();
+    // Range k reads [c_k, c_k+1 + o): with o rows of overlap a cut, equal ranges cut at k (n - o) / parts.
+    let first = cut_at(rows, spec, parts, 0);
+    let overlaps: Vec<usize> = first
+        .windows(2)
+        .map(|w| w[0].to.saturating_sub(w[1].from))
+        .collect();
+    let o = overlaps.iter().sum::<usize>() / overlaps.len().max(1);
+    let ranges = if o > 0 && o < n {
+        cut_at(rows, spec, parts, o)
+    } else {
+        first
+    };
+    let read: usize = ranges.iter().map(|r| r.to.saturating_sub(r.from)).sum();
+    if ranges.len() < 2 || read as f64 > n as f64 * (1.0 + max_overlap) {
+        return ranges.into_iter().take(1).collect();
+    }
+    ranges
+}
+
+/// The ranges cut at the window starts at or below rows `k (n - overlap) / parts`, kept if they increase.
+fn cut_at(rows: &Rows<'_>, spec: &WindowSpec, parts: usize, overlap: usize) -> Vec<Range> {
     let n = rows.len();
     let (size, slide, offset) = (
         spec.size() as i128,
         spec.slide() as i128,
         spec.offset() as i128,
     );
-    // The window starts at or below the row at each k/parts of the rows, kept if they increase.
     let mut bounds: Vec<i128> = vec![];
     for k in 1..parts {
-        let t = rows.at(n * k / parts) as i128;
+        let t = rows.at(k * (n - overlap) / parts) as i128;
         let start = (t - offset).div_euclid(slide) * slide + offset;
         if bounds.last().is_none_or(|&b| start > b) && start > rows.at(0) as i128 {
             bounds.push(start);
         }
     }
-    let mut ranges = Vec::with_capacity(bounds.len() + 1);
-    for k in 0..=bounds.len() {
-        let lo = k.checked_sub(1).map(|j| bounds[j]);
-        let hi = bounds.get(k).copied();
-        ranges.push(Range {
-            from: lo.map_or(0, |b| rows.first_at_or_after(b)),
-            // The last window kept starts at hi - slide and ends at hi - slide + size.
-            to: hi.map_or(n, |b| rows.first_at_or_after(b - slide + size)),
-            lo: lo.map(|b| b as i64),
-            hi: hi.map(|b| b as i64),
-        });
-    }
-    let read: usize = ranges.iter().map(|r| r.to - r.from).sum();
-    if read as f64 > n as f64 * (1.0 + max_overlap) {
-        ranges.truncate(1);
-    }
-    ranges
+    (0..=bounds.len())
+        .map(|k| {
+            let lo = k.checked_sub(1).map(|j| bounds[j]);
+            let hi = bounds.get(k).copied();
+            Range {
+                from: lo.map_or(0, |b| rows.first_at_or_after(b)),
+                // The last window kept starts at hi - slide and ends at hi - slide + size.
+                to: hi.map_or(n, |b| rows.first_at_or_after(b - slide + size)),
+                lo: lo.map(|b| b as i64),
+                hi: hi.map(|b| b as i64),
+            }
+        })
+        .collect()
 }
 
-/// The caller's range's error when it stopped because a worker's range failed.
+/// Whether the ranges, each checking its own rows, check them all: they run in order from the first row to
+/// the last, and an adjacent pair of rows lies in one range (ranges overlap) or is checked here (ranges that
+/// meet, or a cut of unsorted times that left rows between them).
+fn covered(rows: &Rows<'_>, ranges: &[Range]) -> bool {
+    let ends = ranges.first().is_some_and(|r| r.from == 0)
+        && ranges.last().is_some_and(|r| r.to == rows.len());
+    ends && ranges.iter().all(|r| r.from <= r.to)
+        && ranges.windows(2).all(|w| {
+            let (a, b) = (&w[0], &w[1]);
+            a.from <= b.from
+                && a.to <= b.to
+                && (b.from < a.to || rows.sorted(a.to.saturating_sub(1), b.from + 1))
+        })
+}
+
+/// The error of a range that stopped because another range failed or found its rows unsorted.
 const STOPPED: &str = "stopped: another time range failed";
 
 /// Runs every range but the last on a scoped thread and the last on the caller's, which also watches for
@@ -211,22 +249,35 @@ const STOPPED: &str = "stopped: another time range failed";
 /// A failure anywhere stops every range at its next check (between pieces, and inside long emissions for the
 /// workers, whose interrupt checks read the same flag): whoever fails sets it.
 fn run(
+    rows: &Rows<'_>,
     schema: &SchemaRef,
     batches: &[RecordBatch],
     opts: &WindowAggregateOptions,
     ranges: &[Range],
     tuning: Tuning,
     on_batch: &mut dyn FnMut() -> Result<()>,
-) -> Result<BatchOutput> {
+) -> Result<Option<BatchOutput>> {
     let stop = Arc::new(AtomicBool::new(false));
+    let unsorted = AtomicBool::new(false);
+    // A range whose rows are not sorted says so and stops every range: the input takes the usual path.
+    let checked = |r: &Range| {
+        if rows.sorted(r.from, r.to) {
+            return Ok(());
+        }
+        unsorted.store(true, Ordering::Relaxed);
+        stop.store(true, Ordering::Relaxed);
+        Err(Error::new(ErrorKind::Interrupted, STOPPED))
+    };
     let (last, others) = ranges.split_last().expect("two ranges at least");
     let (workers, mine) = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(others.len());
         for (k, r) in others.iter().enumerate() {
             let flag = stop.clone();
             let job = move || {
-                let out = interrupt::scope_until(flag.clone(), || {
-                    run_range(schema, batches, opts, r, tuning, &mut interrupt::check)
+                let out = checked(r).and_then(|()| {
+                    interrupt::scope_until(flag.clone(), || {
+                        run_range(schema, batches, opts, r, tuning, &mut interrupt::check)
+                    })
                 });
                 if out.is_err() {
                     flag.store(true, Ordering::Relaxed);
@@ -249,11 +300,13 @@ fn run(
                 }
             }
         }
-        let mut mine = run_range(schema, batches, opts, last, tuning, &mut || {
-            if stop.load(Ordering::Relaxed) {
-                return Err(Error::new(ErrorKind::Interrupted, STOPPED));
-            }
-            on_batch()
+        let mut mine = checked(last).and_then(|()| {
+            run_range(schema, batches, opts, last, tuning, &mut || {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(Error::new(ErrorKind::Interrupted, STOPPED));
+                }
+                on_batch()
+            })
         });
         while mine.is_ok() && !handles.iter().all(|h| h.is_finished()) {
             match on_batch() {
@@ -275,7 +328,16 @@ fn run(
         });
         (joined.collect::<Vec<_>>(), mine)
     });
-    first_failure(workers, mine)
+    if unsorted.load(Ordering::Relaxed) && !interrupted_by_caller(&mine) {
+        return Ok(None);
+    }
+    first_failure(workers, mine).map(Some)
+}
+
+/// Ctrl-C (or another error of the caller's check) while the ranges ran, not a stop another range asked for.
+fn interrupted_by_caller(mine: &Result<BatchOutput>) -> bool {
+    mine.as_ref()
+        .is_err_and(|e| e.kind() == ErrorKind::Interrupted && e.message() != STOPPED)
 }
 
 /// The call's result from the ranges' in order (the caller's last): Ctrl-C on the caller's thread first, then
@@ -285,11 +347,8 @@ fn first_failure(
     workers: Vec<Result<BatchOutput>>,
     mine: Result<BatchOutput>,
 ) -> Result<BatchOutput> {
-    if let Err(e) = &mine
-        && e.kind() == ErrorKind::Interrupted
-        && e.message() != STOPPED
-    {
-        return Err(e.clone());
+    if interrupted_by_caller(&mine) {
+        return mine;
     }
     let mut results = workers;
     results.push(mine);
@@ -361,44 +420,85 @@ fn slice_rows(batches: &[RecordBatch], from: usize, to: usize) -> Vec<RecordBatc
 mod tests {
     use super::*;
 
-    fn times(parts: &[&[i64]]) -> Vec<arrow_buffer::ScalarBuffer<i64>> {
+    fn times(parts: &[&[i64]]) -> Vec<ScalarBuffer<i64>> {
         parts.iter().map(|p| p.to_vec().into()).collect()
     }
 
     #[test]
     fn cuts_at_window_starts_with_the_overlap_of_a_window() {
-        // Windows of 10 sliding by 5: a cut at start 50 keeps windows [.., 45] left, [50, ..] right; the left
-        // range reads up to 45 + 10 = 55.
+        // Windows of 10 sliding by 5: the left range reads 5 rows past its last window's start plus 5; the cut
+        // moves left by half of that so both read about as many rows (50 and 55: cuts fall on window starts).
         let ts: Vec<i64> = (0..100).collect();
         let spec = WindowSpec::new(10, Some(5), 0).unwrap();
-        let r = cut(&times(&[&ts[..30], &ts[30..]]), &spec, 2, 0.25);
+        let t = times(&[&ts[..30], &ts[30..]]);
+        let r = cut(&Rows::new(&t), &spec, 2, 0.25);
         assert_eq!(
             r,
             vec![
                 Range {
                     from: 0,
-                    to: 55,
+                    to: 50,
                     lo: None,
-                    hi: Some(50)
+                    hi: Some(45)
                 },
                 Range {
-                    from: 50,
+                    from: 45,
                     to: 100,
-                    lo: Some(50),
+                    lo: Some(45),
                     hi: None
                 },
             ]
         );
+        assert!(covered(&Rows::new(&t), &r));
+    }
+
+    #[test]
+    fn coverage_needs_every_adjacent_pair_in_one_range_or_checked() {
+        let ts: Vec<i64> = (0..100).collect();
+        let t = times(&[&ts]);
+        let rows = Rows::new(&t);
+        let r = |from, to| Range {
+            from,
+            to,
+            lo: None,
+            hi: None,
+        };
+        assert!(covered(&rows, &[r(0, 52), r(50, 100)]));
+        // Adjacent (no overlap) or apart: the rows between are checked here.
+        assert!(covered(&rows, &[r(0, 50), r(50, 100)]));
+        assert!(covered(&rows, &[r(0, 40), r(50, 100)]));
+        let mut bad = ts.clone();
+        bad.swap(44, 45);
+        let t = times(&[&bad]);
+        assert!(!covered(&Rows::new(&t), &[r(0, 40), r(50, 100)]));
+        // Not from the first row to the last, or out of order (a cut of unsorted times).
+        assert!(!covered(&rows, &[r(1, 52), r(50, 100)]));
+        assert!(!covered(&rows, &[r(0, 52), r(50, 99)]));
+        assert!(!covered(&rows, &[r(0, 60), r(50, 40)]));
+    }
+
+    #[test]
+    fn each_range_checks_its_rows() {
+        let mut ts: Vec<i64> = (0..100).collect();
+        ts.swap(10, 11);
+        let t = times(&[&ts[..37], &ts[37..]]);
+        let rows = Rows::new(&t);
+        assert!(!rows.sorted(0, 50) && rows.sorted(11, 100) && rows.sorted(0, 11));
+        let t = times(&[&[1, 2, 3], &[2, 4]]);
+        assert!(!Rows::new(&t).sorted(0, 5) && Rows::new(&t).sorted(3, 5));
     }
 
     #[test]
     fn no_cut_when_times_do_not_spread() {
         let spec = WindowSpec::new(10, None, 0).unwrap();
-        assert_eq!(cut(&times(&[&[7; 50]]), &spec, 2, 0.25).len(), 1);
+        assert_eq!(
+            cut(&Rows::new(&times(&[&[7; 50]])), &spec, 2, 0.25).len(),
+            1
+        );
         // Windows as long as the input: the overlap would re-read everything.
         let ts: Vec<i64> = (0..100).collect();
         let long = WindowSpec::new(100, Some(1), 0).unwrap();
-        assert_eq!(cut(&times(&[&ts]), &long, 2, 0.25).len(), 1);
+        assert_eq!(cut(&Rows::new(&times(&[&ts])), &long, 2, 0.25).len(), 1);
     }
 
     fn query(threads: usize) -> (Vec<(SchemaRef, Vec<RecordBatch>)>, WindowAggregateOptions) {
