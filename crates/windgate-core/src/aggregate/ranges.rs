@@ -14,6 +14,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
@@ -32,7 +33,7 @@ use crate::prefetch::non_decreasing;
 use crate::threads::{MAX_THREADS, panic_message, resolve_threads};
 use crate::time::WindowSpec;
 
-/// How often the caller checks for Ctrl-C while waiting for the other ranges.
+/// How often the caller checks for Ctrl-C while it waits for the other ranges.
 const POLL: Duration = Duration::from_millis(5);
 
 /// One worker's share.
@@ -269,11 +270,15 @@ fn run(
         Err(Error::new(ErrorKind::Interrupted, STOPPED))
     };
     let (last, others) = ranges.split_last().expect("two ranges at least");
+    // Every worker holds a sender until it ends: the caller's wait ends the moment the last one does.
+    let (running, ended) = mpsc::channel::<()>();
     let (workers, mine) = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(others.len());
         for (k, r) in others.iter().enumerate() {
             let flag = stop.clone();
+            let running = running.clone();
             let job = move || {
+                let _running = running;
                 let out = checked(r).and_then(|()| {
                     interrupt::scope_until(flag.clone(), || {
                         run_range(schema, batches, opts, r, tuning, &mut interrupt::check)
@@ -308,10 +313,15 @@ fn run(
                 on_batch()
             })
         });
-        while mine.is_ok() && !handles.iter().all(|h| h.is_finished()) {
-            match on_batch() {
-                Ok(()) => std::thread::sleep(POLL),
-                Err(e) => mine = Err(e),
+        drop(running);
+        while mine.is_ok() {
+            match ended.recv_timeout(POLL) {
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Err(e) = on_batch() {
+                        mine = Err(e);
+                    }
+                }
+                _ => break,
             }
         }
         if mine.is_err() {
