@@ -66,14 +66,21 @@ fn streamed(input: &[Vec<RecordBatch>], o: WindowAggregateOptions) -> RecordBatc
 }
 
 fn in_pieces(input: &[Vec<RecordBatch>], o: WindowAggregateOptions, piece: usize) -> RecordBatch {
+    let tuning = Tuning {
+        piece_rows: piece,
+        ..Tuning::default()
+    };
+    tuned(input, o, tuning)
+}
+
+fn tuned(input: &[Vec<RecordBatch>], o: WindowAggregateOptions, tuning: Tuning) -> RecordBatch {
     let schema = batch(&[]).schema();
     let inputs = input
         .iter()
         .map(|bs| (schema.clone(), bs.clone()))
         .collect();
-    let wg = window_aggregate_in_pieces(inputs, o, piece, || Ok(())).unwrap();
-    let (schema, outs) = (wg.schema, wg.batches);
-    concat_batches(&schema, &outs).unwrap()
+    let wg = window_aggregate_tuned(inputs, o, tuning, || Ok(())).unwrap();
+    concat_batches(&wg.schema, &wg.batches).unwrap()
 }
 
 proptest! {
@@ -178,12 +185,9 @@ proptest! {
         // Unsorted input is found out by the ranges themselves (each checks its rows) and takes the usual path.
         let input = if sort { sorted_source(&c) } else { sources(&c, 1) };
         let want = streamed(&input, opts(&c, Strategy::Reference, 1));
-        let schema = batch(&[]).schema();
-        let inputs = input.iter().map(|bs| (schema.clone(), bs.clone())).collect();
         // Any overlap: long windows next to the rows' span are cut too.
         let tuning = Tuning { piece_rows: piece, split_min_rows: 2, split_max_overlap: f64::INFINITY };
-        let wg = window_aggregate_tuned(inputs, opts(&c, Strategy::Auto, threads), tuning, || Ok(())).unwrap();
-        let got = concat_batches(&wg.schema, &wg.batches).unwrap();
+        let got = tuned(&input, opts(&c, Strategy::Auto, threads), tuning);
         prop_assert_eq!(&got, &want, "threads={} piece={}", threads, piece);
     }
 }
