@@ -162,7 +162,12 @@ impl KeyDict {
         }
         let values = as_i64(column, &self.names[0])?;
         let mut ids = Vec::with_capacity(rows.len());
+        // Often the first pass over the key column: ask for its rows ahead (see `crate::prefetch`).
+        let ahead = crate::prefetch::ahead::<i64>();
         for i in rows {
+            if i % 8 == 0 {
+                crate::prefetch::prefetch(&values[..], i + ahead);
+            }
             match self.dense.get(values[i] as u64 as usize) {
                 Some(&id) if id != NO_KEY => ids.push(id),
                 _ => break,
@@ -352,13 +357,37 @@ impl KeyDict {
     }
 
     /// The `by` columns for these key ids, in order.
+    ///
+    /// An emission repeats each key once per window: each distinct key is decoded once, and the columns are
+    /// gathered from those by index (decoding row bytes costs several times a gather).
     pub fn columns(&self, ids: &[u32]) -> Result<Vec<ArrayRef>> {
         let Some(converter) = &self.converter else {
             return Ok(vec![]);
         };
+        let mut place = vec![NO_KEY; self.len()];
+        let mut distinct: Vec<u32> = Vec::new();
+        let indices: Vec<u32> = (ids.iter())
+            .map(|&id| {
+                let p = &mut place[id as usize];
+                if *p == NO_KEY {
+                    *p = distinct.len() as u32;
+                    distinct.push(id);
+                }
+                *p
+            })
+            .collect();
         let parser = converter.parser();
-        let rows: Vec<_> = ids.iter().map(|&id| parser.parse(self.bytes(id))).collect();
-        converter.convert_rows(rows).map_err(Error::output)
+        let rows: Vec<_> = (distinct.iter())
+            .map(|&id| parser.parse(self.bytes(id)))
+            .collect();
+        let decoded = converter.convert_rows(rows).map_err(Error::output)?;
+        if distinct.len() == ids.len() {
+            return Ok(decoded);
+        }
+        let indices = arrow_array::UInt32Array::from(indices);
+        (decoded.iter())
+            .map(|c| arrow_select::take::take(c, &indices, None).map_err(Error::output))
+            .collect()
     }
 
     /// Forgets every key whose `live[id]` is false (keys that hold no open state) and renumbers the rest

@@ -89,8 +89,11 @@ impl<T: Scalar, const MAX: bool> Lift for Extreme<T, MAX> {
 
     #[inline(always)]
     fn lift(&mut self, slot: usize, x: T, _: usize, _: &RowOrder<'_>) {
-        self.v[slot] = Self::pick(self.v[slot], x.canonical().order_key());
-        self.n[slot] += 1;
+        // Both vectors cut to one length, so that one bounds check covers both.
+        let len = self.v.len();
+        let (v, n) = (&mut self.v[..len], &mut self.n[..len]);
+        v[slot] = Self::pick(v[slot], x.canonical().order_key());
+        n[slot] += 1;
     }
 }
 

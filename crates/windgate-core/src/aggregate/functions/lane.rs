@@ -54,12 +54,14 @@ impl BatchLane {
             let nulls = nulls.map(|b| b.slice(start, end - start));
             let slots = &slots[start..end];
             let scan = sums.len() <= slots.len();
+            // One length for every per-slot slice, so that the row loop's bounds checks are one compare.
+            let n = sums.len();
             let mut chunk = Chunk {
-                lane: &mut self.lane,
-                hit: &mut self.hit,
+                lane: &mut self.lane[..n],
+                hit: &mut self.hit[..n],
                 touched: &mut self.touched,
-                sums,
-                counts,
+                sums: &mut sums[..n],
+                counts: &mut counts[..n],
                 anchor,
             };
             if scan {
@@ -130,13 +132,19 @@ impl Chunk<'_> {
         let bits = x.to_bits();
         let d = ((bits >> 52) & 0x7ff).wrapping_sub(1 + self.anchor);
         if d > LANE_SHIFT {
-            self.sums[s].add(x);
+            add_outside(&mut self.sums[s], x);
             return;
         }
         // The signed mantissa: `sign` is -1 for a negative value, 0 otherwise, and `(m ^ sign) - sign`
         // negates under it.
         let sign = (bits as i64) >> 63;
         let m = (((bits & FRACTION) | (1 << 52)) as i64 ^ sign) - sign;
+        // `m * 2^d` as its two 64-bit words, since `d < 64`: a 128-bit shift by a variable amount compiles to
+        // a branch-free sequence twice as long. `(m >> (63 - d)) >> 1` is `m >> (64 - d)` without the
+        // shift by 64 that `d = 0` would ask for.
+        let low = (m << d) as u64;
+        let high = (m >> (63 - d)) >> 1;
+        let term = ((high as i128) << 64) | low as i128;
         let lane = &mut self.lane[s];
         if TRACK {
             if *lane == 0 {
@@ -145,6 +153,14 @@ impl Chunk<'_> {
         } else {
             self.hit[s] = true;
         }
-        *lane += (m as i128) << d;
+        *lane += term;
     }
+}
+
+/// A value the lane cannot hold (zero, subnormal, NaN, infinite or far below the chunk's largest): out of
+/// the row loop, which stays small enough to keep its state in registers.
+#[cold]
+#[inline(never)]
+fn add_outside(sum: &mut ExactSum, x: f64) {
+    sum.add(x);
 }

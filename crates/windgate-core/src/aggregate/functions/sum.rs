@@ -261,6 +261,8 @@ mod tests {
     fn value() -> impl Strategy<Value = f64> {
         prop_oneof![
             8 => -1e3f64..1e3,
+            // Spread over the lane's whole width below the top (every shift from 0 to past the lane's).
+            2 => (-1e3f64..1e3, 0i32..64).prop_map(|(x, k)| x * 2f64.powi(-k)),
             1 => prop_oneof![
                 Just(0.0),
                 Just(-0.0),
