@@ -5,6 +5,7 @@ use std::sync::Arc;
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 
+use super::functions::{FusedPass, fused_plan};
 use super::state::{AggMeta, AggState, InputValues, RowOrder, SKIP};
 
 /// The partial states of all aggregates, slot `i` of each belonging to the same (key, pane) or (key, window).
@@ -19,6 +20,8 @@ pub struct SlotStore {
     /// Released slots, still holding their states: emptied all at once when `free` runs dry.
     dirty: Vec<u32>,
     len: u32,
+    /// The records of the fused pass (empty between batches).
+    fused: FusedPass,
 }
 
 /// Empty slots appended at a time when no released slot is left.
@@ -31,6 +34,7 @@ impl SlotStore {
             free: Vec::new(),
             dirty: Vec::new(),
             len: 0,
+            fused: FusedPass::default(),
         }
     }
 
@@ -41,6 +45,7 @@ impl SlotStore {
             free: Vec::new(),
             dirty: Vec::new(),
             len: 0,
+            fused: FusedPass::default(),
         }
     }
 
@@ -107,8 +112,18 @@ impl SlotStore {
         self.len = 0;
     }
 
-    /// Lifts a batch: `inputs[a]` feeds aggregate `a`; `slots[i]` is row i's slot or `SKIP`.
+    /// Lifts a batch: `inputs[a]` feeds aggregate `a`; `slots[i]` is row i's slot or `SKIP`. Aggregates of
+    /// one float column go through one fused pass when they all can (see `functions::FusedPass`), else each
+    /// lifts its rows on its own.
     pub fn update(&mut self, slots: &[u32], inputs: &[InputValues], order: RowOrder<'_>) {
+        let needs = self.states.iter().map(AggState::fused_needs);
+        if let Some((values, parts)) = fused_plan(needs.zip(inputs)) {
+            let (states, fused) = (&mut self.states, &mut self.fused);
+            let absorb = |pass: &FusedPass| states.iter_mut().for_each(|s| s.absorb(pass));
+            if fused.run(slots, values, parts, self.len as usize, absorb) {
+                return;
+            }
+        }
         for (state, input) in self.states.iter_mut().zip(inputs) {
             state.update(slots, input, order);
         }

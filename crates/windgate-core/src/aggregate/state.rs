@@ -14,7 +14,7 @@ use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 
 use super::function::{AggSpec, ValueClass};
-use super::functions::{Accumulator, StateColumns, function};
+use super::functions::{Accumulator, FusedPass, Needs, StateColumns, function};
 use crate::error::Result;
 
 /// Slot value that means "skip this row" (late rows, rows with a null time under `null_time="drop"`).
@@ -150,6 +150,17 @@ impl AggState {
             return self.combine_pairs(rows, &pairs);
         }
         self.acc.update(slots, input, order)
+    }
+
+    /// What the aggregate reads from a fused pass (see `super::functions::FusedPass`); `None` for a partial
+    /// input or a function that lifts on its own.
+    pub(crate) fn fused_needs(&self) -> Option<Needs> {
+        self.acc.fused_needs()
+    }
+
+    /// Takes a fused pass's records into the slots it touched.
+    pub(crate) fn absorb(&mut self, pass: &FusedPass) {
+        self.acc.absorb(pass)
     }
 
     /// Combines, for every `(dst, src)` pair, slot `src` of `other` into slot `dst` of `self`. One dispatch

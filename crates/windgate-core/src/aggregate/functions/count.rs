@@ -6,7 +6,7 @@ use arrow_array::ArrayRef;
 use arrow_schema::DataType;
 
 use super::columns::{StateColumns, int64_column};
-use super::{Accumulator, AggregateFunction, Lift, for_pairs, lift_rows, same};
+use super::{Accumulator, AggregateFunction, FusedPass, Lift, Needs, for_pairs, lift_rows, same};
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
 use crate::error::Result;
@@ -94,6 +94,16 @@ impl Accumulator for Count {
 
     fn finish(&self, _: &AggMeta, slots: &[u32]) -> Result<ArrayRef> {
         Ok(int64_column(&self.n, slots))
+    }
+
+    fn fused_needs(&self) -> Option<Needs> {
+        Some(Needs::default())
+    }
+
+    fn absorb(&mut self, pass: &FusedPass) {
+        for (s, p) in pass.touched() {
+            self.n[s] += p.n;
+        }
     }
 
     fn export(&self, _: &AggMeta, slots: &[u32]) -> Result<Vec<ArrayRef>> {

@@ -8,7 +8,8 @@ use arrow_schema::DataType;
 
 use super::columns::{StateColumns, int64_column};
 use super::{
-    Accumulator, AggregateFunction, Lift, Scalar, for_pairs, lift_rows, same, valid, value_class,
+    Accumulator, AggregateFunction, FusedPass, Lift, Needs, Scalar, for_pairs, lift_rows, same,
+    valid, value_class,
 };
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
@@ -158,6 +159,21 @@ impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
             .collect();
         self.n = n;
         Ok(())
+    }
+
+    fn fused_needs(&self) -> Option<Needs> {
+        T::FLOAT.then_some(Needs {
+            max: MAX,
+            min: !MAX,
+            ..Needs::default()
+        })
+    }
+
+    fn absorb(&mut self, pass: &FusedPass) {
+        for (s, p) in pass.touched() {
+            self.v[s] = Self::pick(self.v[s], if MAX { p.max } else { p.min });
+            self.n[s] += p.n;
+        }
     }
 
     fn as_any(&self) -> &dyn Any {

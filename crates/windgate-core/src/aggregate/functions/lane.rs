@@ -19,8 +19,38 @@ use crate::exact_sum::ExactSum;
 /// A mantissa (53 bits) shifted by at most this much stays below 2^109, so [`LANE_ROWS`] of them sum below
 /// 2^126 in an `i128`.
 const LANE_SHIFT: u64 = 126 - 53 - 17;
-const LANE_ROWS: usize = 1 << 17;
+/// The most rows one lane (one anchor) may sum.
+pub(super) const LANE_ROWS: usize = 1 << 17;
 const FRACTION: u64 = (1 << 52) - 1;
+
+/// The lane's resolution for a chunk of at most [`LANE_ROWS`] values: a lane unit weighs
+/// `2^(anchor - 1074)`, [`LANE_SHIFT`] binades below the chunk's largest finite value.
+#[inline]
+pub(super) fn lane_anchor(values: &[f64]) -> u64 {
+    (crate::prefetch::largest_finite_exponent(values) as i64 - 1 - LANE_SHIFT as i64).max(0) as u64
+}
+
+/// `x` in lane units of a chunk anchored at `anchor`, exactly: `None` when the lane cannot hold it (zeros,
+/// subnormals, NaN, infinities, and values more than [`LANE_SHIFT`] binades below the chunk's largest), which
+/// then take the exact sum's own add.
+#[inline(always)]
+pub(super) fn lane_term(x: f64, anchor: u64) -> Option<i128> {
+    let bits = x.to_bits();
+    let d = ((bits >> 52) & 0x7ff).wrapping_sub(1 + anchor);
+    if d > LANE_SHIFT {
+        return None;
+    }
+    // The signed mantissa: `sign` is -1 for a negative value, 0 otherwise, and `(m ^ sign) - sign` negates
+    // under it.
+    let sign = (bits as i64) >> 63;
+    let m = (((bits & FRACTION) | (1 << 52)) as i64 ^ sign) - sign;
+    // `m * 2^d` as its two 64-bit words, since `d < 64`: a 128-bit shift by a variable amount compiles to a
+    // branch-free sequence twice as long. `(m >> (63 - d)) >> 1` is `m >> (64 - d)` without the shift by 64
+    // that `d = 0` would ask for.
+    let low = (m << d) as u64;
+    let high = (m >> (63 - d)) >> 1;
+    Some(((high as i128) << 64) | low as i128)
+}
 
 /// The lane's per-slot integer sums (zero between calls) and which slots a chunk's lane terms reached: a flag
 /// per slot when the store has fewer slots than the chunk has rows (a store written without a branch and read
@@ -48,9 +78,7 @@ impl BatchLane {
         for start in (0..slots.len()).step_by(LANE_ROWS) {
             let end = slots.len().min(start + LANE_ROWS);
             let values = &v[start..end];
-            let anchor =
-                (crate::prefetch::largest_finite_exponent(values) as i64 - 1 - LANE_SHIFT as i64)
-                    .max(0) as u64;
+            let anchor = lane_anchor(values);
             let nulls = nulls.map(|b| b.slice(start, end - start));
             let slots = &slots[start..end];
             let scan = sums.len() <= slots.len();
@@ -129,22 +157,10 @@ impl Chunk<'_> {
     #[inline(always)]
     fn add<const TRACK: bool>(&mut self, s: usize, x: f64) {
         self.counts[s] += 1;
-        let bits = x.to_bits();
-        let d = ((bits >> 52) & 0x7ff).wrapping_sub(1 + self.anchor);
-        if d > LANE_SHIFT {
+        let Some(term) = lane_term(x, self.anchor) else {
             add_outside(&mut self.sums[s], x);
             return;
-        }
-        // The signed mantissa: `sign` is -1 for a negative value, 0 otherwise, and `(m ^ sign) - sign`
-        // negates under it.
-        let sign = (bits as i64) >> 63;
-        let m = (((bits & FRACTION) | (1 << 52)) as i64 ^ sign) - sign;
-        // `m * 2^d` as its two 64-bit words, since `d < 64`: a 128-bit shift by a variable amount compiles to
-        // a branch-free sequence twice as long. `(m >> (63 - d)) >> 1` is `m >> (64 - d)` without the
-        // shift by 64 that `d = 0` would ask for.
-        let low = (m << d) as u64;
-        let high = (m >> (63 - d)) >> 1;
-        let term = ((high as i128) << 64) | low as i128;
+        };
         let lane = &mut self.lane[s];
         if TRACK {
             if *lane == 0 {

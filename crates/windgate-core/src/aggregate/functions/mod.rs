@@ -44,6 +44,7 @@ macro_rules! slot_vectors {
 mod columns;
 mod count;
 mod extreme;
+mod fused;
 mod lane;
 mod moments;
 mod pick;
@@ -57,6 +58,7 @@ use arrow_buffer::NullBuffer;
 use arrow_schema::DataType;
 
 pub(crate) use columns::StateColumns;
+pub(crate) use fused::{FusedPass, Needs, plan as fused_plan};
 
 use super::function::{AggFunc, AggSpec, ValueClass};
 use super::state::{AggMeta, InputValues, RowOrder, SKIP};
@@ -136,6 +138,16 @@ pub(crate) trait Accumulator: Debug + Send + Sync + Any {
     /// Replaces the states by one slot per row of partial-state columns, `n` being the rows' counts.
     fn import(&mut self, n: Vec<i64>, cols: &StateColumns<'_>) -> Result<()>;
     fn as_any(&self) -> &dyn Any;
+    /// What this accumulator reads from a fused pass over its float column instead of lifting rows itself
+    /// (see [`fused`]); `None`, the default, lifts through [`Self::update`].
+    fn fused_needs(&self) -> Option<Needs> {
+        None
+    }
+    /// Takes a fused pass's records into the slots it touched (only called when [`Self::fused_needs`] said
+    /// what to read).
+    fn absorb(&mut self, _pass: &FusedPass) {
+        unreachable!("absorb without fused_needs")
+    }
 }
 
 /// One function's update of one slot by one row: the per-row kernel. Static and inlined, so that a loop over
@@ -272,6 +284,8 @@ fn valid(slots: &[u32], n: &[i64], min: i64) -> Option<NullBuffer> {
 
 /// The values an accumulator can hold: `i64` (integers and temporal types) and `f64`.
 pub(crate) trait Scalar: Copy + Default + Debug + Send + Sync + 'static {
+    /// Whether this is `f64` (the values a fused pass reads, see [`fused`]).
+    const FLOAT: bool;
     /// The values and nulls of an input read as this type.
     fn input(input: &InputValues) -> (&[Self], Option<&NullBuffer>);
     /// The value a state keeps for `self` (every NaN as the one positive NaN).
@@ -290,6 +304,7 @@ pub(crate) trait Scalar: Copy + Default + Debug + Send + Sync + 'static {
 }
 
 impl Scalar for i64 {
+    const FLOAT: bool = false;
     #[inline]
     fn input(input: &InputValues) -> (&[Self], Option<&NullBuffer>) {
         match input {
@@ -326,6 +341,7 @@ fn flip_negative(bits: i64) -> i64 {
 }
 
 impl Scalar for f64 {
+    const FLOAT: bool = true;
     #[inline]
     fn input(input: &InputValues) -> (&[Self], Option<&NullBuffer>) {
         match input {

@@ -9,7 +9,8 @@ use arrow_schema::DataType;
 use super::columns::{StateColumns, exact_sum_column, int64_column};
 use super::lane::BatchLane;
 use super::{
-    Accumulator, AggregateFunction, Lift, Scalar, for_pairs, lift_rows, pair_mut, same, valid,
+    Accumulator, AggregateFunction, FusedPass, Lift, Needs, Scalar, for_pairs, lift_rows, pair_mut,
+    same, valid,
 };
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
@@ -241,6 +242,27 @@ impl Accumulator for SumFloat {
         self.sum = cols.exact_sums("sum")?;
         self.n = n;
         Ok(())
+    }
+
+    fn fused_needs(&self) -> Option<Needs> {
+        Some(Needs {
+            sum: true,
+            ..Needs::default()
+        })
+    }
+
+    /// The values outside the lane first, then the lane: the order of the batch lane's adds, so that the
+    /// state (not only its value) is the one lifting on its own leaves, and so are its partial-state bytes.
+    fn absorb(&mut self, pass: &FusedPass) {
+        for &(s, x) in pass.outside() {
+            self.sum[s as usize].add(x);
+        }
+        for (s, p) in pass.touched() {
+            self.n[s] += p.n;
+            if p.in_lane {
+                self.sum[s].add_scaled(p.lane, pass.anchor());
+            }
+        }
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -1,0 +1,364 @@
+//! The fused pass: one loop over a batch's rows that lifts every aggregate of a query over one float column
+//! (`count`, `sum`, `mean`, `min`, `max`, and `count(*)`) at once.
+//!
+//! Lifted aggregate by aggregate, each row's slot is read once per aggregate, and each aggregate keeps and
+//! bumps a count of its own. Here each accumulator says which parts of the column it reads
+//! ([`Accumulator::fused_needs`]): the rows' count, their exact sum, their greatest or least value. The pass
+//! keeps those parts for every slot side by side in one record ([`SlotParts`]), so a row costs one slot read,
+//! one record and one count; each accumulator then takes the records of the slots the batch touched
+//! ([`Accumulator::absorb`]): a call per aggregate and batch, a read per touched slot. The row loop is
+//! compiled once per combination of parts (sum, max, min), so nothing inside it tests a function's kind.
+//!
+//! The states are the ones lifting row by row gives, bit for bit: counts and extremes are the same integer
+//! sums and maxima, and the sum's lane is the batch lane's ([`super::lane`]), its outside values added to the
+//! exact sum one by one as there. Queries the pass does not cover (integer columns, a column with nulls,
+//! `first`, `last`, `var`, `std`, partial inputs, one aggregate alone) lift aggregate by aggregate.
+
+use super::Scalar;
+use super::lane::{LANE_ROWS, lane_anchor, lane_term};
+use crate::aggregate::state::{InputValues, SKIP};
+
+/// The fused pass keeps a record per slot of the store: past this many slots (a million keys, say) it would
+/// double the state's memory, and the records would be read from far memory anyway; such stores lift
+/// aggregate by aggregate.
+const MAX_SLOTS: usize = 1 << 16;
+
+/// The parts of a column a fused pass computes beyond the count every pass keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Needs {
+    pub sum: bool,
+    pub max: bool,
+    pub min: bool,
+}
+
+impl Needs {
+    fn union(self, other: Needs) -> Needs {
+        Needs {
+            sum: self.sum | other.sum,
+            max: self.max | other.max,
+            min: self.min | other.min,
+        }
+    }
+}
+
+/// One slot's parts of a batch's column, side by side.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SlotParts {
+    /// The values the lane holds, in lane units (see [`FusedPass::anchor`]).
+    pub lane: i128,
+    /// Rows lifted into the slot.
+    pub n: i64,
+    /// The greatest and least value, as order keys ([`Scalar::order_key`]).
+    pub max: i64,
+    pub min: i64,
+    /// Whether any value went into the lane (then the sum is no longer only -0.0, even when the lane is 0).
+    pub in_lane: bool,
+}
+
+const EMPTY: SlotParts = SlotParts {
+    lane: 0,
+    n: 0,
+    max: i64::MIN,
+    min: i64::MAX,
+    in_lane: false,
+};
+
+/// The records of a fused pass over one chunk of rows, and what the accumulators read of them.
+#[derive(Debug, Default)]
+pub(crate) struct FusedPass {
+    /// By slot; [`EMPTY`] outside a chunk.
+    parts: Vec<SlotParts>,
+    /// The slots the chunk touched, at their first row.
+    touched: Vec<u32>,
+    /// `(slot, value)` of the values the lane cannot hold, in row order.
+    outside: Vec<(u32, f64)>,
+    anchor: u64,
+}
+
+impl FusedPass {
+    /// The slots the chunk touched, with their parts.
+    pub(crate) fn touched(&self) -> impl Iterator<Item = (usize, &SlotParts)> {
+        self.touched
+            .iter()
+            .map(|&s| (s as usize, &self.parts[s as usize]))
+    }
+
+    /// The values the lane could not hold, with their slots: to be added to the exact sums one by one.
+    pub(crate) fn outside(&self) -> &[(u32, f64)] {
+        &self.outside
+    }
+
+    /// The lane's resolution: a lane unit weighs `2^(anchor - 1074)` (`ExactSum::add_scaled`).
+    pub(crate) fn anchor(&self) -> u16 {
+        self.anchor as u16
+    }
+
+    /// Lifts a batch of `values` through the pass: `slots` holds each row's slot in a store of `store_len`
+    /// slots, `needs` what [`plan`] found, and `absorb` hands each chunk's records to every accumulator.
+    /// Returns `false`, having done nothing, when the store is too large for the pass ([`MAX_SLOTS`]).
+    pub(crate) fn run(
+        &mut self,
+        slots: &[u32],
+        values: &[f64],
+        needs: Needs,
+        store_len: usize,
+        mut absorb: impl FnMut(&FusedPass),
+    ) -> bool {
+        if store_len > MAX_SLOTS {
+            return false;
+        }
+        self.parts.resize(store_len, EMPTY);
+        let values = &values[..slots.len()];
+        for start in (0..slots.len()).step_by(LANE_ROWS) {
+            let end = slots.len().min(start + LANE_ROWS);
+            self.chunk(&slots[start..end], &values[start..end], needs);
+            absorb(self);
+            for &s in &self.touched {
+                self.parts[s as usize] = EMPTY;
+            }
+            self.touched.clear();
+            self.outside.clear();
+        }
+        true
+    }
+
+    /// Runs the row loop compiled for `needs` over one chunk.
+    fn chunk(&mut self, slots: &[u32], values: &[f64], needs: Needs) {
+        self.anchor = if needs.sum { lane_anchor(values) } else { 0 };
+        let Needs { sum, max, min } = needs;
+        match (sum, max, min) {
+            (false, false, false) => self.rows::<false, false, false>(slots, values),
+            (false, false, true) => self.rows::<false, false, true>(slots, values),
+            (false, true, false) => self.rows::<false, true, false>(slots, values),
+            (false, true, true) => self.rows::<false, true, true>(slots, values),
+            (true, false, false) => self.rows::<true, false, false>(slots, values),
+            (true, false, true) => self.rows::<true, false, true>(slots, values),
+            (true, true, false) => self.rows::<true, true, false>(slots, values),
+            (true, true, true) => self.rows::<true, true, true>(slots, values),
+        }
+    }
+
+    /// The row loop: every row with a slot updates that slot's record once.
+    #[inline(always)]
+    fn rows<const SUM: bool, const MAX: bool, const MIN: bool>(
+        &mut self,
+        slots: &[u32],
+        values: &[f64],
+    ) {
+        let (parts, touched, outside, anchor) = (
+            &mut self.parts[..],
+            &mut self.touched,
+            &mut self.outside,
+            self.anchor,
+        );
+        for (&s, &x) in slots.iter().zip(values) {
+            if s == SKIP {
+                continue;
+            }
+            let p = &mut parts[s as usize];
+            if p.n == 0 {
+                touched.push(s);
+            }
+            p.n += 1;
+            if MAX || MIN {
+                let key = x.canonical().order_key();
+                if MAX {
+                    p.max = p.max.max(key);
+                }
+                if MIN {
+                    p.min = p.min.min(key);
+                }
+            }
+            if SUM {
+                match lane_term(x, anchor) {
+                    Some(term) => {
+                        p.lane += term;
+                        p.in_lane = true;
+                    }
+                    None => outside.push((s, x)),
+                }
+            }
+        }
+    }
+}
+
+/// The column a fused pass reads and the parts it computes, if every aggregate takes part: each says what it
+/// needs (`None`: it lifts on its own), all read one float column without nulls, or count rows (`count(*)`,
+/// or a count of a column without nulls: then every row counts), and at least two take part.
+pub(crate) fn plan<'a>(
+    aggs: impl Iterator<Item = (Option<Needs>, &'a InputValues)>,
+) -> Option<(&'a [f64], Needs)> {
+    let no_nulls =
+        |n: &Option<arrow_buffer::NullBuffer>| n.as_ref().is_none_or(|n| n.null_count() == 0);
+    let mut column: Option<&[f64]> = None;
+    let mut needs = Needs::default();
+    let mut count = 0;
+    for (need, input) in aggs {
+        needs = needs.union(need?);
+        count += 1;
+        match input {
+            InputValues::Star => {}
+            InputValues::Validity(nulls) if no_nulls(nulls) => {}
+            InputValues::Float(v, nulls) if no_nulls(nulls) => match column {
+                None => column = Some(v),
+                // One column: the same buffer (several aggregates of one column share it).
+                Some(c) if std::ptr::eq(c, &v[..]) => {}
+                Some(_) => return None,
+            },
+            _ => return None,
+        }
+    }
+    (count >= 2).then_some(())?;
+    Some((column?, needs))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_buffer::{NullBuffer, ScalarBuffer};
+    use arrow_schema::DataType;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::aggregate::function::{AggSpec, ValueClass};
+    use crate::aggregate::functions::{Accumulator, function};
+    use crate::aggregate::state::{AggMeta, RowOrder};
+
+    fn meta(func: &str, column: &str) -> Arc<AggMeta> {
+        let spec = AggSpec::parse_all(&[(column.into(), vec![func.into()])]).unwrap();
+        Arc::new(AggMeta {
+            spec: spec[0].clone(),
+            input_type: DataType::Float64,
+            class: ValueClass::Float,
+        })
+    }
+
+    /// Values of every kind the pass must route: ordinary ones, ones spread over the lane's width, zeros of
+    /// both signs, subnormals, NaN, infinities and extremes.
+    fn value() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            6 => -1e3f64..1e3,
+            2 => (-1e3f64..1e3, 0i32..64).prop_map(|(x, k)| x * 2f64.powi(-k)),
+            1 => prop_oneof![
+                Just(0.0),
+                Just(-0.0),
+                Just(f64::NAN),
+                Just(-f64::NAN),
+                Just(f64::INFINITY),
+                Just(f64::NEG_INFINITY),
+                Just(f64::MIN_POSITIVE / 8.0),
+                Just(-f64::MAX),
+                Just(f64::MAX),
+                -1e-300f64..1e-300,
+            ],
+        ]
+    }
+
+    const FUNCS: [(&str, &str); 7] = [
+        ("count", "*"),
+        ("count", "x"),
+        ("sum", "x"),
+        ("mean", "x"),
+        ("min", "x"),
+        ("max", "x"),
+        ("max", "x"),
+    ];
+
+    proptest! {
+        /// Any set of the functions the pass covers, lifted through the pass (twice, into the same states),
+        /// leaves every state as lifting aggregate by aggregate does: the same finished bits and partial
+        /// states.
+        #[test]
+        fn fused_pass_equals_lifting_one_by_one(
+            rows in prop::collection::vec((value(), 0u32..9), 0..400),
+            picked in prop::collection::vec(0usize..FUNCS.len(), 2..6),
+            store in 22usize..40,
+        ) {
+            // Counts alone read no column: the pass needs one.
+            prop_assume!(picked.iter().any(|&f| f >= 2));
+            let metas: Vec<_> = picked.iter().map(|&f| meta(FUNCS[f].0, FUNCS[f].1)).collect();
+            let values = ScalarBuffer::from(rows.iter().map(|r| r.0).collect::<Vec<_>>());
+            let slots: Vec<u32> = rows.iter().map(|r| if r.1 == 8 { SKIP } else { r.1 * 3 }).collect();
+            let inputs: Vec<InputValues> = metas
+                .iter()
+                .map(|m| match m.spec.column {
+                    None => InputValues::Star,
+                    Some(_) if m.spec.func.name() == "count" => InputValues::Validity(None),
+                    Some(_) => InputValues::Float(values.clone(), None),
+                })
+                .collect();
+            let fresh = || -> Vec<Box<dyn Accumulator>> {
+                metas
+                    .iter()
+                    .map(|m| {
+                        let mut a = function(m.spec.func).accumulator(m);
+                        a.extend_empty(store);
+                        a
+                    })
+                    .collect()
+            };
+            let order = RowOrder { ts: &[], by: None, source: 0, seq0: 0 };
+            let (mut one_by_one, mut fused) = (fresh(), fresh());
+            let mut pass = FusedPass::default();
+            for _ in 0..2 {
+                for (a, input) in one_by_one.iter_mut().zip(&inputs) {
+                    a.update(&slots, input, order);
+                }
+                let needs = fused.iter().map(|a| a.fused_needs());
+                let (column, parts) = plan(needs.zip(&inputs)).expect("every function fuses");
+                let ran = pass.run(&slots, column, parts, store, |p| {
+                    fused.iter_mut().for_each(|a| a.absorb(p))
+                });
+                prop_assert!(ran);
+            }
+            let all: Vec<u32> = (0..store as u32).collect();
+            for ((m, a), b) in metas.iter().zip(&one_by_one).zip(&fused) {
+                let (x, y) = (a.finish(m, &all).unwrap(), b.finish(m, &all).unwrap());
+                prop_assert_eq!(x.to_data(), y.to_data(), "{}", m.spec.func.name());
+                let (x, y) = (a.export(m, &all).unwrap(), b.export(m, &all).unwrap());
+                for (x, y) in x.iter().zip(&y) {
+                    prop_assert_eq!(x.to_data(), y.to_data(), "{}", m.spec.func.name());
+                }
+            }
+        }
+    }
+
+    fn float(v: &ScalarBuffer<f64>, nulls: Option<NullBuffer>) -> InputValues {
+        InputValues::Float(v.clone(), nulls)
+    }
+
+    #[test]
+    fn plan_takes_one_float_column_without_nulls() {
+        let v = ScalarBuffer::from(vec![1.0, 2.0]);
+        let w = ScalarBuffer::from(vec![1.0, 2.0]);
+        let count = Some(Needs::default());
+        let sum = Some(Needs {
+            sum: true,
+            ..Needs::default()
+        });
+        let max = Some(Needs {
+            max: true,
+            ..Needs::default()
+        });
+        let (star, fv, fw) = (InputValues::Star, float(&v, None), float(&w, None));
+        let got = plan([(count, &star), (sum, &fv), (max, &fv)].into_iter()).unwrap();
+        assert_eq!(
+            got.1,
+            Needs {
+                sum: true,
+                max: true,
+                min: false
+            }
+        );
+        assert!(std::ptr::eq(got.0, &v[..]));
+        // Two columns, one aggregate alone, a column with nulls, an aggregate that lifts on its own.
+        assert!(plan([(sum, &fv), (max, &fw)].into_iter()).is_none());
+        assert!(plan([(sum, &fv)].into_iter()).is_none());
+        let nulls = float(&v, Some(NullBuffer::from(vec![true, false])));
+        assert!(plan([(sum, &nulls), (max, &nulls)].into_iter()).is_none());
+        assert!(plan([(None, &fv), (max, &fv)].into_iter()).is_none());
+        // count(*) alone has no column to read.
+        assert!(plan([(count, &star), (count, &star)].into_iter()).is_none());
+    }
+}
