@@ -146,3 +146,16 @@ def test_late_rows_output_keeps_its_shape():
     assert bit_identical(w2, w1)
     assert late2.num_rows == late1.num_rows == 0
     assert late2.schema == late1.schema
+
+
+def test_a_window_part_that_overflows_at_a_cut_does_not_fail_the_call():
+    """The windows at a cut are built in part by each range; an integer sum can overflow in a part while the
+    whole window fits (-1 + (2^63 - 1) + 1). The call gives the pane engine's rows, not the part's error."""
+    n, cut = 200_000, 99_999  # where two ranges meet for this input
+    v = np.zeros(n, np.int64)
+    v[cut - 1 : cut + 3] = [-1, 2**63 - 1, 1, -1]
+    table = pa.table({"ts": pa.array(np.arange(n), pa.int64()), "v": pa.array(v)})
+    kw = dict(time="ts", size=3, slide=1, aggs={"v": "sum"})
+    want = windgate.window_aggregate(table, strategy="pane", threads=1, **kw)
+    for threads in (2, 3):
+        assert windgate.window_aggregate(table, threads=threads, **kw).equals(want)

@@ -338,10 +338,13 @@ fn run(
         });
         (joined.collect::<Vec<_>>(), mine)
     });
-    if unsorted.load(Ordering::Relaxed) && !interrupted_by_caller(&mine) {
+    if interrupted_by_caller(&mine) {
+        return mine.map(Some);
+    }
+    if unsorted.load(Ordering::Relaxed) {
         return Ok(None);
     }
-    first_failure(workers, mine).map(Some)
+    Ok(gather(workers, mine))
 }
 
 /// Ctrl-C (or another error of the caller's check) while the ranges ran, not a stop another range asked for.
@@ -350,34 +353,21 @@ fn interrupted_by_caller(mine: &Result<BatchOutput>) -> bool {
         .is_err_and(|e| e.kind() == ErrorKind::Interrupted && e.message() != STOPPED)
 }
 
-/// The call's result from the ranges' in order (the caller's last): Ctrl-C on the caller's thread first, then
-/// the first failure in range order (where a single engine would have failed first; workers are interrupted
-/// only because another range stopped, so their interrupts say nothing), else the windows concatenated.
-fn first_failure(
-    workers: Vec<Result<BatchOutput>>,
-    mine: Result<BatchOutput>,
-) -> Result<BatchOutput> {
-    if interrupted_by_caller(&mine) {
-        return mine;
-    }
-    let mut results = workers;
-    results.push(mine);
-    let failed = |r: &Result<BatchOutput>| {
-        r.as_ref()
-            .is_err_and(|e| e.kind() != ErrorKind::Interrupted)
-    };
-    if let Some(k) = results.iter().position(failed) {
-        return results.swap_remove(k);
-    }
+/// The ranges' windows concatenated in range order (the caller's last), or `None` when any range failed:
+/// then the caller runs the input the usual way, which reports what the whole input gives. A range's failure
+/// need not be the call's: the windows at a range's edges are built from part of their rows, and a part can
+/// fail where the whole window does not (an integer sum whose part overflows int64 while the whole fits);
+/// and a real failure is found again by the usual path, from the rows a single engine reads first.
+fn gather(workers: Vec<Result<BatchOutput>>, mine: Result<BatchOutput>) -> Option<BatchOutput> {
     let mut out: Option<BatchOutput> = None;
-    for r in results {
-        let part = r?;
+    for r in workers.into_iter().chain([mine]) {
+        let part = r.ok()?;
         match &mut out {
             None => out = Some(part),
             Some(o) => o.batches.extend(part.batches),
         }
     }
-    out.ok_or_else(|| Error::new(ErrorKind::Internal, "no time range ran"))
+    out
 }
 
 /// One range through the single-threaded pane engine, keeping the windows it owns.
@@ -555,6 +545,44 @@ mod tests {
         split_min_rows: 2,
         split_max_overlap: 0.25,
     };
+
+    /// A window at the cut whose part in the right range overflows an integer sum while the whole window
+    /// fits: the call gives the pane engine's rows, not the part's overflow.
+    #[test]
+    fn a_part_that_fails_where_the_whole_window_does_not_is_not_the_calls_failure() {
+        use arrow_array::Int64Array;
+        use std::sync::Arc;
+        let n = 1000usize;
+        let spec = WindowSpec::new(3, Some(1), 0).unwrap();
+        let ts: Vec<i64> = (0..n as i64).collect();
+        let ranges = cut(&Rows::new(&times(&[&ts])), &spec, 2, 0.25);
+        let b = ranges[1].from; // the right range's first row: time b, in windows starting b - 2 ..= b
+        let mut v = vec![0i64; n];
+        // Window b - 1 holds -1, MAX and 1 (MAX); the right range sees only MAX + 1 of it. Every whole window
+        // fits: b holds MAX, 1, -1.
+        v[b - 1..b + 3].copy_from_slice(&[-1, i64::MAX, 1, -1]);
+        let batch = RecordBatch::try_from_iter([
+            ("ts", Arc::new(Int64Array::from(ts.clone())) as _),
+            ("v", Arc::new(Int64Array::from(v)) as _),
+        ])
+        .unwrap();
+        let mut o = WindowAggregateOptions::new(
+            "ts",
+            crate::time::Span::Units(3),
+            vec![("v".into(), vec!["sum".into()])],
+        );
+        o.slide = Some(crate::time::Span::Units(1));
+        o.threads = Some(2);
+        let sources = vec![(batch.schema(), vec![batch])];
+        let auto = window_aggregate_tuned(sources.clone(), o.clone(), TINY, || Ok(())).unwrap();
+        let mut pane = o;
+        pane.strategy = Strategy::Pane;
+        pane.threads = Some(1);
+        let whole = window_aggregate_tuned(sources, pane, TINY, || Ok(())).unwrap();
+        let concat =
+            |b: &BatchOutput| arrow_select::concat::concat_batches(&b.schema, &b.batches).unwrap();
+        assert_eq!(concat(&auto), concat(&whole));
+    }
 
     #[test]
     fn sorted_input_runs_in_ranges_and_equals_the_pane_engine() {
