@@ -222,6 +222,7 @@ mod tests {
 
     use super::*;
     use crate::aggregate::function::{AggSpec, ValueClass};
+    use crate::aggregate::functions::lane::lane_values;
     use crate::aggregate::functions::{Accumulator, function};
     use crate::aggregate::state::{AggMeta, RowOrder};
 
@@ -232,27 +233,6 @@ mod tests {
             input_type: DataType::Float64,
             class: ValueClass::Float,
         })
-    }
-
-    /// Values of every kind the pass must route: ordinary ones, ones spread over the lane's width, zeros of
-    /// both signs, subnormals, NaN, infinities and extremes.
-    fn value() -> impl Strategy<Value = f64> {
-        prop_oneof![
-            6 => -1e3f64..1e3,
-            2 => (-1e3f64..1e3, 0i32..64).prop_map(|(x, k)| x * 2f64.powi(-k)),
-            1 => prop_oneof![
-                Just(0.0),
-                Just(-0.0),
-                Just(f64::NAN),
-                Just(-f64::NAN),
-                Just(f64::INFINITY),
-                Just(f64::NEG_INFINITY),
-                Just(f64::MIN_POSITIVE / 8.0),
-                Just(-f64::MAX),
-                Just(f64::MAX),
-                -1e-300f64..1e-300,
-            ],
-        ]
     }
 
     const FUNCS: [(&str, &str); 7] = [
@@ -271,7 +251,7 @@ mod tests {
         /// states.
         #[test]
         fn fused_pass_equals_lifting_one_by_one(
-            rows in prop::collection::vec((value(), 0u32..9), 0..400),
+            rows in prop::collection::vec((lane_values(), 0u32..9), 0..400),
             picked in prop::collection::vec(0usize..FUNCS.len(), 2..6),
             store in 22usize..40,
         ) {

@@ -180,3 +180,28 @@ impl Chunk<'_> {
 fn add_outside(sum: &mut ExactSum, x: f64) {
     sum.add(x);
 }
+
+/// Values of every kind the lane must route (for the tests of its users): ordinary ones of a narrow range,
+/// ones spread over the lane's whole width below the top (every shift from 0 to past the lane's), zeros of
+/// both signs, subnormals, huge and tiny magnitudes, NaN of both signs and infinities.
+#[cfg(test)]
+pub(super) fn lane_values() -> impl proptest::strategy::Strategy<Value = f64> {
+    use proptest::prelude::*;
+    prop_oneof![
+        8 => -1e3f64..1e3,
+        2 => (-1e3f64..1e3, 0i32..64).prop_map(|(x, k)| x * 2f64.powi(-k)),
+        1 => prop_oneof![
+            Just(0.0),
+            Just(-0.0),
+            Just(f64::NAN),
+            Just(-f64::NAN),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(f64::MIN_POSITIVE / 8.0),
+            Just(-f64::MAX),
+            Just(f64::MAX),
+            -1e-300f64..1e-300,
+            -1e300f64..1e300,
+        ],
+    ]
+}

@@ -276,29 +276,8 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::aggregate::functions::lane::lane_values;
     use crate::aggregate::state::SKIP;
-
-    /// Values of every kind the batch lane must route: ordinary ones of a narrow range, zeros of both signs,
-    /// subnormals, huge and tiny magnitudes, NaN and infinities.
-    fn value() -> impl Strategy<Value = f64> {
-        prop_oneof![
-            8 => -1e3f64..1e3,
-            // Spread over the lane's whole width below the top (every shift from 0 to past the lane's).
-            2 => (-1e3f64..1e3, 0i32..64).prop_map(|(x, k)| x * 2f64.powi(-k)),
-            1 => prop_oneof![
-                Just(0.0),
-                Just(-0.0),
-                Just(f64::NAN),
-                Just(f64::INFINITY),
-                Just(f64::NEG_INFINITY),
-                Just(f64::MIN_POSITIVE / 8.0),
-                Just(-f64::MAX),
-                Just(f64::MAX),
-                -1e-300f64..1e-300,
-                -1e300f64..1e300,
-            ],
-        ]
-    }
 
     proptest! {
         /// The batch lane gives every slot the bits the exact sum's own add gives, row by row, whether it flags
@@ -306,7 +285,7 @@ mod tests {
         /// used among up to 4000, more than any batch here has rows), with nulls or without.
         #[test]
         fn batch_lane_equals_exact_adds(
-            rows in prop::collection::vec((value(), 0u32..5, any::<bool>()), 0..300),
+            rows in prop::collection::vec((lane_values(), 0u32..5, any::<bool>()), 0..300),
             spread in prop_oneof![Just(1u32), 1u32..1000],
             with_nulls in any::<bool>(),
         ) {
