@@ -208,7 +208,9 @@ pub(crate) fn plan<'a>(
             _ => return None,
         }
     }
-    (count >= 2).then_some(())?;
+    if count < 2 {
+        return None;
+    }
     Some((column?, needs))
 }
 
