@@ -145,9 +145,13 @@ impl FusedPass {
         slots: &[u32],
         values: &[f64],
     ) {
+        // A slot's first row is a coin toss a branch predictor loses (ten rows a slot, in random order): the
+        // slot is written to the list at every row and the list grows only at a first row.
+        self.touched.resize(slots.len() + 1, 0);
+        let mut touched_len = 0;
         let (parts, touched, outside, anchor) = (
             &mut self.parts[..],
-            &mut self.touched,
+            &mut self.touched[..],
             &mut self.outside,
             self.anchor,
         );
@@ -156,9 +160,8 @@ impl FusedPass {
                 continue;
             }
             let p = &mut parts[s as usize];
-            if p.n == 0 {
-                touched.push(s);
-            }
+            touched[touched_len] = s;
+            touched_len += usize::from(p.n == 0);
             p.n += 1;
             if MAX || MIN {
                 let key = x.canonical().order_key();
@@ -179,6 +182,7 @@ impl FusedPass {
                 }
             }
         }
+        self.touched.truncate(touched_len);
     }
 }
 
