@@ -419,6 +419,28 @@ impl ExactSum {
             .add_fixed(term, pos);
     }
 
+    /// The value of `self + other`, rounded once, without building the sum: `Some` in the common case of
+    /// two lanes at one resolution (the panes of one column) whose total fits, with no slow tier or special
+    /// value; `None` otherwise (merge, then [`Self::value`]).
+    #[inline]
+    pub(crate) fn value_with(&self, other: &ExactSum) -> Option<f64> {
+        if self.big.is_some() || other.big.is_some() || self.specials | other.specials != 0 {
+            return None;
+        }
+        let (acc, anchor) = if other.acc == 0 {
+            (self.acc, self.anchor)
+        } else if self.acc == 0 {
+            (other.acc, other.anchor)
+        } else if self.anchor == other.anchor {
+            (self.acc.checked_add(other.acc)?, self.anchor)
+        } else {
+            return None;
+        };
+        let v = lane_value(acc, anchor)?;
+        let only_neg_zero = !(self.not_only_neg_zero || other.not_only_neg_zero);
+        Some(if v == 0.0 && only_neg_zero { -0.0 } else { v })
+    }
+
     /// The exact sum divided by `n`, rounded once to nearest-even: the quotient of the rounded sum, corrected
     /// by the exact remainder `S - n q`, then its last bit settled by comparing that remainder with half an ulp
     /// exactly. A plain `value() / n` rounds twice and can be an ulp off; the correction alone can still land

@@ -2,7 +2,12 @@
 //! pointing at a slot of the engine's scratch store that holds the window's combined state, or (the parallel
 //! engines, whose windows come back whole) each window's aggregate columns, already finished.
 
-use arrow_array::ArrayRef;
+use arrow_array::{Array, ArrayRef};
+use arrow_select::concat::concat;
+use arrow_select::interleave::interleave;
+
+use super::slots::SlotStore;
+use crate::error::{Error, Result};
 
 /// Output rows in order `(window, key rank)`.
 #[derive(Debug, Default)]
@@ -40,9 +45,40 @@ impl Emission {
         self.finished.push(columns);
     }
 
+    /// Each aggregate's column, one value per row: the finished windows' columns gathered in row order, or,
+    /// when the engine left the windows' states in `scratch`, the rows' slots of it lowered.
+    pub fn aggregate_columns(&self, scratch: &SlotStore) -> Result<Vec<ArrayRef>> {
+        let Some(first) = self.finished.first() else {
+            return scratch
+                .states
+                .iter()
+                .map(|s| s.finish(&self.slots))
+                .collect();
+        };
+        let picks = self.finished_indices();
+        // The pane engine finishes a window's rows in output order: its columns are then appended whole.
+        let whole = self.finished.iter().map(|w| w[0].len()).sum::<usize>() == picks.len()
+            && picks
+                .iter()
+                .zip(self.window_starts())
+                .all(|(&(_, s), at)| s == at);
+        (0..first.len())
+            .map(|a| {
+                let windows: Vec<&dyn Array> =
+                    self.finished.iter().map(|w| w[a].as_ref()).collect();
+                let column = if whole {
+                    concat(&windows)
+                } else {
+                    interleave(&windows, &picks)
+                };
+                column.map_err(Error::output)
+            })
+            .collect()
+    }
+
     /// The `(window, slot)` of every row of finished windows, as `interleave` takes them. Each window's rows are
     /// consecutive and windows come once each, so the `w`-th run of equal `windows` is `finished[w]`.
-    pub fn finished_indices(&self) -> Vec<(usize, usize)> {
+    fn finished_indices(&self) -> Vec<(usize, usize)> {
         let mut w = 0;
         self.slots
             .iter()
@@ -54,6 +90,18 @@ impl Emission {
                 (w, slot as usize)
             })
             .collect()
+    }
+
+    /// Each row's place within its window's run of rows.
+    fn window_starts(&self) -> impl Iterator<Item = usize> + '_ {
+        let mut at = 0;
+        (0..self.windows.len()).map(move |i| {
+            if i > 0 && self.windows[i] != self.windows[i - 1] {
+                at = 0;
+            }
+            at += 1;
+            at - 1
+        })
     }
 
     /// Drops every row of the windows up to and including `last` (windows come in ascending order): an

@@ -16,7 +16,6 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch};
 use arrow_buffer::ScalarBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use arrow_select::interleave::interleave;
 
 use super::emission::Emission;
 use super::engine::Engine;

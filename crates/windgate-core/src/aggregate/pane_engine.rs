@@ -9,7 +9,8 @@
 //! run)? That one routes each batch (a pane and an owner per row), keeps a store per pane and merges every
 //! closed pane into each open window's own store. This one is aggregation's fused fast path: one shared
 //! store filled through an incremental pane cursor, a window's panes combined only when it is emitted (into
-//! one scratch store, finished at once), panes handed out as partial states (`output="partials"`) and idle
+//! one scratch store, finished at once; or, for windows of many panes, lowered straight from the sliding
+//! stacks), panes handed out as partial states (`output="partials"`) and idle
 //! keys forgotten (see `KeyHolder`). The tests check each against its operator's reference engine.
 
 use std::collections::BTreeMap;
@@ -29,7 +30,8 @@ pub struct PaneEngine {
     spec: WindowSpec,
     panes: BTreeMap<i64, KeySlots>,
     store: SlotStore,
-    /// Combined window states of the emission being built.
+    /// Combined window states of the emission being built (windows of few panes; the sliding stacks finish
+    /// their windows themselves).
     pub scratch: SlotStore,
     /// Windows below this one were emitted (or can no longer receive rows).
     next_window: i64,
@@ -129,7 +131,7 @@ impl PaneEngine {
             rows.clear();
             if let Some(sliding) = &mut self.sliding {
                 sliding.advance(first, first + wp - 1, &self.panes, &self.store);
-                window_rows(sliding, keys, &mut self.scratch, &mut rows, j, out);
+                window_rows(sliding, keys, &mut rows, j, out)?;
                 j += 1;
                 continue;
             }
@@ -274,34 +276,27 @@ fn run_within(ts: &[i64], start: i64, end: i64) -> usize {
 /// Rows a pane run is tested by at once (see [`run_within`]).
 const RUN_BLOCK: usize = 64;
 
-/// Appends window `j`'s rows from the sliding stacks: a scratch slot per key with a pane in the window, in key
-/// order, holding the window's combined state.
+/// Appends window `j` finished from the sliding stacks: a row per key with a pane in the window, in key order.
 fn window_rows(
     sliding: &mut Sliding,
     keys: KeyOrder<'_>,
-    scratch: &mut SlotStore,
     rows: &mut Vec<(u32, u32)>,
     j: i64,
     out: &mut Emission,
-) {
-    let dense = sliding.active().len() * 4 >= keys.sorted.len();
-    let first = scratch.alloc_many(sliding.active().len());
-    if dense {
+) -> Result<()> {
+    if sliding.active().len() * 4 >= keys.sorted.len() {
         // Most keys are present: walking the keys in order beats sorting the window's rows.
         let active = keys.sorted.iter().filter(|&&key| sliding.is_active(key));
-        rows.extend(active.zip(first..).map(|(&key, slot)| (key, slot)));
+        rows.extend(active.map(|&key| (key, 0)));
     } else {
-        rows.extend(
-            sliding
-                .active()
-                .iter()
-                .zip(first..)
-                .map(|(&key, slot)| (key, slot)),
-        );
+        rows.extend(sliding.active().iter().map(|&key| (key, 0)));
         rows.sort_unstable_by_key(|&(key, _)| keys.ranks[key as usize]);
     }
-    sliding.combine_into(rows, scratch);
-    out.push_sorted_window(j, rows);
+    // Row i of the window is row i of its columns.
+    (rows.iter_mut().zip(0..)).for_each(|(row, i)| row.1 = i);
+    let columns = sliding.finish(rows)?;
+    out.push_finished_window(j, rows, columns);
+    Ok(())
 }
 
 impl super::forget::KeyHolder for PaneEngine {

@@ -17,8 +17,11 @@
 
 use std::collections::BTreeMap;
 
+use arrow_array::ArrayRef;
+
 use super::slots::{KeySlots, SlotStore};
 use super::state::SKIP;
+use crate::error::Result;
 
 /// From this many panes per window on, the pane engine combines windows through [`Sliding`]; below, it
 /// recombines the panes, which costs fewer combines than the stacks' bookkeeping. Measured with the
@@ -65,7 +68,6 @@ pub(crate) struct Sliding {
     pushed: i64,
     evicted: i64,
     pairs: Vec<(u32, u32)>,
-    back_pairs: Vec<(u32, u32)>,
     /// The combines of flips not yet run: `flips[0]` copies panes into new suffixes, `flips[l]` (l >= 1)
     /// combines the suffix `l - 1` places newer into each suffix `l` places from its key's newest. Run in
     /// batches, level by level, so that each level is one call per aggregate for every key that flipped.
@@ -82,7 +84,6 @@ impl Sliding {
             pushed: i64::MIN,
             evicted: i64::MIN,
             pairs: Vec::new(),
-            back_pairs: Vec::new(),
             flips: Vec::new(),
         }
     }
@@ -188,22 +189,20 @@ impl Sliding {
         self.place.get(key as usize).is_some_and(|&p| p != SKIP)
     }
 
-    /// Combines the current window's state of every `(key, scratch slot)` of `rows` into `scratch`.
-    pub(crate) fn combine_into(&mut self, rows: &[(u32, u32)], scratch: &mut SlotStore) {
-        let (front, back) = (&mut self.pairs, &mut self.back_pairs);
-        front.clear();
-        back.clear();
-        for &(key, ws) in rows {
+    /// The current window's aggregate columns for the given `(key, _)` rows, in order: each key's front top
+    /// and back state lowered together (see `Accumulator::finish_two`), without building the window's state.
+    pub(crate) fn finish(&mut self, rows: &[(u32, u32)]) -> Result<Vec<ArrayRef>> {
+        self.pairs.clear();
+        self.pairs.extend(rows.iter().map(|&(key, _)| {
             let ks = &self.keys[key as usize];
-            if let Some(&(_, suffix)) = ks.front.last() {
-                front.push((ws, suffix));
-            }
-            if ks.back_state != SKIP {
-                back.push((ws, ks.back_state));
-            }
-        }
-        scratch.combine_pairs(&self.store, front);
-        scratch.combine_pairs(&self.store, back);
+            (
+                ks.front.last().map_or(SKIP, |&(_, suffix)| suffix),
+                ks.back_state,
+            )
+        }));
+        (self.store.states.iter())
+            .map(|s| s.finish_two(&self.pairs))
+            .collect()
     }
 
     /// Runs the combines of the flips made since the last call (see `flips`).

@@ -179,6 +179,29 @@ impl AggState {
         self.acc.finish(&self.meta, slots)
     }
 
+    /// Lowers, for every `(a, b)` pair, the combination of slots `a` and `b` (`SKIP`: no slot) into the output
+    /// column: directly where the function can, else through a scratch state of the pairs' combinations.
+    pub fn finish_two(&self, pairs: &[(u32, u32)]) -> Result<ArrayRef> {
+        match self.acc.finish_two(&self.meta, pairs) {
+            Some(column) => column,
+            None => self.finish_two_combined(pairs),
+        }
+    }
+
+    /// [`Self::finish_two`] through a scratch state holding each pair's combination.
+    pub(crate) fn finish_two_combined(&self, pairs: &[(u32, u32)]) -> Result<ArrayRef> {
+        let mut scratch = self.empty_like();
+        scratch.extend_empty(pairs.len());
+        for half in [|p: &(u32, u32)| p.0, |p: &(u32, u32)| p.1] {
+            let into: Vec<(u32, u32)> = (pairs.iter().enumerate())
+                .filter(|(_, p)| half(p) != SKIP)
+                .map(|(i, p)| (i as u32, half(p)))
+                .collect();
+            scratch.combine_pairs(self, &into);
+        }
+        scratch.finish(&(0..pairs.len() as u32).collect::<Vec<_>>())
+    }
+
     /// The states of `slots`, in order, as the aggregate's partial-state columns (see [`super::partial`]).
     pub(crate) fn export(&self, slots: &[u32]) -> Result<Vec<ArrayRef>> {
         self.acc.export(&self.meta, slots)

@@ -1,12 +1,15 @@
 //! `count`: rows (`count(*)`, nulls included) or non-null values (`count(col)`).
 
 use std::any::Any;
+use std::sync::Arc;
 
-use arrow_array::ArrayRef;
+use arrow_array::{ArrayRef, Int64Array};
 use arrow_schema::DataType;
 
 use super::columns::{StateColumns, int64_column};
-use super::{Accumulator, AggregateFunction, FusedPass, Lift, Needs, for_pairs, lift_rows, same};
+use super::{
+    Accumulator, AggregateFunction, FusedPass, Lift, Needs, for_pairs, lift_rows, pair_count, same,
+};
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
 use crate::error::Result;
@@ -94,6 +97,11 @@ impl Accumulator for Count {
 
     fn finish(&self, _: &AggMeta, slots: &[u32]) -> Result<ArrayRef> {
         Ok(int64_column(&self.n, slots))
+    }
+
+    fn finish_two(&self, _: &AggMeta, pairs: &[(u32, u32)]) -> Option<Result<ArrayRef>> {
+        let counts = pairs.iter().map(|&p| pair_count(&self.n, p));
+        Some(Ok(Arc::new(Int64Array::from_iter_values(counts))))
     }
 
     fn fused_needs(&self) -> Option<Needs> {

@@ -8,8 +8,8 @@ use arrow_schema::DataType;
 
 use super::columns::{StateColumns, int64_column};
 use super::{
-    Accumulator, AggregateFunction, FusedPass, Lift, Needs, Scalar, for_pairs, lift_rows, same,
-    valid, value_class,
+    Accumulator, AggregateFunction, FusedPass, Lift, Needs, Scalar, at_or, for_pairs, lift_rows,
+    pair_count, same, valid, valid_counts, value_class,
 };
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
@@ -133,6 +133,18 @@ impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
             valid(slots, &self.n, 1),
             &meta.output_type(),
         )
+    }
+
+    fn finish_two(&self, meta: &AggMeta, pairs: &[(u32, u32)]) -> Option<Result<ArrayRef>> {
+        let key = |&(a, b): &(u32, u32)| {
+            Self::pick(
+                at_or(&self.v, a, Self::WORST),
+                at_or(&self.v, b, Self::WORST),
+            )
+        };
+        let values = pairs.iter().map(|p| T::from_order_key(key(p))).collect();
+        let nulls = valid_counts(pairs.iter().map(|&p| pair_count(&self.n, p)), 1);
+        Some(T::column(values, nulls, &meta.output_type()))
     }
 
     fn export(&self, meta: &AggMeta, slots: &[u32]) -> Result<Vec<ArrayRef>> {

@@ -9,11 +9,11 @@ use arrow_schema::DataType;
 use super::columns::{StateColumns, exact_sum_column, int64_column};
 use super::lane::BatchLane;
 use super::{
-    Accumulator, AggregateFunction, FusedPass, Lift, Needs, Scalar, for_pairs, lift_rows, pair_mut,
-    same, valid,
+    Accumulator, AggregateFunction, FusedPass, Lift, Needs, Scalar, at_or, for_pairs, lift_rows,
+    pair_count, pair_mut, same, valid, valid_counts,
 };
 use crate::aggregate::function::{AggSpec, ValueClass};
-use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
+use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::{Error, ErrorKind, Result};
 use crate::exact_sum::ExactSum;
 
@@ -123,33 +123,16 @@ impl Accumulator for SumInt {
     }
 
     fn finish(&self, meta: &AggMeta, slots: &[u32]) -> Result<ArrayRef> {
-        let (sum, n) = (&self.sum, &self.n);
-        let nulls = valid(slots, n, 1);
-        if self.mean {
-            let vals = slots.iter().map(|&s| {
-                let s = s as usize;
-                if n[s] == 0 {
-                    0.0
-                } else {
-                    sum[s] as f64 / n[s] as f64
-                }
-            });
-            return f64::column(vals.collect(), nulls, &meta.output_type());
-        }
-        let mut vals = Vec::with_capacity(slots.len());
-        for &s in slots {
-            let v = i64::try_from(sum[s as usize]).map_err(|_| {
-                Error::new(
-                    ErrorKind::Overflow,
-                    format!(
-                        "aggs: sum of column '{}' overflows int64 in a window",
-                        meta.column()
-                    ),
-                )
-            })?;
-            vals.push(v);
-        }
-        i64::column(vals, nulls, &meta.output_type())
+        let states = slots
+            .iter()
+            .map(|&s| (self.sum[s as usize], self.n[s as usize]));
+        self.lower(meta, states)
+    }
+
+    fn finish_two(&self, meta: &AggMeta, pairs: &[(u32, u32)]) -> Option<Result<ArrayRef>> {
+        let sum = |&(a, b): &(u32, u32)| at_or(&self.sum, a, 0) + at_or(&self.sum, b, 0);
+        let states = pairs.iter().map(|p| (sum(p), pair_count(&self.n, *p)));
+        Some(self.lower(meta, states))
     }
 
     fn export(&self, _: &AggMeta, slots: &[u32]) -> Result<Vec<ArrayRef>> {
@@ -170,6 +153,33 @@ impl Accumulator for SumInt {
     }
 }
 
+impl SumInt {
+    /// The output column of the given `(sum, count)` states: the sums, or the means.
+    fn lower(
+        &self,
+        meta: &AggMeta,
+        states: impl Iterator<Item = (i128, i64)> + Clone,
+    ) -> Result<ArrayRef> {
+        let nulls = valid_counts(states.clone().map(|(_, n)| n), 1);
+        if self.mean {
+            let vals = states.map(|(sum, n)| if n == 0 { 0.0 } else { sum as f64 / n as f64 });
+            return f64::column(vals.collect(), nulls, &meta.output_type());
+        }
+        let vals = states.map(|(sum, _)| {
+            i64::try_from(sum).map_err(|_| {
+                Error::new(
+                    ErrorKind::Overflow,
+                    format!(
+                        "aggs: sum of column '{}' overflows int64 in a window",
+                        meta.column()
+                    ),
+                )
+            })
+        });
+        i64::column(vals.collect::<Result<_>>()?, nulls, &meta.output_type())
+    }
+}
+
 /// Float sums, exact ([`ExactSum`]), and counts.
 #[derive(Debug, Default)]
 pub(super) struct SumFloat {
@@ -177,6 +187,18 @@ pub(super) struct SumFloat {
     sum: Vec<ExactSum>,
     n: Vec<i64>,
     lane: BatchLane,
+}
+
+impl SumFloat {
+    /// The output of one state: the sum rounded once, or the mean of its `n` values.
+    #[inline]
+    fn lower(&self, sum: &ExactSum, n: i64) -> f64 {
+        if self.mean && n > 0 {
+            sum.mean(n)
+        } else {
+            sum.value()
+        }
+    }
 }
 
 impl Lift for SumFloat {
@@ -220,15 +242,37 @@ impl Accumulator for SumFloat {
 
     fn finish(&self, meta: &AggMeta, slots: &[u32]) -> Result<ArrayRef> {
         let (sum, n) = (&self.sum, &self.n);
-        let vals = slots.iter().map(|&s| {
-            let s = s as usize;
-            if self.mean && n[s] > 0 {
-                sum[s].mean(n[s])
-            } else {
-                sum[s].value()
-            }
-        });
+        let vals = slots
+            .iter()
+            .map(|&s| self.lower(&sum[s as usize], n[s as usize]));
         f64::column(vals.collect(), valid(slots, n, 1), &meta.output_type())
+    }
+
+    /// Rounds the two sums' total once: straight from the two lanes in the common case (one resolution, no
+    /// slow tier), else through their merge.
+    fn finish_two(&self, meta: &AggMeta, pairs: &[(u32, u32)]) -> Option<Result<ArrayRef>> {
+        let (sum, n) = (&self.sum, &self.n);
+        let value = |p: (u32, u32)| {
+            let count = pair_count(n, p);
+            match p {
+                (SKIP, SKIP) => 0.0,
+                (s, SKIP) | (SKIP, s) => self.lower(&sum[s as usize], count),
+                (a, b) => {
+                    let (a, b) = (&sum[a as usize], &sum[b as usize]);
+                    if !self.mean
+                        && let Some(v) = a.value_with(b)
+                    {
+                        return v;
+                    }
+                    let mut total = a.clone();
+                    total.merge(b);
+                    self.lower(&total, count)
+                }
+            }
+        };
+        let vals = pairs.iter().map(|&p| value(p)).collect();
+        let nulls = valid_counts(pairs.iter().map(|&p| pair_count(n, p)), 1);
+        Some(f64::column(vals, nulls, &meta.output_type()))
     }
 
     fn export(&self, _: &AggMeta, slots: &[u32]) -> Result<Vec<ArrayRef>> {

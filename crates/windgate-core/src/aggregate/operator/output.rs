@@ -34,18 +34,7 @@ pub(super) fn assemble(b: &mut Bound, e: &Emission) -> Result<RecordBatch> {
     let (starts, ends) = window_bounds(b, &e.windows);
     columns.push(int_column_as(Arc::new(starts), &window_type)?);
     columns.push(int_column_as(Arc::new(ends), &window_type)?);
-    if e.finished.is_empty() {
-        let scratch = b.engine.scratch();
-        for state in &scratch.states {
-            columns.push(state.finish(&e.slots)?);
-        }
-    } else {
-        let picks = e.finished_indices();
-        for a in 0..b.metas.len() {
-            let windows: Vec<&dyn Array> = e.finished.iter().map(|w| w[a].as_ref()).collect();
-            columns.push(interleave(&windows, &picks).map_err(Error::output)?);
-        }
-    }
+    columns.extend(e.aggregate_columns(b.engine.scratch())?);
     if b.update.allowed.is_some() {
         columns.push(Arc::new(Int64Array::from_iter_values(
             e.marks.iter().map(|m| i64::from(m.0)),

@@ -154,11 +154,7 @@ impl Worker {
     fn emit(&mut self, last: i64) -> Part {
         let mut em = Emission::default();
         let emitted = self.pane.emit_until(last, self.dict.order(), &mut em);
-        let columns = emitted.and_then(|()| {
-            (self.pane.scratch.states.iter())
-                .map(|s| s.finish(&em.slots))
-                .collect::<Result<Vec<_>>>()
-        });
+        let columns = emitted.and_then(|()| em.aggregate_columns(&self.pane.scratch));
         self.pane.scratch.clear();
         let known = self.dict.len();
         let new_keys = (self.exported..known)
