@@ -64,6 +64,24 @@ def test_partials_merged_in_any_order_equal_the_local_call(n, seed, keys, cuts, 
         assert one.equals(want)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(0, 600),
+    seed=st.integers(0, 10**6),
+    chunks=st.lists(st.integers(1, 300), min_size=1, max_size=3),
+)
+def test_partial_state_bytes_do_not_depend_on_the_batch_split(n, seed, chunks):
+    # Exact float sums record how they were built (a batch's lane, spills to the slow tier); the partial-state
+    # bytes must not: Spark's Arrow batch size, or any other split of the same rows, gives the same rows.
+    t = _table(n, seed, 3)
+    q = dict(time="ts", size="10s", slide="2s", by=["k"], aggs=AGGS, output="partials")
+    want = windgate.window_aggregate(t, **q)
+    for chunk in chunks:
+        split = pa.Table.from_batches(t.to_batches(max_chunksize=chunk), t.schema)
+        got = windgate.window_aggregate(split, **q)
+        assert got.equals(want), chunk
+
+
 def test_streaming_partials_close_with_the_watermark():
     t = _table(300, 1, 3).sort_by("ts")
     q = dict(time="ts", size="10s", slide="5s", by="k", aggs={"*": "count", "v": ["sum", "max"]})

@@ -11,6 +11,13 @@
 //!
 //! Any list of terms is valid (the decoder adds them exactly), so other producers may write one term per
 //! finite value: `x` the value's signed significand, `p` its biased exponent minus one (or 0 for subnormals).
+//!
+//! windgate writes one list per sum, whatever the order and grouping of the adds that built it (a state
+//! records them: a batch's lane, spills to the slow tier), so that equal sums give equal bytes: partial
+//! states (`output="partials"`, checkpoints) are the same for any split of the input into batches. The
+//! canonical list of a finite sum `S` is empty for 0; one term `(x, p)` with `x` odd when `S = x · 2^(p -
+//! 1074)` fits (`|x| < 2^127`); else one term per non-zero base-2^32 digit of `|S|`, each `±digit` at its
+//! digit's position (a multiple of 32).
 
 use super::{ExactSum, NAN, NEG_INF, POS_INF};
 use crate::error::{Error, ErrorKind, Result};
@@ -36,9 +43,6 @@ impl ExactSum {
             flags |= NOT_ONLY_NEG_ZERO;
         }
         let mut out = vec![VERSION, flags];
-        if self.acc != 0 {
-            push_term(&mut out, self.acc, self.anchor);
-        }
         if let Some(big) = &self.big {
             out[1] |= big.specials
                 | if big.not_only_neg_zero {
@@ -46,14 +50,61 @@ impl ExactSum {
                 } else {
                     0
                 };
-            for (i, &d) in big.digits.iter().enumerate() {
-                if d != 0 {
-                    let pos = (big.lo as u32 + i as u32) * super::DIGIT_BITS;
-                    push_term(&mut out, d as i128, pos as u16);
-                }
-            }
+        }
+        for (x, pos) in self.canonical_terms() {
+            push_term(&mut out, x, pos);
         }
         out
+    }
+
+    /// The finite part of the sum as its canonical list of terms (see the module doc).
+    fn canonical_terms(&self) -> Vec<(i128, u16)> {
+        let Some(big) = &self.big else {
+            return odd_term(self.acc, self.anchor).into_iter().collect();
+        };
+        let mut all = (**big).clone();
+        all.add_fixed(self.acc, self.anchor);
+        all.normalise();
+        let negative = all.digits.last().is_some_and(|&d| d < 0);
+        if negative {
+            all.digits.iter_mut().for_each(|d| *d = -*d);
+            all.normalise();
+        }
+        // `all.digits` now holds |S|, every digit in [0, 2^32).
+        let sign = if negative { -1 } else { 1 };
+        let Some(first) = all.digits.iter().position(|&d| d != 0) else {
+            return Vec::new();
+        };
+        let last = all
+            .digits
+            .iter()
+            .rposition(|&d| d != 0)
+            .expect("a digit is set");
+        // Bits from the lowest set one to the highest: at most 127 make one term.
+        let low = all.digits[first].trailing_zeros();
+        let high = 64 - all.digits[last].leading_zeros();
+        let span = (last - first) as u32 * super::DIGIT_BITS + high - low;
+        if span <= 127 {
+            // Digit i's lowest bit lands at 32 (i - first) - low < 127: nothing shifts out.
+            let magnitude =
+                (all.digits[first..=last].iter().enumerate()).fold(0u128, |x, (i, &d)| {
+                    let at = i as u32 * super::DIGIT_BITS;
+                    x | if at == 0 {
+                        (d as u128) >> low
+                    } else {
+                        (d as u128) << (at - low)
+                    }
+                });
+            let pos = (all.lo as u32 + first as u32) * super::DIGIT_BITS + low;
+            return vec![(sign * magnitude as i128, pos as u16)];
+        }
+        (all.digits.iter().enumerate())
+            .filter(|&(_, &d)| d != 0)
+            .map(|(i, &d)| {
+                let pos = (all.lo as usize + i) * super::DIGIT_BITS as usize;
+                (sign * d as i128, pos as u16)
+            })
+            .collect()
     }
 
     /// Reads [`ExactSum::to_bytes`]'s encoding; an error names what is wrong with the bytes.
@@ -101,6 +152,14 @@ impl ExactSum {
 /// Largest term position the decoder takes: far above any f64 (2^1024 is position 2098) yet small enough
 /// that the superaccumulator's digit index stays in range.
 const MAX_POS: u16 = 4096;
+
+/// `x · 2^(pos - 1074)` as one term with an odd `x`, or none for 0.
+fn odd_term(x: i128, pos: u16) -> Option<(i128, u16)> {
+    (x != 0).then(|| {
+        let zeros = x.trailing_zeros();
+        (x >> zeros, pos + zeros as u16)
+    })
+}
 
 fn push_term(out: &mut Vec<u8>, x: i128, pos: u16) {
     out.extend_from_slice(&x.to_le_bytes());
@@ -153,6 +212,42 @@ mod tests {
         fn roundtrip_keeps_the_bits(values in proptest::collection::vec(any::<f64>(), 0..64)) {
             let (a, b) = roundtrip(&values);
             prop_assert_eq!(a, b);
+        }
+
+        /// Equal sums give equal bytes, however they were built: values added one by one in two orders, or
+        /// in random groups summed apart and merged (which spill to the slow tier at different points), and
+        /// the bytes read back and written again.
+        #[test]
+        fn equal_sums_encode_alike(
+            values in proptest::collection::vec(
+                prop_oneof![
+                    any::<f64>().prop_filter("finite", |v| v.is_finite()),
+                    (-1000i64..1000, -80i32..80).prop_map(|(m, e)| m as f64 * 2f64.powi(e)),
+                    Just(0.0),
+                    Just(-0.0),
+                ],
+                0..48,
+            ),
+            cuts in proptest::collection::vec(0usize..48, 0..6),
+        ) {
+            let mut forward = ExactSum::new();
+            values.iter().for_each(|&v| forward.add(v));
+            let mut backward = ExactSum::new();
+            values.iter().rev().for_each(|&v| backward.add(v));
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(values.len())).collect();
+            cuts.sort_unstable();
+            let mut grouped = ExactSum::new();
+            let mut start = 0;
+            for end in cuts.into_iter().chain([values.len()]) {
+                let mut part = ExactSum::new();
+                values[start..end].iter().for_each(|&v| part.add(v));
+                grouped.merge(&part);
+                start = end;
+            }
+            let bytes = forward.to_bytes();
+            prop_assert_eq!(&backward.to_bytes(), &bytes);
+            prop_assert_eq!(&grouped.to_bytes(), &bytes);
+            prop_assert_eq!(&ExactSum::from_bytes(&bytes).unwrap().to_bytes(), &bytes);
         }
 
         #[test]
