@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaled import examples
 
 import windgate
 
@@ -195,7 +196,7 @@ def _rounds_into_band(left: list[dict], right: list[dict], preds) -> bool:
     return False
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(join_case())
 def test_matches_brute_force_and_duckdb(case):
     left, right, window, preds = case
@@ -223,7 +224,7 @@ def test_matches_brute_force_and_duckdb(case):
 # Determinism
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(join_case(ts_range=60, max_size=120, any_float=False))
 def test_every_strategy_thread_count_and_index_equals_reference(case):
     left, right, window, preds = case
@@ -298,7 +299,7 @@ def stream_case(draw):
     return left, right, window, preds, lateness, events, empty_push
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stream_case(), st.sampled_from(SEMANTICS))
 def test_streaming_equals_batch_for_any_split_interleaving_and_threads(case, semantics):
     left, right, window, preds, lateness, events, empty_push = case

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaled import examples
 
 import windgate
 from brute import band_join_order
@@ -86,7 +87,7 @@ def _norm(rows):
     return [{k: ("NaN" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(bounds_case())
 def test_every_engine_equals_the_brute_force(case):
     left, right, lower, upper, on, how = case
@@ -103,7 +104,7 @@ def test_every_engine_equals_the_brute_force(case):
                 assert all(out.schema.field(f"right_{c}").nullable for c in ("ts", "k", "a"))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(bounds_case(), st.lists(st.tuples(st.booleans(), st.integers(1, 8)), min_size=1, max_size=8))
 def test_streaming_equals_batch_for_any_split(case, splits):
     left, right, lower, upper, on, how = case

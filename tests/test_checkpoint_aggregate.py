@@ -12,6 +12,7 @@ import pyarrow.ipc as ipc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaled import examples
 
 import windgate
 from windgate import _native
@@ -84,7 +85,7 @@ def run(params, rows, cuts, start=("reference", 1), restores=()):
     return pa.Table.from_batches([b for b in outs if b.num_columns])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     case=cases(),
     first=st.tuples(st.sampled_from(STRATEGIES), st.integers(1, 3)),

@@ -14,6 +14,7 @@ import pyarrow.ipc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaled import examples
 
 import windgate
 from windgate.errors import SnapshotError, SnapshotMismatchError
@@ -84,7 +85,7 @@ def _uninterrupted(kwargs, pushes) -> list[list[dict]]:
     return [*_run(j, pushes), j.flush().to_pylist()]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     case=cases(),
     runs=st.lists(st.sampled_from(RUNTIMES), min_size=2, max_size=2),

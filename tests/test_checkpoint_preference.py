@@ -15,6 +15,7 @@ import pyarrow.ipc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaled import examples
 
 import windgate
 from windgate.errors import InvalidParameterError, SnapshotError, SnapshotMismatchError
@@ -112,7 +113,7 @@ def checkpoint_case(draw):
     return query, rows, kw, cuts, stops, runtime
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(checkpoint_case())
 def test_a_restored_query_continues_the_uninterrupted_one(case):
     query, rows, kw, cuts, (stop1, stop2), runtime = case

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaled import examples
 
 import windgate
 from brute import kslack_admitted
@@ -95,7 +96,7 @@ def _same(got, want):
                 assert g[name] == wv, (name, g, w)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_streaming_and_batch_match_brute_force(c):
     size, slide, lateness, rows, cuts, keyed = c
@@ -116,7 +117,7 @@ def test_streaming_and_batch_match_brute_force(c):
     assert windgate.window_aggregate(table(rows), **q, strategy="reference").equals(got)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_snapshot_restore_and_pickle_continue_exactly(c):
     size, slide, lateness, rows, cuts, _ = c

@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaled import examples
 from test_window_aggregate import AGGS, batches_of, table, window_case
 
 import windgate
@@ -22,7 +23,7 @@ BASELINES = tuple(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     window_case(),
     st.sampled_from([1, 2, 3, 4, 8]),
@@ -143,7 +144,7 @@ def test_unknown_strategy_lists_the_choices():
         )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     window_case(),
     st.sampled_from([1, 2, 3]),

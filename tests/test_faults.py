@@ -17,6 +17,7 @@ import fault_harness as fh
 import numpy as np
 import pyarrow as pa
 import pytest
+import scaled
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
@@ -70,7 +71,9 @@ def cfg(examples: int) -> settings:
         [ph for ph in Phase if ph is not Phase.shrink] if os.environ.get("WINDGATE_FAULT_NO_SHRINK") else None
     )
     return settings(
-        SETTINGS, max_examples=max(1, int(examples * scale)), **({"phases": phases} if phases else {})
+        SETTINGS,
+        max_examples=max(1, int(scaled.examples(examples) * scale)),
+        **({"phases": phases} if phases else {}),
     )
 
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaled import examples
 
 import windgate
 from brute import aggregate
@@ -55,7 +56,7 @@ rows = st.integers(0, 80).flatmap(
 )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=rows, lateness=st.integers(0, 30), strategy=st.sampled_from(STRATEGIES))
 def test_batch_keeps_every_late_row_once_in_arrival_order(data, lateness, strategy):
     ts, keys, vals = data
@@ -82,7 +83,7 @@ def test_batch_keeps_every_late_row_once_in_arrival_order(data, lateness, strate
     assert len(windows) == len(oracle)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=rows,
     lateness=st.integers(0, 30),

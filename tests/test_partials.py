@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scaled import examples
 
 import windgate
 from windgate.errors import ColumnNotFoundError, InvalidParameterError
@@ -35,7 +36,7 @@ def _table(n, seed, keys):
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     n=st.integers(0, 400),
     seed=st.integers(0, 10**6),
@@ -64,7 +65,7 @@ def test_partials_merged_in_any_order_equal_the_local_call(n, seed, keys, cuts, 
         assert one.equals(want)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     n=st.integers(0, 600),
     seed=st.integers(0, 10**6),

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaled import examples
 
 import windgate
 from windgate import Pipeline, col, tpcxbb
@@ -201,7 +202,7 @@ def chains(gap: int, size: int, p: int) -> list[Pipeline]:
     ]
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=datasets(),
     shape=st.integers(0, 3),

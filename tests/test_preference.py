@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaled import examples
 
 import windgate
 from brute import windows_of
@@ -484,7 +485,7 @@ def preference_case(draw):
     return query, rows, kw, lateness, cuts, strategy, threads, farm
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(preference_case())
 def test_random_inputs_splits_threads_and_strategies_match_reference(case):
     query, rows, kw, lateness, cuts, strategy, threads, farm = case

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaled import examples
 
 import windgate
 from brute import kslack_admitted
@@ -88,7 +89,7 @@ def case(draw):
     return gap, lateness, rows, cuts, threads
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_streaming_and_batch_match_brute_force(c):
     gap, lateness, rows, cuts, threads = c
@@ -111,7 +112,7 @@ def test_streaming_and_batch_match_brute_force(c):
     assert ref.equals(got)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_next_close_is_the_least_open_end_plus_one(c):
     """``stats["next_close"]`` after every push: the least end plus one of the brute force's sessions of
@@ -182,7 +183,7 @@ def test_parameter_errors_name_them():
         agg.snapshot()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_snapshot_restore_and_pickle_continue_exactly(c):
     gap, lateness, rows, cuts, threads = c

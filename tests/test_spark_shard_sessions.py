@@ -21,6 +21,8 @@ import windgate
 
 pytest.importorskip("pyspark")
 
+from scaled import examples
+
 from windgate import spark_streaming  # noqa: E402
 from windgate._spark_shard import CLOCK, WindgateShard  # noqa: E402
 
@@ -144,7 +146,7 @@ def case(draw):
     return gap, lateness, rows, cuts, keyed, shards, draw(st.integers(0, 1000))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_simulated_stream_gives_the_closed_sessions_of_the_batch_call(c):
     gap, lateness, rows, cuts, keyed, shards, seed = c

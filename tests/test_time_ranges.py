@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaled import examples
 
 import windgate
 
@@ -69,7 +70,9 @@ def _source(t: pa.Table, chunk: int | None) -> pa.Table:
 
 
 @settings(
-    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(12),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(case=cases())
 def test_time_ranges_give_the_pane_engines_rows(case):

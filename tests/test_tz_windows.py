@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaled import examples
 
 import windgate
 from brute import windows_of
@@ -215,7 +216,7 @@ def query(zone, size, slide, offset, lateness, strategy="auto", months=False):
     )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_every_engine_matches_a_zoneinfo_brute_force(c):
     zone, size, slide, offset, lateness, rows, cuts, strategy, months = c
@@ -236,7 +237,7 @@ def test_every_engine_matches_a_zoneinfo_brute_force(c):
         assert got.schema.field("window_start").type == pa.timestamp("ms", tz=zone)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_snapshot_restore_and_pickle_continue_exactly(c):
     zone, size, slide, offset, lateness, rows, cuts, strategy, months = c
@@ -257,7 +258,7 @@ def test_snapshot_restore_and_pickle_continue_exactly(c):
     assert plain(pa.Table.from_batches(b)) == plain(pa.Table.from_batches(a))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case())
 def test_partial_states_merge_into_the_same_windows(c):
     zone, size, slide, offset, _, rows, cuts, _, months = c

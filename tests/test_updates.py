@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaled import examples
 
 import windgate
 from brute import windows_of
@@ -89,7 +90,7 @@ def rows_of(batches):
 QUERY = dict(time="ts", size=SIZE, slide=SLIDE, by="k", aggs={"*": "count", "v": "sum"})
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stream=streams, lateness=st.integers(0, 20), allowed=st.integers(0, 30))
 def test_revisions_replay_the_definition(stream, lateness, allowed):
     ts, keys, vals, cuts = stream
@@ -99,7 +100,7 @@ def test_revisions_replay_the_definition(stream, lateness, allowed):
     assert rows_of(outs) == replay(ts, keys, vals, cuts, lateness, allowed)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stream=streams, lateness=st.integers(0, 20), interval=st.integers(1, 12))
 def test_early_firings_end_in_the_default_rows(stream, lateness, interval):
     """The final rows are exactly the default mode's; each early row is a window still open then, holding
@@ -149,7 +150,7 @@ def test_bad_update_parameters(kw, match):
         windgate.WindowAggregator(time="ts", size=10, aggs={"*": "count"}, **kw)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     stream=streams,
     lateness=st.integers(0, 20),

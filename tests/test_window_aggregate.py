@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scaled import examples
 
 import windgate
 from brute import aggregate as brute_aggregate
@@ -80,7 +81,7 @@ def batches_of(t: pa.Table, cuts: list[int]) -> list[pa.RecordBatch]:
     ]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(window_case())
 def test_batch_and_streaming_match_brute_force(case):
     size, slide, offset, rows, lateness, cuts = case
@@ -104,7 +105,7 @@ def test_batch_and_streaming_match_brute_force(case):
     assert agg.stats["rows_in"] == len(rows)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.lists(st.floats(-1e300, 1e300, allow_nan=False, allow_infinity=False), min_size=1, max_size=50),
     st.randoms(use_true_random=False),

@@ -83,7 +83,7 @@ fn strategy_and_threads() -> impl proptest::strategy::Strategy<Value = (Strategy
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 120, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(120), ..ProptestConfig::default() })]
 
     #[test]
     fn restoring_anywhere_under_any_strategy_continues_the_same_rows(
@@ -222,7 +222,7 @@ fn any_strategy() -> impl proptest::strategy::Strategy<Value = (Strategy, usize)
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 60, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(60), ..ProptestConfig::default() })]
 
     /// Time-sorted input without a lateness bound: every strategy takes it, the multiway designs included.
     #[test]

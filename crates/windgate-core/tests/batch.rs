@@ -84,7 +84,7 @@ fn tuned(input: &[Vec<RecordBatch>], o: WindowAggregateOptions, tuning: Tuning) 
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(debug_assertions) { 24 } else { 200 }))]
+    #![proptest_config(ProptestConfig::with_cases(common::cases(if cfg!(debug_assertions) { 24 } else { 200 })))]
 
     #[test]
     fn promises_never_change_the_result(
@@ -170,7 +170,7 @@ fn sorted_source(c: &Case) -> Vec<Vec<RecordBatch>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(debug_assertions) { 24 } else { 300 }))]
+    #![proptest_config(ProptestConfig::with_cases(common::cases(if cfg!(debug_assertions) { 24 } else { 300 })))]
 
     /// Input sorted by time, cut into time ranges run side by side (`auto` on 2-4 threads, ranges from 2 rows
     /// on): the reference engine's rows, in order, bit for bit, for any window, batch cut and piece size; and

@@ -208,7 +208,7 @@ fn windows(out: &RecordBatch) -> Vec<Window> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(1000), ..ProptestConfig::default() })]
 
     #[test]
     fn streaming_equals_reference_and_brute_force(c in case()) {
@@ -227,7 +227,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(300), ..ProptestConfig::default() })]
 
     /// Checkpoints: an operator snapshotted and restored after every batch returns the rows (and the late
     /// count) of one that never stopped, bit for bit.

@@ -115,7 +115,7 @@ fn check_all_configs(c: &Case, seed: u64) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 150, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(150), ..ProptestConfig::default() })]
 
     #[test]
     fn farm_equals_reference(c in case(), seed in any::<u64>()) {

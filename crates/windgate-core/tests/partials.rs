@@ -61,7 +61,7 @@ fn merge(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(200), ..ProptestConfig::default() })]
 
     #[test]
     fn partials_merged_in_any_order_equal_the_one_place_result(c in case(), reverse in any::<bool>(),

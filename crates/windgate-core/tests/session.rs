@@ -192,7 +192,7 @@ fn sessions(out: &RecordBatch) -> Vec<Session> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(1000), ..ProptestConfig::default() })]
 
     #[test]
     fn streaming_equals_reference_and_brute_force(c in case()) {
@@ -234,7 +234,7 @@ fn run_restoring(c: &Case) -> (RecordBatch, u64) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(300), ..ProptestConfig::default() })]
 
     /// Checkpoints: an operator snapshotted and restored after every batch returns the rows (and the late
     /// count) of one that never stopped, bit for bit.
@@ -420,7 +420,7 @@ fn next_closes(c: &Case, strategy: Strategy, restore: bool) -> Vec<Option<i64>> 
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(300), ..ProptestConfig::default() })]
 
     #[test]
     fn next_close_is_the_least_open_end_plus_one(c in case()) {

@@ -14,7 +14,7 @@ use windgate_core::aggregate::{
 };
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(300), ..ProptestConfig::default() })]
 
     #[test]
     fn pane_engine_equals_reference_and_brute_force(c in case()) {
@@ -76,7 +76,7 @@ fn long_window_case() -> impl proptest::strategy::Strategy<Value = Case> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(200), ..ProptestConfig::default() })]
 
     #[test]
     fn long_windows_equal_the_reference(c in long_window_case()) {

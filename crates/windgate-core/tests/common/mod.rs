@@ -235,3 +235,13 @@ pub fn admitted(rows: &[Row], lateness: Option<i64>) -> (Vec<(usize, &Row)>, u64
     }
     (out, late)
 }
+
+/// `n` property-test cases, scaled by the environment's `WINDGATE_EXAMPLES` (a factor, default 1): a deeper
+/// run of the determinism suites needs no edit (`WINDGATE_EXAMPLES=10 cargo test --release`).
+pub fn cases(n: u32) -> u32 {
+    let scale = std::env::var("WINDGATE_EXAMPLES")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(1.0);
+    ((f64::from(n) * scale) as u32).max(1)
+}
