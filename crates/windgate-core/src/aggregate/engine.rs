@@ -18,8 +18,8 @@ use crate::error::Result;
 use crate::keys::KeyDict;
 
 pub(super) enum Engine {
-    Pane(PaneEngine),
-    Reference(ReferenceEngine),
+    Pane(Box<PaneEngine>),
+    Reference(Box<ReferenceEngine>),
     /// Any parallel engine.
     Parallel(Box<Driver>),
     /// Key-partitioned pane engines on worker threads.
@@ -87,8 +87,8 @@ impl Engine {
     /// ids in their workers' state and do not forget (documented in the README).
     pub(super) fn forget_idle_keys(&mut self, keys: &mut KeyDict) {
         match self {
-            Engine::Pane(e) => forget_idle_keys(e, keys),
-            Engine::Reference(e) => forget_idle_keys(e, keys),
+            Engine::Pane(e) => forget_idle_keys(e.as_mut(), keys),
+            Engine::Reference(e) => forget_idle_keys(e.as_mut(), keys),
             Engine::Updating(e) => forget_idle_keys(e.as_mut(), keys),
             Engine::Parallel(_) | Engine::Shard(_) => {}
         }

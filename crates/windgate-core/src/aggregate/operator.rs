@@ -402,9 +402,11 @@ impl WindowAggregator {
             _ if update.is_on() => {
                 Engine::Updating(Box::new(UpdatingEngine::new(spec, store(), update)))
             }
-            Build::Reference => Engine::Reference(ReferenceEngine::new(spec, store())),
+            Build::Reference => Engine::Reference(Box::new(ReferenceEngine::new(spec, store()))),
             // `new` resolves `auto` to the pane engine; it runs on the farm only if switched above.
-            Build::Auto | Build::Pane => Engine::Pane(PaneEngine::new(spec, store(), store())),
+            Build::Auto | Build::Pane => {
+                Engine::Pane(Box::new(PaneEngine::new(spec, store(), store())))
+            }
             Build::Parallel(build) => {
                 let cfg = o.farm.config(self.stats.threads as usize);
                 let args = EngineArgs {

@@ -75,8 +75,16 @@ impl PaneEngine {
             slots,
             ..
         } = self;
+        // Every row kept and the aggregates fused: each pane's run of rows is lifted by key, each key's slot
+        // looked up once per run rather than once per row.
+        let keyed = keep
+            .is_none()
+            .then(|| store.keyed_plan(inputs, keys))
+            .flatten();
         slots.clear();
-        slots.resize(ts.len(), SKIP);
+        if keyed.is_none() {
+            slots.resize(ts.len(), SKIP);
+        }
         let kept = |i: usize| keep.is_none_or(|k| k[i]);
         let mut i = 0;
         while i < ts.len() {
@@ -90,6 +98,11 @@ impl PaneEngine {
             let (start, end) = spec.pane_bounds(id);
             let pane = panes.entry(id).or_default();
             let run = run_within(&ts[i..], start, end);
+            if let Some(plan) = &keyed {
+                store.lift_keyed(i..i + run, keys, plan, pane);
+                i += run;
+                continue;
+            }
             let (out, run_keys) = (&mut slots[i..i + run], &keys[i..i + run]);
             match keep {
                 None => {
@@ -108,7 +121,9 @@ impl PaneEngine {
             }
             i += run;
         }
-        store.update(slots, inputs, order);
+        if keyed.is_none() {
+            store.update(slots, inputs, order);
+        }
     }
 
     /// Emits every window up to and including `last` that holds a row, and drops the panes no later window

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 
-use super::functions::{FusedPass, fused_plan};
+use super::functions::{FusedPass, FusedSink, Needs, fused_plan};
 use super::state::{AggMeta, AggState, InputValues, RowOrder, SKIP};
 
 /// The partial states of all aggregates, slot `i` of each belonging to the same (key, pane) or (key, window).
@@ -129,6 +129,54 @@ impl SlotStore {
         }
     }
 
+    /// How [`Self::lift_keyed`] lifts a batch of rows with key ids `keys`: when every aggregate takes part
+    /// in a fused pass (see `functions::fused_plan`) and the keys are few enough for its records.
+    pub(crate) fn keyed_plan<'a>(
+        &self,
+        inputs: &'a [InputValues],
+        keys: &[u32],
+    ) -> Option<KeyedPlan<'a>> {
+        let (values, needs) =
+            fused_plan(self.states.iter().map(AggState::fused_needs).zip(inputs))?;
+        let key_count = keys.iter().max().map_or(0, |&k| k as usize + 1);
+        FusedPass::takes(key_count).then_some(KeyedPlan {
+            values,
+            needs,
+            key_count,
+        })
+    }
+
+    /// Lifts rows `rows` of a batch, all of one group (a pane) and all kept, through the fused pass by key
+    /// (see `FusedPass::run_keyed`): `keys` per row of the batch, `group` giving each key's slot (allocated
+    /// here on first use). A key's slot is looked up once per chunk of rows, not once per row.
+    pub(crate) fn lift_keyed(
+        &mut self,
+        rows: std::ops::Range<usize>,
+        keys: &[u32],
+        plan: &KeyedPlan<'_>,
+        group: &mut KeySlots,
+    ) {
+        struct ByKey<'a> {
+            store: &'a mut SlotStore,
+            group: &'a mut KeySlots,
+        }
+        impl FusedSink for ByKey<'_> {
+            fn place(&mut self, key: u32) -> u32 {
+                self.group.slot(key, self.store)
+            }
+            fn absorb(&mut self, pass: &FusedPass) {
+                self.store.states.iter_mut().for_each(|s| s.absorb(pass));
+            }
+        }
+        // The pass's records leave the store while it runs: the sink allocates slots in it.
+        let mut pass = std::mem::take(&mut self.fused);
+        let mut sink = ByKey { store: self, group };
+        let (keys, values) = (&keys[rows.clone()], &plan.values[rows]);
+        let ran = pass.run_keyed(keys, values, plan.needs, plan.key_count, &mut sink);
+        debug_assert!(ran, "the plan checked the key count");
+        self.fused = pass;
+    }
+
     /// Combines, for every `(dst, src)` pair, slot `src` of `other` into slot `dst`, for every aggregate.
     pub fn combine_pairs(&mut self, other: &SlotStore, pairs: &[(u32, u32)]) {
         for (a, b) in self.states.iter_mut().zip(&other.states) {
@@ -140,6 +188,13 @@ impl SlotStore {
     pub fn combine_within(&mut self, pairs: &[(u32, u32)]) {
         self.states.iter_mut().for_each(|s| s.combine_within(pairs));
     }
+}
+
+/// A batch's fused pass by key (see [`SlotStore::keyed_plan`]): the column, the parts, and the key ids' bound.
+pub(crate) struct KeyedPlan<'a> {
+    values: &'a [f64],
+    needs: Needs,
+    key_count: usize,
 }
 
 /// The slots of one group of rows (a pane, a pane partition or a window): a slot per key present.
@@ -263,5 +318,78 @@ impl KeySlots {
                 .map(|&(key, slot)| (self.slot(key, store), slot)),
         );
         store.combine_pairs(from, pairs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_buffer::ScalarBuffer;
+    use arrow_schema::DataType;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::aggregate::function::{AggSpec, ValueClass};
+    use crate::aggregate::functions::lane_values;
+    use crate::aggregate::state::RowOrder;
+
+    fn metas() -> Vec<Arc<AggMeta>> {
+        let aggs = [
+            ("*".to_string(), vec!["count".to_string()]),
+            (
+                "x".into(),
+                vec!["sum".into(), "max".into(), "min".into(), "mean".into()],
+            ),
+        ];
+        AggSpec::parse_all(&aggs)
+            .unwrap()
+            .into_iter()
+            .map(|spec| {
+                Arc::new(AggMeta {
+                    spec,
+                    input_type: DataType::Float64,
+                    class: ValueClass::Float,
+                })
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// Lifting a group's rows by key (one slot lookup per key and chunk) leaves the states lifting them by
+        /// slot leaves: the same slots, finished values and partial-state bytes, over several runs.
+        #[test]
+        fn lifting_by_key_equals_lifting_by_slot(
+            runs in prop::collection::vec(prop::collection::vec((lane_values(), 0u32..40), 0..300), 1..4),
+        ) {
+            let metas = metas();
+            let (mut by_key, mut by_slot) = (SlotStore::new(&metas), SlotStore::new(&metas));
+            let (mut group_k, mut group_s) = (KeySlots::default(), KeySlots::default());
+            for run in &runs {
+                let keys: Vec<u32> = run.iter().map(|r| r.1).collect();
+                let values: Vec<f64> = run.iter().map(|r| r.0).collect();
+                let input = InputValues::Float(ScalarBuffer::from(values), None);
+                let inputs: Vec<InputValues> =
+                    metas.iter().map(|m| if m.spec.column.is_none() { InputValues::Star } else { input.clone() }).collect();
+                let plan = by_key.keyed_plan(&inputs, &keys).expect("fused");
+                by_key.lift_keyed(0..keys.len(), &keys, &plan, &mut group_k);
+                let slots: Vec<u32> = keys.iter().map(|&k| group_s.slot(k, &mut by_slot)).collect();
+                let order = RowOrder { ts: &[], by: None, source: 0, seq0: 0 };
+                by_slot.update(&slots, &inputs, order);
+            }
+            let mut entries_k = group_k.entries.clone();
+            let mut entries_s = group_s.entries.clone();
+            entries_k.sort_unstable();
+            entries_s.sort_unstable();
+            let slots_k: Vec<u32> = entries_k.iter().map(|e| e.1).collect();
+            let slots_s: Vec<u32> = entries_s.iter().map(|e| e.1).collect();
+            prop_assert_eq!(entries_k.iter().map(|e| e.0).collect::<Vec<_>>(), entries_s.iter().map(|e| e.0).collect::<Vec<_>>());
+            for (a, b) in by_key.states.iter().zip(&by_slot.states) {
+                prop_assert_eq!(a.finish(&slots_k).unwrap().to_data(), b.finish(&slots_s).unwrap().to_data());
+                for (x, y) in a.export(&slots_k).unwrap().iter().zip(&b.export(&slots_s).unwrap()) {
+                    prop_assert_eq!(x.to_data(), y.to_data());
+                }
+            }
+        }
     }
 }

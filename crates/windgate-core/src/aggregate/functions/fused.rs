@@ -64,28 +64,51 @@ const EMPTY: SlotParts = SlotParts {
 };
 
 /// The records of a fused pass over one chunk of rows, and what the accumulators read of them.
+///
+/// A record belongs to a slot of the store (rows given with their slots), or to a key (rows of one pane
+/// given with their key ids, [`FusedPass::run_keyed`]): then the pass looks up a key's slot once per chunk
+/// rather than once per row, and its records span the keys, not the slots of every open pane.
 #[derive(Debug, Default)]
 pub(crate) struct FusedPass {
-    /// By slot; [`EMPTY`] outside a chunk.
+    /// By record; [`EMPTY`] outside a chunk.
     parts: Vec<SlotParts>,
-    /// The slots the chunk touched, at their first row.
+    /// The records the chunk touched, at their first row.
     touched: Vec<u32>,
-    /// `(slot, value)` of the values the lane cannot hold, in row order.
+    /// `(record, value)` of the values the lane cannot hold, in row order.
     outside: Vec<(u32, f64)>,
+    /// Keyed runs: each touched record's slot in the store, by record.
+    slot_of: Vec<u32>,
+    keyed: bool,
     anchor: u64,
+}
+
+/// Where a fused pass's records go: their slots, and the accumulators that absorb them.
+pub(crate) trait FusedSink {
+    /// The store slot of key `key` (allocated on first use); called once per chunk for each key touched.
+    fn place(&mut self, key: u32) -> u32;
+    /// Hands a chunk's records to every accumulator (`Accumulator::absorb`).
+    fn absorb(&mut self, pass: &FusedPass);
 }
 
 impl FusedPass {
     /// The slots the chunk touched, with their parts.
     pub(crate) fn touched(&self) -> impl Iterator<Item = (usize, &SlotParts)> {
-        self.touched
-            .iter()
-            .map(|&s| (s as usize, &self.parts[s as usize]))
+        (self.touched.iter()).map(|&r| (self.slot(r) as usize, &self.parts[r as usize]))
     }
 
     /// The values the lane could not hold, with their slots: to be added to the exact sums one by one.
-    pub(crate) fn outside(&self) -> &[(u32, f64)] {
-        &self.outside
+    pub(crate) fn outside(&self) -> impl Iterator<Item = (u32, f64)> + '_ {
+        self.outside.iter().map(|&(r, x)| (self.slot(r), x))
+    }
+
+    /// The store slot of record `r`.
+    #[inline]
+    fn slot(&self, r: u32) -> u32 {
+        if self.keyed {
+            self.slot_of[r as usize]
+        } else {
+            r
+        }
     }
 
     /// The lane's resolution: a lane unit weighs `2^(anchor - 1074)` (`ExactSum::add_scaled`).
@@ -102,19 +125,67 @@ impl FusedPass {
         values: &[f64],
         needs: Needs,
         store_len: usize,
-        mut absorb: impl FnMut(&FusedPass),
+        absorb: impl FnMut(&FusedPass),
     ) -> bool {
-        if store_len > MAX_SLOTS {
+        struct BySlot<F>(F);
+        impl<F: FnMut(&FusedPass)> FusedSink for BySlot<F> {
+            fn place(&mut self, slot: u32) -> u32 {
+                slot
+            }
+            fn absorb(&mut self, pass: &FusedPass) {
+                (self.0)(pass)
+            }
+        }
+        self.keyed = false;
+        self.run_records(slots, values, needs, store_len, &mut BySlot(absorb))
+    }
+
+    /// [`Self::run`] for rows given by key id (all of one pane, none skipped): `keys[i] < key_count` is row
+    /// i's key, and `sink` gives each key's slot. Returns `false`, having done nothing, past [`MAX_SLOTS`] keys.
+    pub(crate) fn run_keyed(
+        &mut self,
+        keys: &[u32],
+        values: &[f64],
+        needs: Needs,
+        key_count: usize,
+        sink: &mut impl FusedSink,
+    ) -> bool {
+        self.keyed = true;
+        self.run_records(keys, values, needs, key_count, sink)
+    }
+
+    /// Whether the pass keeps records for `len` slots or keys (see [`MAX_SLOTS`]).
+    pub(crate) fn takes(len: usize) -> bool {
+        len <= MAX_SLOTS
+    }
+
+    fn run_records(
+        &mut self,
+        records: &[u32],
+        values: &[f64],
+        needs: Needs,
+        len: usize,
+        sink: &mut impl FusedSink,
+    ) -> bool {
+        if !Self::takes(len) {
             return false;
         }
-        self.parts.resize(store_len, EMPTY);
-        let values = &values[..slots.len()];
-        for start in (0..slots.len()).step_by(LANE_ROWS) {
-            let end = slots.len().min(start + LANE_ROWS);
-            self.chunk(&slots[start..end], &values[start..end], needs);
-            absorb(self);
-            for &s in &self.touched {
-                self.parts[s as usize] = EMPTY;
+        self.parts.resize(len, EMPTY);
+        if self.keyed {
+            self.slot_of.resize(len, SKIP);
+        }
+        let values = &values[..records.len()];
+        for start in (0..records.len()).step_by(LANE_ROWS) {
+            let end = records.len().min(start + LANE_ROWS);
+            self.chunk(&records[start..end], &values[start..end], needs);
+            if self.keyed {
+                for &r in &self.touched {
+                    self.slot_of[r as usize] = sink.place(r);
+                }
+            }
+            sink.absorb(self);
+            for &r in &self.touched {
+                self.parts[r as usize] = EMPTY;
             }
             self.touched.clear();
             self.outside.clear();

@@ -185,7 +185,7 @@ fn add_outside(sum: &mut ExactSum, x: f64) {
 /// ones spread over the lane's whole width below the top (every shift from 0 to past the lane's), zeros of
 /// both signs, subnormals, huge and tiny magnitudes, NaN of both signs and infinities.
 #[cfg(test)]
-pub(super) fn lane_values() -> impl proptest::strategy::Strategy<Value = f64> {
+pub(crate) fn lane_values() -> impl proptest::strategy::Strategy<Value = f64> {
     use proptest::prelude::*;
     prop_oneof![
         8 => -1e3f64..1e3,

@@ -298,7 +298,7 @@ impl Accumulator for SumFloat {
     /// The values outside the lane first, then the lane: the order of the batch lane's adds, so that the
     /// state (not only its value) is the one lifting on its own leaves, and so are its partial-state bytes.
     fn absorb(&mut self, pass: &FusedPass) {
-        for &(s, x) in pass.outside() {
+        for (s, x) in pass.outside() {
             self.sum[s as usize].add(x);
         }
         for (s, p) in pass.touched() {
