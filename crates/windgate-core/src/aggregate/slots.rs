@@ -116,8 +116,7 @@ impl SlotStore {
     /// one float column go through one fused pass when they all can (see `functions::FusedPass`), else each
     /// lifts its rows on its own.
     pub fn update(&mut self, slots: &[u32], inputs: &[InputValues], order: RowOrder<'_>) {
-        let needs = self.states.iter().map(AggState::fused_needs);
-        if let Some((values, parts)) = fused_plan(needs.zip(inputs)) {
+        if let Some((values, parts)) = self.fused_plan(inputs) {
             let (states, fused) = (&mut self.states, &mut self.fused);
             let absorb = |pass: &FusedPass| states.iter_mut().for_each(|s| s.absorb(pass));
             if fused.run(slots, values, parts, self.len as usize, absorb) {
@@ -129,6 +128,12 @@ impl SlotStore {
         }
     }
 
+    /// The column and parts one fused pass lifts `inputs` with, if every aggregate takes part (see
+    /// `functions::fused_plan`).
+    fn fused_plan<'a>(&self, inputs: &'a [InputValues]) -> Option<(&'a [f64], Needs)> {
+        fused_plan(self.states.iter().map(AggState::fused_needs).zip(inputs))
+    }
+
     /// How [`Self::lift_keyed`] lifts a batch of rows with key ids `keys`: when every aggregate takes part
     /// in a fused pass (see `functions::fused_plan`) and the keys are few enough for its records.
     pub(crate) fn keyed_plan<'a>(
@@ -136,8 +141,7 @@ impl SlotStore {
         inputs: &'a [InputValues],
         keys: &[u32],
     ) -> Option<KeyedPlan<'a>> {
-        let (values, needs) =
-            fused_plan(self.states.iter().map(AggState::fused_needs).zip(inputs))?;
+        let (values, needs) = self.fused_plan(inputs)?;
         let key_count = keys.iter().max().map_or(0, |&k| k as usize + 1);
         FusedPass::takes(key_count).then_some(KeyedPlan {
             values,
