@@ -60,7 +60,7 @@ impl Emission {
         let whole = self.finished.iter().map(|w| w[0].len()).sum::<usize>() == picks.len()
             && picks
                 .iter()
-                .zip(self.window_starts())
+                .zip(self.places_in_window())
                 .all(|(&(_, s), at)| s == at);
         (0..first.len())
             .map(|a| {
@@ -93,7 +93,7 @@ impl Emission {
     }
 
     /// Each row's place within its window's run of rows.
-    fn window_starts(&self) -> impl Iterator<Item = usize> + '_ {
+    fn places_in_window(&self) -> impl Iterator<Item = usize> + '_ {
         let mut at = 0;
         (0..self.windows.len()).map(move |i| {
             if i > 0 && self.windows[i] != self.windows[i - 1] {

@@ -5,10 +5,10 @@
 //!
 //! Each key's open panes are a queue: the *back* holds the panes pushed since the last flip and their running
 //! combination; the *front* holds suffix combinations of older panes (entry `i` is pane `i` combined with every
-//! newer front pane), oldest on top. A window is the front's top combined with the back's running state: two
-//! combines. Evicting a pane pops the front; when the front runs dry, the back's panes are flipped into
-//! suffixes, one combine per pane. Every pane is thus combined at most three times in all, and a window's
-//! state costs two combines, where recombining its panes costs one per pane (288 for a day of 5-minute
+//! newer front pane), oldest on top. A window is the front's top combined with the back's running state, the
+//! two lowered together without the combination being stored ([`Sliding::finish`]). Evicting a pane pops the front; when the front runs dry, the back's panes are flipped into
+//! suffixes, one combine per pane. Every pane is thus combined at most three times in all, and a window
+//! reads two states per key, where recombining its panes costs one per pane (288 for a day of 5-minute
 //! panes).
 //!
 //! Combines are exact and commutative (see [`super::state`]), so the grouping of panes changes no bit of any
