@@ -158,6 +158,41 @@ proptest! {
     }
 }
 
+/// Long windows over a spread-out stream: up to 300 panes a window and slides of one pane or several, so the
+/// farm's window level builds windows in blocks (from 6 panes a window on) with chunks of every shape.
+fn long_windows(mut c: Case, size: i64, slide: i64) -> Case {
+    for r in &mut c.rows {
+        r.ts *= 5;
+    }
+    c.lateness = c.lateness.map(|k| k * 5);
+    c.size = size;
+    c.slide = 1 + (slide - 1) % size;
+    c
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: common::cases(100), ..ProptestConfig::default() })]
+
+    #[test]
+    fn farm_long_windows_equal_reference(
+        c in case(),
+        size in 6i64..300,
+        slide in 1i64..40,
+        threads in 1usize..5,
+        rr in any::<bool>(),
+    ) {
+        let c = long_windows(c, size, slide);
+        let reference = run(&c, Strategy::Reference, false);
+        let win = if rr { WindowSchedulerKind::WinRr } else { WindowSchedulerKind::WinFb };
+        let got = run_with(&c, true, |o| {
+            o.strategy = Strategy::Farm;
+            o.threads = Some(threads);
+            o.farm = farm_opts(PaneSchedulerKind::AsPid, win, None);
+        });
+        prop_assert_eq!(&got, &reference, "threads={} window={:?}", threads, win);
+    }
+}
+
 /// The long run: many random cases at every thread count (release mode keeps it to seconds).
 #[test]
 fn stress_many_random_cases() {

@@ -3,6 +3,7 @@
 
 use super::pane_query::AggQuery;
 use super::{Admitted, EngineArgs, FinishedWindow, ParallelEngine, pane_frontier};
+use crate::aggregate::sliding::SLIDING_MIN_PANES;
 use crate::error::Result;
 use crate::runtime::farm::{Farm, FarmStats};
 use crate::time::{WindowSpec, assign_panes};
@@ -13,9 +14,17 @@ pub(crate) fn query(args: &EngineArgs<'_>) -> AggQuery {
     }
 }
 
-/// The pane farm: pane-level query (PLQ) and window-level query (WLQ) worker farms.
+/// The pane farm: pane-level query (PLQ) and window-level query (WLQ) worker farms. From
+/// [`SLIDING_MIN_PANES`] panes a window on, as in the pane engine, the window level builds windows in blocks
+/// from shared suffixes and prefixes of their panes (`Farm::sliding`) rather than merging every pane into every
+/// window: the cost of a window then no longer grows with its panes.
 pub(crate) fn build(args: &EngineArgs<'_>) -> Result<Box<dyn ParallelEngine>> {
-    Ok(Box::new(Farm::new(query(args), args.spec, args.cfg)?))
+    let farm = if args.spec.panes_per_window() >= SLIDING_MIN_PANES {
+        Farm::sliding(query(args), args.spec, args.cfg)?
+    } else {
+        Farm::new(query(args), args.spec, args.cfg)?
+    };
+    Ok(Box::new(farm))
 }
 
 impl ParallelEngine for Farm<AggQuery> {

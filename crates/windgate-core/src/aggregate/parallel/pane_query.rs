@@ -10,7 +10,7 @@ use super::rows::Admitted;
 use super::window::{AggWindow, FinishedWindow};
 use crate::aggregate::slots::{KeySlots, SlotStore};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
-use crate::runtime::farm::{FarmQuery, Routed};
+use crate::runtime::farm::{FarmQuery, Routed, SlidingQuery};
 use std::sync::Arc;
 
 /// Window aggregation as the pane farm's query: the pane-level query (PLQ) lifts rows into per-(key, pane
@@ -155,5 +155,13 @@ impl FarmQuery for AggQuery {
 
     fn done(&self, window: AggWindow) -> FinishedWindow {
         window.finish()
+    }
+}
+
+/// Window states combine like partitions (exactly, in any order), so the farm can build long windows from
+/// shared suffixes and prefixes of their panes.
+impl SlidingQuery for AggQuery {
+    fn combine(&self, into: &mut AggWindow, from: &AggWindow) {
+        into.combine(from);
     }
 }

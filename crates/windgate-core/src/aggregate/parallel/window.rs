@@ -36,6 +36,11 @@ impl AggWindow {
             .merge(&mut self.store, from, entries, &mut self.pairs);
     }
 
+    /// Combines another window's states into this one.
+    pub(crate) fn combine(&mut self, other: &AggWindow) {
+        self.merge_slots(&other.store, &other.keys.entries);
+    }
+
     /// Finishes every aggregate of every slot. A window's store only ever grows (slots are never released), so
     /// its slots are `0..len`.
     pub(crate) fn finish(self) -> FinishedWindow {

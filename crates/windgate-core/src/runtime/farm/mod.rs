@@ -20,10 +20,17 @@
 //! WLQ workers' task channels (the WLQ emitter must never block, or the PLQ workers feeding it would stall;
 //! WIN_FB sends a worker one task at a time, so only WIN_RR can queue there, at most the windows in flight).
 //!
+//! The window level comes in two kinds. [`wlq`] is the paper's: a task per window, every pane merged into every
+//! window it belongs to, so a window costs one merge per pane it spans. [`blocks`] is for long windows of a
+//! query whose window states combine with each other ([`SlidingQuery`]): a task per block of consecutive
+//! windows, each window built from a suffix and a prefix of the block's panes, so its cost does not grow with
+//! the panes it spans. [`Farm::new`] and [`Farm::sliding`] start one or the other.
+//!
 //! Determinism: G's partitions of a pane are combined by H exactly (the query guarantees an order-independent
 //! merge), so which worker computed which piece never shows in the output (`docs/architecture.md`,
 //! "Contracts": determinism).
 
+mod blocks;
 pub(crate) mod inline;
 mod plq;
 mod wlq;
@@ -33,9 +40,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Sender, bounded, unbounded};
+use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 
-use super::collector::Collector;
+use super::collector::{Collector, OutMsg};
 use super::monitor::{Monitor, WorkerCounters};
 use super::pane_scheduler::{PaneScheduler, PaneSchedulerKind};
 use super::pid::{Pid, PidConfig};
@@ -43,7 +50,6 @@ use crate::error::{Error, Result};
 use crate::threads::spawn;
 use crate::time::WindowSpec;
 use plq::PlqMsg;
-use wlq::Task;
 
 /// `owner` of a row no worker takes (late or null-time rows).
 pub const NOT_ROUTED: u8 = u8::MAX;
@@ -86,6 +92,14 @@ pub trait FarmQuery: Send + Sync + 'static {
     fn merge(&self, window: &mut Self::Window, part: &Self::Part);
     /// A window all of whose partitions were merged, as the caller receives it.
     fn done(&self, window: Self::Window) -> Self::Done;
+}
+
+/// A query whose window results combine with one another as partitions do (exactly, in any order), so one
+/// combination of panes can serve several overlapping windows: what the block window stage ([`Farm::sliding`])
+/// needs.
+pub trait SlidingQuery: FarmQuery {
+    /// Combines `from` into `into`.
+    fn combine(&self, into: &mut Self::Window, from: &Self::Window);
 }
 
 /// A chunk with each row's pane and worker.
@@ -172,8 +186,9 @@ pub struct FarmStats {
     pub window_tasks: u64,
 }
 
-/// Messages into the WLQ emitter.
-pub(crate) enum WlqIn<Q: FarmQuery> {
+/// Messages into the WLQ emitter. `S` is what a WLQ task holds and hands back: a window's running result, or
+/// a block of windows.
+pub(crate) enum WlqIn<Q: FarmQuery, S> {
     Part {
         pane: i64,
         part: Arc<Q::Part>,
@@ -182,13 +197,30 @@ pub(crate) enum WlqIn<Q: FarmQuery> {
         worker: u8,
         frontier: i64,
     },
+    /// A WLQ worker finished a task on `unit` (a window or a block): `state` comes back unless the unit is done.
     Feedback {
         worker: usize,
-        window: i64,
-        state: Option<Q::Window>,
+        unit: i64,
+        state: Option<S>,
     },
     Exit,
 }
+
+/// What a window-level stage is started with: its emitter reads `rx` (partitions and acknowledgements from the
+/// PLQ workers, feedback from its own workers on `feedback`) and sends windows to `out`.
+pub(crate) struct WlqStage<Q: FarmQuery, S> {
+    pub query: Arc<Q>,
+    pub spec: WindowSpec,
+    pub kind: WindowSchedulerKind,
+    pub rx: Receiver<WlqIn<Q, S>>,
+    pub feedback: Sender<WlqIn<Q, S>>,
+    pub out: Sender<OutMsg<Q::Done>>,
+    pub plq_workers: usize,
+    pub workers: usize,
+}
+
+/// A started window-level stage: its threads (workers and emitter) and the workers' counters.
+pub(crate) type Started = (Vec<JoinHandle<()>>, Vec<Arc<WorkerCounters>>);
 
 /// A running farm. Dropping it stops and joins its threads.
 pub struct Farm<Q: FarmQuery> {
@@ -208,13 +240,34 @@ pub struct Farm<Q: FarmQuery> {
     threads: Vec<JoinHandle<()>>,
 }
 
+impl<Q: SlidingQuery> Farm<Q> {
+    /// A farm whose window level works in blocks of consecutive windows ([`blocks`]): for long windows, where
+    /// merging every pane into every window would cost a merge per pane a window spans. Windows that do not
+    /// overlap (a slide longer than the window) get the per-window stage: they share no panes.
+    pub fn sliding(query: Q, spec: WindowSpec, cfg: &FarmConfig) -> Result<Self> {
+        if spec.panes_per_window() < spec.panes_per_slide() {
+            return Self::new(query, spec, cfg);
+        }
+        Self::start(query, spec, cfg, blocks::start)
+    }
+}
+
 impl<Q: FarmQuery> Farm<Q> {
+    /// A farm with the paper's window level ([`wlq`]): a task per window.
     pub fn new(query: Q, spec: WindowSpec, cfg: &FarmConfig) -> Result<Self> {
+        Self::start(query, spec, cfg, wlq::start)
+    }
+
+    fn start<S: Send + 'static>(
+        query: Q,
+        spec: WindowSpec,
+        cfg: &FarmConfig,
+        window_stage: fn(WlqStage<Q, S>) -> Result<Started>,
+    ) -> Result<Self> {
         let n = cfg.plq_workers.clamp(1, (NOT_ROUTED - 1) as usize);
-        let m = cfg.wlq_workers.max(1);
         let query = Arc::new(query);
         let (out_tx, out_rx) = unbounded();
-        let (wlq_tx, wlq_rx) = bounded::<WlqIn<Q>>(256.max(4 * n));
+        let (wlq_tx, wlq_rx) = bounded::<WlqIn<Q, S>>(256.max(4 * n));
         let mut threads = vec![];
         let mut plq = vec![];
         let mut plq_counters = vec![];
@@ -228,29 +281,17 @@ impl<Q: FarmQuery> Farm<Q> {
             plq.push(tx);
             plq_counters.push(c);
         }
-        let mut tasks = vec![];
-        let mut wlq_counters = vec![];
-        for me in 0..m {
-            let (tx, rx) = unbounded::<Task<Q>>();
-            let c = Arc::new(WorkerCounters::default());
-            let (q, fb, out, c2) = (query.clone(), wlq_tx.clone(), out_tx.clone(), c.clone());
-            threads.push(spawn(format!("windgate-wlq-{me}"), move || {
-                wlq::run_worker(q, me, rx, fb, out, c2)
-            })?);
-            tasks.push(tx);
-            wlq_counters.push(c);
-        }
-        drop(wlq_tx);
-        let emitter = wlq::Emitter {
+        let (wlq_threads, wlq_counters) = window_stage(WlqStage {
             query,
             spec,
             kind: cfg.window_scheduler,
             rx: wlq_rx,
-            workers: tasks,
+            feedback: wlq_tx,
             out: out_tx,
             plq_workers: n,
-        };
-        threads.push(spawn("windgate-wlq-emitter".into(), move || emitter.run())?);
+            workers: cfg.wlq_workers.max(1),
+        })?;
+        threads.extend(wlq_threads);
         Ok(Self {
             plq,
             plq_counters,

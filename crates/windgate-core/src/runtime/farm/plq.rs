@@ -28,11 +28,11 @@ pub enum PlqMsg<C> {
     Punct(i64),
 }
 
-pub(super) fn run<Q: FarmQuery>(
+pub(super) fn run<Q: FarmQuery, S>(
     query: Arc<Q>,
     me: u8,
     rx: Receiver<PlqMsg<Q::Chunk>>,
-    wlq: Sender<WlqIn<Q>>,
+    wlq: Sender<WlqIn<Q, S>>,
     out: Sender<OutMsg<Q::Done>>,
     counters: Arc<WorkerCounters>,
 ) {

@@ -16,13 +16,50 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, unbounded};
 
-use super::{FarmQuery, WindowSchedulerKind, WlqIn};
+use super::{FarmQuery, Started, WindowSchedulerKind, WlqIn, WlqStage};
+use crate::error::Result;
 use crate::runtime::collector::{OutMsg, report_panic};
 use crate::runtime::monitor::WorkerCounters;
-use crate::threads::panic_message;
+use crate::threads::{panic_message, spawn};
 use crate::time::WindowSpec;
+
+/// What a task hands back: the window's running result.
+type In<Q> = WlqIn<Q, <Q as FarmQuery>::Window>;
+
+/// Starts the stage: `stage.workers` workers and the emitter.
+pub(super) fn start<Q: FarmQuery>(stage: WlqStage<Q, Q::Window>) -> Result<Started> {
+    let mut threads = vec![];
+    let mut tasks = vec![];
+    let mut counters = vec![];
+    for me in 0..stage.workers {
+        let (tx, rx) = unbounded::<Task<Q>>();
+        let c = Arc::new(WorkerCounters::default());
+        let (q, fb, out, c2) = (
+            stage.query.clone(),
+            stage.feedback.clone(),
+            stage.out.clone(),
+            c.clone(),
+        );
+        threads.push(spawn(format!("windgate-wlq-{me}"), move || {
+            run_worker(q, me, rx, fb, out, c2)
+        })?);
+        tasks.push(tx);
+        counters.push(c);
+    }
+    let emitter = Emitter {
+        query: stage.query,
+        spec: stage.spec,
+        kind: stage.kind,
+        rx: stage.rx,
+        workers: tasks,
+        out: stage.out,
+        plq_workers: stage.plq_workers,
+    };
+    threads.push(spawn("windgate-wlq-emitter".into(), move || emitter.run())?);
+    Ok((threads, counters))
+}
 
 /// A window task: merge `parts` into window `window`'s result `state`. A task takes every partition pending for
 /// its window at dispatch time: one round trip per batch of partitions, not per partition.
@@ -40,14 +77,14 @@ struct WinDesc<Q: FarmQuery> {
     pending: VecDeque<Arc<Q::Part>>,
 }
 
-pub(super) struct Emitter<Q: FarmQuery> {
-    pub query: Arc<Q>,
-    pub spec: WindowSpec,
-    pub kind: WindowSchedulerKind,
-    pub rx: Receiver<WlqIn<Q>>,
-    pub workers: Vec<Sender<Task<Q>>>,
-    pub out: Sender<OutMsg<Q::Done>>,
-    pub plq_workers: usize,
+struct Emitter<Q: FarmQuery> {
+    query: Arc<Q>,
+    spec: WindowSpec,
+    kind: WindowSchedulerKind,
+    rx: Receiver<In<Q>>,
+    workers: Vec<Sender<Task<Q>>>,
+    out: Sender<OutMsg<Q::Done>>,
+    plq_workers: usize,
 }
 
 struct State<Q: FarmQuery> {
@@ -107,9 +144,9 @@ impl<Q: FarmQuery> Emitter<Q> {
                 }
                 WlqIn::Feedback {
                     worker,
-                    window,
+                    unit,
                     state,
-                } => self.feedback(&mut st, worker, window, state),
+                } => self.feedback(&mut st, worker, unit, state),
                 WlqIn::Exit => {
                     exits += 1;
                     if exits == self.plq_workers {
@@ -215,7 +252,7 @@ impl<Q: FarmQuery> Emitter<Q> {
     }
 }
 
-fn next_ready(ready: &[bool], rr: &mut usize) -> Option<usize> {
+pub(super) fn next_ready(ready: &[bool], rr: &mut usize) -> Option<usize> {
     let n = ready.len();
     for k in 0..n {
         let w = (*rr + k) % n;
@@ -227,11 +264,11 @@ fn next_ready(ready: &[bool], rr: &mut usize) -> Option<usize> {
     None
 }
 
-pub(super) fn run_worker<Q: FarmQuery>(
+fn run_worker<Q: FarmQuery>(
     query: Arc<Q>,
     me: usize,
     rx: Receiver<Task<Q>>,
-    feedback: Sender<WlqIn<Q>>,
+    feedback: Sender<In<Q>>,
     out: Sender<OutMsg<Q::Done>>,
     counters: Arc<WorkerCounters>,
 ) {
@@ -253,7 +290,7 @@ pub(super) fn run_worker<Q: FarmQuery>(
             counters.add(t0.elapsed(), 1);
             let msg = WlqIn::Feedback {
                 worker: me,
-                window: task.window,
+                unit: task.window,
                 state,
             };
             if feedback.send(msg).is_err() {
