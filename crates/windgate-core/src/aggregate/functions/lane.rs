@@ -73,6 +73,29 @@ impl BatchLane {
         v: &[f64],
         nulls: Option<&NullBuffer>,
     ) {
+        self.add_counting::<true>(sums, counts, slots, v, nulls);
+    }
+
+    /// Adds `v[i]` to `sums[slots[i]]` for every row with a slot and a non-null value, counting nothing.
+    pub(super) fn add_sums(
+        &mut self,
+        sums: &mut [ExactSum],
+        slots: &[u32],
+        v: &[f64],
+        nulls: Option<&NullBuffer>,
+    ) {
+        self.add_counting::<false>(sums, &mut [], slots, v, nulls);
+    }
+
+    /// [`Self::add`], adding to `counts` when `COUNT`.
+    fn add_counting<const COUNT: bool>(
+        &mut self,
+        sums: &mut [ExactSum],
+        counts: &mut [i64],
+        slots: &[u32],
+        v: &[f64],
+        nulls: Option<&NullBuffer>,
+    ) {
         self.lane.resize(sums.len(), 0);
         self.hit.resize(sums.len(), false);
         for start in (0..slots.len()).step_by(LANE_ROWS) {
@@ -89,11 +112,11 @@ impl BatchLane {
                 hit: &mut self.hit[..n],
                 touched: &mut self.touched,
                 sums: &mut sums[..n],
-                counts: &mut counts[..n],
+                counts: if COUNT { &mut counts[..n] } else { &mut [] },
                 anchor,
             };
             if scan {
-                chunk.rows::<false>(slots, values, nulls.as_ref());
+                chunk.rows::<false, COUNT>(slots, values, nulls.as_ref());
                 for (s, hit) in self.hit.iter_mut().enumerate() {
                     if std::mem::take(hit) {
                         let term = std::mem::take(&mut self.lane[s]);
@@ -101,7 +124,7 @@ impl BatchLane {
                     }
                 }
             } else {
-                chunk.rows::<true>(slots, values, nulls.as_ref());
+                chunk.rows::<true, COUNT>(slots, values, nulls.as_ref());
                 for &s in self.touched.iter() {
                     let term = std::mem::take(&mut self.lane[s as usize]);
                     sums[s as usize].add_scaled(term, anchor as u16);
@@ -126,9 +149,9 @@ struct Chunk<'a> {
 
 impl Chunk<'_> {
     /// Adds every row with a slot and a non-null value; `TRACK` says whether the slots reached are listed in
-    /// `touched` (else flagged in `hit`).
+    /// `touched` (else flagged in `hit`), `COUNT` whether each row adds 1 to its slot's count.
     #[inline(always)]
-    fn rows<const TRACK: bool>(
+    fn rows<const TRACK: bool, const COUNT: bool>(
         &mut self,
         slots: &[u32],
         values: &[f64],
@@ -138,14 +161,14 @@ impl Chunk<'_> {
             Some(nulls) if nulls.null_count() > 0 => {
                 for (i, (&s, &x)) in slots.iter().zip(values).enumerate() {
                     if s != SKIP && nulls.is_valid(i) {
-                        self.add::<TRACK>(s as usize, x);
+                        self.add::<TRACK, COUNT>(s as usize, x);
                     }
                 }
             }
             _ => {
                 for (&s, &x) in slots.iter().zip(values) {
                     if s != SKIP {
-                        self.add::<TRACK>(s as usize, x);
+                        self.add::<TRACK, COUNT>(s as usize, x);
                     }
                 }
             }
@@ -155,8 +178,10 @@ impl Chunk<'_> {
     /// Adds one value: into the lane at the chunk's resolution when it is at most [`LANE_SHIFT`] binades
     /// below the top, else (zeros, subnormals, NaN, infinities, tiny values) through the exact sum's own add.
     #[inline(always)]
-    fn add<const TRACK: bool>(&mut self, s: usize, x: f64) {
-        self.counts[s] += 1;
+    fn add<const TRACK: bool, const COUNT: bool>(&mut self, s: usize, x: f64) {
+        if COUNT {
+            self.counts[s] += 1;
+        }
         let Some(term) = lane_term(x, self.anchor) else {
             add_outside(&mut self.sums[s], x);
             return;

@@ -1,5 +1,12 @@
 //! `var` and `std` (sample, n - 1): exact sums of `x` and `x²` and a count per slot, lowered by an exact
 //! centred moment.
+//!
+//! A square is kept exactly as the two halves of `two_product(x, x)`, whose low half lies about 53 binades
+//! below the high one. The two halves are summed apart (`q` and `q_lo`), so that each sum stays in its
+//! [`ExactSum`]'s fast lane: summed together, most adds spilled to the slow tier. A float batch goes through
+//! the batch lane three times (`x` with the counts, the high halves, the low halves; see [`super::lane`]).
+//! The partial state has one `sumsq`, the two sums merged: equal sums have equal bytes, so the split never
+//! shows.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -7,12 +14,15 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, BinaryArray};
 use arrow_schema::DataType;
 
+use arrow_buffer::NullBuffer;
+
 use super::columns::{StateColumns, exact_sum_column, int64_column};
+use super::lane::BatchLane;
 use super::{
     Accumulator, AggregateFunction, Lift, Scalar, for_pairs, lift_rows, pair_mut, same, valid,
 };
 use crate::aggregate::function::{AggSpec, ValueClass};
-use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
+use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::Result;
 use crate::exact_sum::{ExactSum, two_product};
 
@@ -66,11 +76,26 @@ impl AggregateFunction for MomentsFn {
 pub(super) struct Moments {
     std: bool,
     s: Vec<ExactSum>,
+    /// The squares' high halves; `q + q_lo` is the sum of squares of the values below `BIG`.
     q: Vec<ExactSum>,
+    /// The squares' non-zero low halves.
+    q_lo: Vec<ExactSum>,
     n: Vec<i64>,
     /// Squares of values of magnitude >= `BIG`, scaled by 2^-2*SCALE (their squares would overflow
     /// f64); allocated only for the slots that saw one.
     big: Vec<Option<Box<ExactSum>>>,
+    lane: BatchLane,
+    squares: Squares,
+}
+
+/// A batch's squares, split for the batch lane: row `i`'s halves and the slot each goes to (`SKIP` for a
+/// row without a slot, a null, a value of magnitude `BIG` or more, and a zero low half).
+#[derive(Debug, Default)]
+struct Squares {
+    hi: Vec<f64>,
+    lo: Vec<f64>,
+    hi_slots: Vec<u32>,
+    lo_slots: Vec<u32>,
 }
 
 impl Lift for Moments {
@@ -82,7 +107,10 @@ impl Lift for Moments {
         if x.abs() < BIG {
             let (hi, lo) = two_product(x, x);
             self.q[slot].add(hi);
-            self.q[slot].add(lo);
+            // A zero low half adds nothing: the high half already marked the sum as not only -0.0.
+            if lo != 0.0 {
+                self.q_lo[slot].add(lo);
+            }
         } else {
             add_big_square(&mut self.big[slot], x);
         }
@@ -90,12 +118,47 @@ impl Lift for Moments {
     }
 }
 
+impl Moments {
+    /// Lifts a float batch through the batch lane: the same sums as lifting row by row.
+    fn update_floats(&mut self, slots: &[u32], v: &[f64], nulls: Option<&NullBuffer>) {
+        self.lane.add(&mut self.s, &mut self.n, slots, v, nulls);
+        let sq = &mut self.squares;
+        sq.hi.clear();
+        sq.lo.clear();
+        sq.hi_slots.clear();
+        sq.lo_slots.clear();
+        for (i, (&s, &x)) in slots.iter().zip(v).enumerate() {
+            let valid = s != SKIP && nulls.is_none_or(|b| b.is_valid(i));
+            let small = valid && x.abs() < BIG;
+            if valid && !small {
+                add_big_square(&mut self.big[s as usize], x);
+            }
+            // Rows left out write zeros, so that no huge or non-finite square sets a chunk's resolution.
+            let (hi, lo) = if small { two_product(x, x) } else { (0.0, 0.0) };
+            sq.hi.push(hi);
+            sq.lo.push(lo);
+            sq.hi_slots.push(if small { s } else { SKIP });
+            sq.lo_slots.push(if small && lo != 0.0 { s } else { SKIP });
+        }
+        self.lane.add_sums(&mut self.q, &sq.hi_slots, &sq.hi, None);
+        self.lane
+            .add_sums(&mut self.q_lo, &sq.lo_slots, &sq.lo, None);
+    }
+
+    /// Slot `i`'s sum of squares (of the values below `BIG`) as one exact sum.
+    fn squares(&self, i: usize) -> ExactSum {
+        let mut q = self.q[i].clone();
+        q.merge(&self.q_lo[i]);
+        q
+    }
+}
+
 impl Accumulator for Moments {
-    slot_vectors!(s: ExactSum::new(), q: ExactSum::new(), n: 0, big: None);
+    slot_vectors!(s: ExactSum::new(), q: ExactSum::new(), q_lo: ExactSum::new(), n: 0, big: None);
 
     fn reset(&mut self, i: usize) {
-        (self.s[i], self.q[i], self.n[i], self.big[i]) =
-            (ExactSum::new(), ExactSum::new(), 0, None);
+        (self.s[i], self.q[i], self.q_lo[i], self.n[i], self.big[i]) =
+            (ExactSum::new(), ExactSum::new(), ExactSum::new(), 0, None);
     }
 
     fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {
@@ -105,7 +168,7 @@ impl Accumulator for Moments {
             }
             _ => {
                 let (v, nulls) = f64::input(input);
-                lift_rows(self, slots, nulls, &order, |i| v[i])
+                self.update_floats(slots, &v[..slots.len()], nulls)
             }
         }
     }
@@ -115,6 +178,7 @@ impl Accumulator for Moments {
         for_pairs(pairs, |d, s| {
             self.s[d].merge(&other.s[s]);
             self.q[d].merge(&other.q[s]);
+            self.q_lo[d].merge(&other.q_lo[s]);
             self.n[d] += other.n[s];
             if let Some(b) = &other.big[s] {
                 self.big[d].get_or_insert_with(Default::default).merge(b);
@@ -128,6 +192,8 @@ impl Accumulator for Moments {
             dst.merge(src);
             let (dst, src) = pair_mut(&mut self.q, d, s);
             dst.merge(src);
+            let (dst, src) = pair_mut(&mut self.q_lo, d, s);
+            dst.merge(src);
             self.n[d] += self.n[s];
             if let Some(b) = self.big[s].clone() {
                 self.big[d].get_or_insert_with(Default::default).merge(&b);
@@ -138,7 +204,12 @@ impl Accumulator for Moments {
     fn finish(&self, meta: &AggMeta, slots: &[u32]) -> Result<ArrayRef> {
         let vals = slots.iter().map(|&i| {
             let i = i as usize;
-            let var = sample_variance(&self.s[i], &self.q[i], self.big[i].as_deref(), self.n[i]);
+            let var = sample_variance(
+                &self.s[i],
+                self.squares(i),
+                self.big[i].as_deref(),
+                self.n[i],
+            );
             if self.std { var.sqrt() } else { var }
         });
         f64::column(
@@ -149,6 +220,8 @@ impl Accumulator for Moments {
     }
 
     fn export(&self, _: &AggMeta, slots: &[u32]) -> Result<Vec<ArrayRef>> {
+        let squares: Vec<ExactSum> = slots.iter().map(|&s| self.squares(s as usize)).collect();
+        let all: Vec<u32> = (0..slots.len() as u32).collect();
         let big: ArrayRef = Arc::new(BinaryArray::from_iter(
             slots
                 .iter()
@@ -157,7 +230,7 @@ impl Accumulator for Moments {
         Ok(vec![
             int64_column(&self.n, slots),
             exact_sum_column(&self.s, slots),
-            exact_sum_column(&self.q, slots),
+            exact_sum_column(&squares, &all),
             big,
         ])
     }
@@ -166,6 +239,7 @@ impl Accumulator for Moments {
         self.big = cols.optional_exact_sums("sumsq_big")?;
         self.s = cols.exact_sums("sum")?;
         self.q = cols.exact_sums("sumsq")?;
+        self.q_lo = vec![ExactSum::new(); n.len()];
         self.n = n;
         Ok(())
     }
@@ -183,7 +257,7 @@ impl Accumulator for Moments {
 /// Squares of values of magnitude `>= BIG` would overflow (or, summed, leave the f64 range), so they are kept
 /// scaled in `big`; when there are any, the whole computation runs on values scaled by `2^-SCALE` and the
 /// result is scaled back (to +inf when the variance itself overflows, as the exact result does).
-fn sample_variance(s: &ExactSum, q: &ExactSum, big: Option<&ExactSum>, n: i64) -> f64 {
+fn sample_variance(s: &ExactSum, q: ExactSum, big: Option<&ExactSum>, n: i64) -> f64 {
     if n < 2 {
         return f64::NAN; // masked as null by the caller
     }
@@ -199,7 +273,7 @@ fn sample_variance(s: &ExactSum, q: &ExactSum, big: Option<&ExactSum>, n: i64) -
         if !q.value().is_finite() {
             return f64::NAN;
         }
-        return centred_moment(s_hi, s_lo, s.clone(), q.clone(), n);
+        return centred_moment(s_hi, s_lo, s.clone(), q, n);
     };
     // Scaling by a power of two is exact but for the tiny parts that fall below f64's range, which cannot
     // change a variance this large; multiplications by 2^-SCALE are done one at a time (2^-2*SCALE is 0).
@@ -270,7 +344,7 @@ mod tests {
             q.add(hi);
             q.add(lo);
         }
-        sample_variance(&s, &q, big.as_deref(), xs.len() as i64)
+        sample_variance(&s, q, big.as_deref(), xs.len() as i64)
     }
 
     #[test]
@@ -301,5 +375,64 @@ mod tests {
         // Equal values have no spread, even when their mean is not representable (hypothesis found this).
         let x = 699051.6432011065;
         assert_eq!(variance(&[x, x, x]), 0.0);
+    }
+}
+
+#[cfg(test)]
+mod lane_tests {
+    use arrow_buffer::ScalarBuffer;
+    use arrow_schema::DataType;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::aggregate::function::AggFunc;
+    use crate::aggregate::functions::lane::lane_values;
+
+    fn meta() -> AggMeta {
+        let spec = AggSpec::parse_all(&[("v".into(), vec!["std".into()])]).unwrap();
+        assert_eq!(spec[0].func, AggFunc::Std);
+        AggMeta {
+            spec: spec[0].clone(),
+            input_type: DataType::Float64,
+            class: ValueClass::Float,
+        }
+    }
+
+    proptest! {
+        /// A float batch through the three batch lanes gives the finished values and the partial-state bytes
+        /// that lifting row by row gives (huge values, zeros, NaN and infinities included), over two batches.
+        #[test]
+        fn lanes_equal_lifting_row_by_row(
+            rows in prop::collection::vec((lane_values(), 0u32..5, any::<bool>()), 0..300),
+            with_nulls in any::<bool>(),
+            huge in prop::collection::vec((0usize..300, prop_oneof![Just(1e150), Just(-3e200)]), 0..3),
+        ) {
+            let mut values: Vec<f64> = rows.iter().map(|r| r.0).collect();
+            for (i, x) in huge {
+                if let Some(v) = values.get_mut(i) {
+                    *v = x;
+                }
+            }
+            let slots: Vec<u32> = rows.iter().map(|r| if r.1 == 4 { SKIP } else { r.1 }).collect();
+            let nulls = with_nulls.then(|| NullBuffer::from(rows.iter().map(|r| r.2).collect::<Vec<_>>()));
+            let order = RowOrder { ts: &[], by: None, source: 0, seq0: 0 };
+            let meta = meta();
+            let mut lanes = Moments { std: true, ..Default::default() };
+            let mut rowwise = Moments { std: true, ..Default::default() };
+            lanes.extend_empty(4);
+            rowwise.extend_empty(4);
+            let input = InputValues::Float(ScalarBuffer::from(values.clone()), nulls.clone());
+            for _ in 0..2 {
+                lanes.update(&slots, &input, order);
+                lift_rows(&mut rowwise, &slots, nulls.as_ref(), &order, |i| values[i]);
+            }
+            let all = [0, 1, 2, 3];
+            let (a, b) = (lanes.finish(&meta, &all).unwrap(), rowwise.finish(&meta, &all).unwrap());
+            prop_assert_eq!(a.to_data(), b.to_data());
+            let (a, b) = (lanes.export(&meta, &all).unwrap(), rowwise.export(&meta, &all).unwrap());
+            for (x, y) in a.iter().zip(&b) {
+                prop_assert_eq!(x.to_data(), y.to_data());
+            }
+        }
     }
 }
