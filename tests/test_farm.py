@@ -110,7 +110,8 @@ def test_auto_picks_the_measured_fastest_engine():
         (dict(threads=1), big, "pane"),
         (dict(threads=2), small, "pane"),
         (dict(threads=2, slide=1), big, "farm"),  # 10 panes a window
-        (dict(threads=2, size=100, slide=1), big, "pane"),  # 100 panes a window: the farm's merges lose
+        (dict(threads=2, size=100, slide=1), big, "farm"),  # 100 panes a window: blocks of windows
+        (dict(threads=2, size=300, slide=1), big, "pane"),  # 300 panes a window: the farm ties at best
     ]
     for extra, data, want in cases:
         agg = windgate.WindowAggregator(**{**kw, **extra})

@@ -180,7 +180,7 @@ def window_aggregate(
         threads: worker threads (``None``: all cores).
         strategy: ``"auto"`` (the fastest engine measured on 2 cores: ``"shard"`` for in-memory input of at
             least 2**20 rows and more than one thread, else ``"pane"``; the streaming operator picks the farm
-            when its first push has at least 2**15 rows and windows have at most 24 panes),
+            when its first push has at least 2**15 rows and windows have at most 100 panes),
             ``"pane"`` (single-threaded panes), ``"farm"`` (the parallel pane farm of Mencagli et al. 2017),
             ``"shard"`` (key-partitioned pane engines: each worker numbers and aggregates the keys hashing to
             it, the caller only shares batches and merges finished windows),

@@ -198,11 +198,13 @@ pub struct WindowAggregator {
     late: LateRows,
 }
 
-/// Most panes per window for which `auto` picks the farm over the pane engine. The farm's window-level query
-/// merges every pane partition into each of its windows as a separate task: with 100 or 1000 panes a window
-/// (the RRCP- and RR-Advantage settings of Beicht's thesis) it ran at 0.30x and 0.08x of the pane engine on 2 cores, with 1 to 30 panes at
-/// 1.15-1.45x (10 M smart-grid rows, 1000 plugs).
-const AUTO_FARM_PANES: i64 = 24;
+/// Most panes per window for which `auto` picks the farm over the pane engine. Measured with 2 threads,
+/// `WindowAggregator.push` of 256k-row batches, 4 M rows, count+sum+max: with 1000 random keys and 1000 rows a
+/// pane the farm ran at 1.28x, 1.35x, 1.51x and 1.30x of the pane engine at 24, 60, 100 and 288 panes a window;
+/// with 100 keys at 1.09x, 1.10x, 0.91x and 0.99x at 24, 100, 288 and 1000. From 6 panes a window on its
+/// window level builds windows in blocks (`runtime/farm/blocks.rs`); before that it merged every pane into
+/// every window and ran at 0.30x and 0.08x at 100 and 1000 panes.
+const AUTO_FARM_PANES: i64 = 100;
 
 /// A stream whose first push has at least this many rows runs `auto` on the farm (with few panes, more than one
 /// thread). Every push waits for the windows it closed, so small pushes cost the farm a barrier each: measured
