@@ -36,22 +36,28 @@ use crate::time::{WindowSpec, floor_div};
 
 type In<Q> = WlqIn<Q, Block<Q>>;
 
-/// The windows of one block and the combinations that build them.
+/// The most windows a block holds. Blocks of `ppw / pps` windows make every window's cost constant; past
+/// this many (a day of one-second slides is 86,400) a block is cut shorter, which is still exact (a chunk no
+/// longer than a window is all the decomposition needs) and keeps a block's bookkeeping bounded.
+const MAX_BLOCK_WINDOWS: i64 = 1 << 16;
+
+/// The windows of one block and the combinations that build them. Segments are kept sparse, by index: only
+/// those some partition reached exist, so a block's memory follows its data, not its length.
 pub(crate) struct Block<Q: SlidingQuery> {
     shape: Shape,
     /// The first window of the block.
     first: i64,
     /// The next window to send (`first + B` once all are sent).
     next: i64,
-    /// `seg[k]`: the partitions of the chunk's segment `k`, the panes window `first + k` starts with.
-    seg: Vec<Option<Q::Window>>,
-    /// `pre[k]`: the partitions of the panes after the chunk that window `first + k` ends with and window
+    /// The chunk's segments by index `k`: segment `k` holds the panes window `first + k` starts with.
+    seg: BTreeMap<i64, Q::Window>,
+    /// The panes after the chunk by index `k`: the ones window `first + k` ends with and window
     /// `first + k - 1` does not.
-    pre: Vec<Option<Q::Window>>,
-    /// `suffix[k]`: segments `k..B` combined; `None` when none had a partition. Built once the chunk is
-    /// complete; window `first + k` takes its entry.
-    suffix: Option<Vec<Option<Q::Window>>>,
-    /// Prefix segments `0..next - first` combined.
+    pre: BTreeMap<i64, Q::Window>,
+    /// Built once the chunk is complete: each segment combined with every later one, by the segment's
+    /// index. Window `first + k` reads the entry of the first segment from `k` on.
+    suffix: Option<BTreeMap<i64, Q::Window>>,
+    /// Prefix segments `0..=next - first - 1` combined.
     prefix: Option<Q::Window>,
 }
 
@@ -65,13 +71,13 @@ struct Shape {
 }
 
 impl Shape {
-    /// Blocks of `ppw / pps` windows, whose chunks are no longer than a window. Needs `ppw >= pps` (windows
-    /// that overlap or touch).
+    /// Blocks of `ppw / pps` windows (at most [`MAX_BLOCK_WINDOWS`]), whose chunks are no longer than a
+    /// window. Needs `ppw >= pps` (windows that overlap or touch).
     fn new(spec: &WindowSpec) -> Self {
         let (ppw, pps) = (spec.panes_per_window(), spec.panes_per_slide());
         debug_assert!(ppw >= pps);
         Self {
-            windows: ppw / pps,
+            windows: (ppw / pps).clamp(1, MAX_BLOCK_WINDOWS),
             panes_per_slide: pps,
             panes_per_window: ppw,
         }
@@ -93,13 +99,12 @@ impl Shape {
 impl<Q: SlidingQuery> Block<Q> {
     fn new(shape: Shape, id: i64) -> Self {
         let first = id * shape.windows;
-        let b = shape.windows as usize;
         Self {
             shape,
             first,
             next: first,
-            seg: (0..b).map(|_| None).collect(),
-            pre: (0..b).map(|_| None).collect(),
+            seg: BTreeMap::new(),
+            pre: BTreeMap::new(),
             suffix: None,
             prefix: None,
         }
@@ -113,37 +118,41 @@ impl<Q: SlidingQuery> Block<Q> {
     fn add(&mut self, query: &Q, pane: i64, part: &Q::Part) {
         let s = self.shape;
         let start = s.first_pane(self.first);
+        debug_assert!(pane >= start && pane <= s.last_pane(self.first + s.windows - 1));
         let chunk_end = start + s.windows * s.panes_per_slide;
         let at = if pane < chunk_end {
-            &mut self.seg[((pane - start) / s.panes_per_slide) as usize]
+            self.seg.entry((pane - start) / s.panes_per_slide)
         } else {
+            // The first window of the block ending at or after `pane`.
             let past = pane - s.last_pane(self.first);
-            let k = if past <= 0 {
-                0
-            } else {
-                (past + s.panes_per_slide - 1) / s.panes_per_slide
-            };
-            &mut self.pre[k as usize]
+            self.pre
+                .entry((past.max(0) + s.panes_per_slide - 1) / s.panes_per_slide)
         };
-        debug_assert!(pane >= start && pane <= s.last_pane(self.first + s.windows - 1));
-        query.merge(at.get_or_insert_with(|| query.new_window()), part);
+        query.merge(at.or_insert_with(|| query.new_window()), part);
     }
 
     /// Sends every window of the block whose panes are all below `frontier` (all their partitions merged).
     /// Returns false if the collector is gone.
     fn advance(&mut self, query: &Q, frontier: i64, out: &Sender<OutMsg<Q::Done>>) -> bool {
         while !self.done() && self.shape.last_pane(self.next) < frontier {
-            let k = (self.next - self.first) as usize;
-            let suffix = self
-                .suffix
-                .get_or_insert_with(|| suffixes(query, &mut self.seg));
-            if let Some(p) = self.pre[k].take() {
+            let k = self.next - self.first;
+            let suffix =
+                (self.suffix).get_or_insert_with(|| suffixes(query, std::mem::take(&mut self.seg)));
+            if let Some(p) = self.pre.remove(&k) {
                 match &mut self.prefix {
                     Some(prefix) => query.combine(prefix, &p),
                     None => self.prefix = Some(p),
                 }
             }
-            let window = match (suffix[k].take(), &self.prefix) {
+            // The window's suffix: its own segment's, taken (no later window reads it), or a copy of the next
+            // segment's when its own had no partition.
+            let head = suffix.remove(&k).or_else(|| {
+                let (_, later) = suffix.range(k..).next()?;
+                let mut w = query.new_window();
+                query.combine(&mut w, later);
+                Some(w)
+            });
+            let window = match (head, &self.prefix) {
                 (Some(mut w), Some(p)) => {
                     query.combine(&mut w, p);
                     Some(w)
@@ -154,6 +163,7 @@ impl<Q: SlidingQuery> Block<Q> {
                     query.combine(&mut w, p);
                     Some(w)
                 }
+                // None of the window's panes had a partition.
                 (None, None) => None,
             };
             if let Some(w) = window
@@ -167,24 +177,16 @@ impl<Q: SlidingQuery> Block<Q> {
     }
 }
 
-/// The suffix combinations of a complete chunk, newest first: `suffix[k]` is segments `k..` combined.
-fn suffixes<Q: SlidingQuery>(query: &Q, seg: &mut [Option<Q::Window>]) -> Vec<Option<Q::Window>> {
-    let mut out: Vec<Option<Q::Window>> = (0..seg.len()).map(|_| None).collect();
-    for k in (0..seg.len()).rev() {
-        let newer = out.get(k + 1).and_then(Option::as_ref);
-        out[k] = match (seg[k].take(), newer) {
-            (Some(mut w), Some(n)) => {
-                query.combine(&mut w, n);
-                Some(w)
-            }
-            (Some(w), None) => Some(w),
-            (None, Some(n)) => {
-                let mut w = query.new_window();
-                query.combine(&mut w, n);
-                Some(w)
-            }
-            (None, None) => None,
-        };
+/// The suffix combinations of a complete chunk: each segment combined with every later one.
+fn suffixes<Q: SlidingQuery>(query: &Q, seg: BTreeMap<i64, Q::Window>) -> BTreeMap<i64, Q::Window> {
+    let mut out = BTreeMap::new();
+    let mut newer: Option<i64> = None;
+    for (k, mut w) in seg.into_iter().rev() {
+        if let Some(n) = newer {
+            query.combine(&mut w, &out[&n]);
+        }
+        out.insert(k, w);
+        newer = Some(k);
     }
     out
 }
@@ -416,6 +418,110 @@ impl<Q: SlidingQuery> Emitter<Q> {
         if p > self.progress {
             self.progress = p;
             let _ = self.out.send(OutMsg::Progress(p));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ops::Range;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::runtime::farm::{FarmQuery, Routed};
+
+    /// A query whose window is the list of panes merged into it: a block must give each window exactly its
+    /// own panes' partitions, each once.
+    struct Panes;
+
+    impl FarmQuery for Panes {
+        type Chunk = ();
+        type Worker = ();
+        type Part = i64;
+        type Window = Vec<i64>;
+        type Done = Vec<i64>;
+
+        fn new_worker(&self) {}
+        fn ingest(&self, _: &mut (), _: &Routed<()>, _: Range<usize>, _: u8) {}
+        fn close_below(&self, _: &mut (), _: i64, _: &mut dyn FnMut(i64, i64)) {}
+        fn new_window(&self) -> Vec<i64> {
+            Vec::new()
+        }
+        fn merge(&self, window: &mut Vec<i64>, part: &i64) {
+            window.push(*part);
+        }
+        fn done(&self, mut window: Vec<i64>) -> Vec<i64> {
+            window.sort_unstable();
+            window
+        }
+    }
+
+    impl SlidingQuery for Panes {
+        fn combine(&self, into: &mut Vec<i64>, from: &Vec<i64>) {
+            into.extend_from_slice(from);
+        }
+    }
+
+    proptest! {
+        /// Blocks of every length up to `ppw / pps` (shorter ones are what the cap makes), partitions arriving
+        /// in any order, the frontier moving in steps: every window with a partition comes out once, in order,
+        /// holding exactly the partitions of its panes.
+        #[test]
+        fn a_block_gives_each_window_its_panes(
+            pps in 1i64..5,
+            extra in 0i64..12,
+            cut in 0i64..100,
+            id in -3i64..3,
+            panes in prop::collection::vec(0i64..60, 0..40),
+            steps in prop::collection::vec(0i64..20, 1..6),
+        ) {
+            let ppw = pps + extra;
+            let windows = 1 + cut % (ppw / pps);
+            let shape = Shape { windows, panes_per_slide: pps, panes_per_window: ppw };
+            let mut block = Block::<Panes>::new(shape, id);
+            let first = block.first;
+            let (lo, hi) = (shape.first_pane(first), shape.last_pane(first + windows - 1));
+            // Partitions of panes of the block's windows (a pane may have several), in any order.
+            let parts: Vec<i64> = panes
+                .iter()
+                .map(|&p| lo + p % (hi - lo + 1))
+                .collect();
+            let (tx, rx) = crossbeam_channel::unbounded();
+            let mut frontier = lo;
+            let mut pending: Vec<i64> = parts.clone();
+            for step in steps.iter().chain([&i64::MAX]) {
+                frontier = frontier.saturating_add(*step);
+                // Every partition of a pane below the frontier is merged before the frontier moves past it.
+                let (now, later): (Vec<i64>, Vec<i64>) = pending.iter().partition(|&&p| p < frontier);
+                for p in now {
+                    block.add(&Panes, p, &p);
+                }
+                pending = later;
+                prop_assert!(block.advance(&Panes, frontier, &tx));
+            }
+            prop_assert!(block.done());
+            drop(tx);
+            let got: Vec<(i64, Vec<i64>)> = rx
+                .iter()
+                .map(|m| match m {
+                    OutMsg::Window(j, w) => (j, w),
+                    _ => unreachable!(),
+                })
+                .collect();
+            let mut want = vec![];
+            for j in first..first + windows {
+                let mut w: Vec<i64> = parts
+                    .iter()
+                    .copied()
+                    .filter(|&p| p >= shape.first_pane(j) && p <= shape.last_pane(j))
+                    .collect();
+                w.sort_unstable();
+                if !w.is_empty() {
+                    want.push((j, w));
+                }
+            }
+            prop_assert_eq!(got, want);
         }
     }
 }
