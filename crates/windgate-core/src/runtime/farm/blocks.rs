@@ -24,13 +24,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crossbeam_channel::{Receiver, Sender, unbounded};
+use crossbeam_channel::{Receiver, Sender};
 
 use super::wlq::next_ready;
-use super::{SlidingQuery, Started, WindowSchedulerKind, WlqIn, WlqStage, last_complete};
+use super::{
+    SlidingQuery, Started, WindowSchedulerKind, WlqIn, WlqStage, WlqWorker, last_complete,
+};
 use crate::error::Result;
 use crate::runtime::collector::{OutMsg, report_panic};
-use crate::runtime::monitor::WorkerCounters;
 use crate::threads::spawn;
 use crate::time::{WindowSpec, floor_div};
 
@@ -209,33 +210,12 @@ struct BlockDesc<Q: SlidingQuery> {
 
 /// Starts the stage: `stage.workers` workers and the emitter.
 pub(super) fn start<Q: SlidingQuery>(stage: WlqStage<Q, Block<Q>>) -> Result<Started> {
-    let mut threads = vec![];
-    let mut tasks = vec![];
-    let mut counters = vec![];
-    for me in 0..stage.workers {
-        let (tx, rx) = unbounded::<Task<Q>>();
-        let c = Arc::new(WorkerCounters::default());
-        let (q, fb, out, c2) = (
-            stage.query.clone(),
-            stage.feedback.clone(),
-            stage.out.clone(),
-            c.clone(),
-        );
-        threads.push(spawn(format!("windgate-wlq-{me}"), move || {
-            report_panic(
-                &out,
-                || format!("WLQ worker {me}"),
-                || run_worker(&*q, me, &rx, &fb, &out, &c2),
-            )
-        })?);
-        tasks.push(tx);
-        counters.push(c);
-    }
+    let (mut threads, workers, counters) = stage.spawn_workers(run_worker)?;
     let emitter = Emitter {
         spec: stage.spec,
         shape: Shape::new(&stage.spec),
         kind: stage.kind,
-        workers: tasks,
+        workers,
         out: stage.out,
         acked: vec![i64::MIN; stage.plq_workers],
         frontier: i64::MIN,
@@ -252,30 +232,23 @@ pub(super) fn start<Q: SlidingQuery>(stage: WlqStage<Q, Block<Q>>) -> Result<Sta
     Ok((threads, counters))
 }
 
-fn run_worker<Q: SlidingQuery>(
-    query: &Q,
-    me: usize,
-    rx: &Receiver<Task<Q>>,
-    feedback: &Sender<In<Q>>,
-    out: &Sender<OutMsg<Q::Done>>,
-    counters: &WorkerCounters,
-) {
-    for mut task in rx.iter() {
+fn run_worker<Q: SlidingQuery>(w: &WlqWorker<Q, Block<Q>, Task<Q>>) {
+    for mut task in w.rx.iter() {
         let t0 = Instant::now();
         for (pane, part) in task.parts.drain(..) {
-            task.state.add(query, pane, &part);
+            task.state.add(&*w.query, pane, &part);
         }
-        if !task.state.advance(query, task.frontier, out) {
+        if !task.state.advance(&*w.query, task.frontier, &w.out) {
             return;
         }
-        counters.add(t0.elapsed(), 1);
+        w.counters.add(t0.elapsed(), 1);
         let state = (!task.state.done()).then_some(task.state);
         let msg = WlqIn::Feedback {
-            worker: me,
+            worker: w.me,
             unit: task.block,
             state,
         };
-        if feedback.send(msg).is_err() {
+        if w.feedback.send(msg).is_err() {
             return;
         }
     }

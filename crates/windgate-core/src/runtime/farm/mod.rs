@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 
-use super::collector::{Collector, OutMsg};
+use super::collector::{Collector, OutMsg, report_panic};
 use super::monitor::{Monitor, WorkerCounters};
 use super::pane_scheduler::{PaneScheduler, PaneSchedulerKind};
 use super::pid::{Pid, PidConfig};
@@ -221,6 +221,52 @@ pub(crate) struct WlqStage<Q: FarmQuery, S> {
 
 /// A started window-level stage: its threads (workers and emitter) and the workers' counters.
 pub(crate) type Started = (Vec<JoinHandle<()>>, Vec<Arc<WorkerCounters>>);
+
+/// A stage's spawned workers: their threads, the senders of their task channels and their counters.
+pub(crate) type SpawnedWorkers<T> = (
+    Vec<JoinHandle<()>>,
+    Vec<Sender<T>>,
+    Vec<Arc<WorkerCounters>>,
+);
+
+/// What a WLQ worker thread owns: its task channel `rx` (tasks of type `T`), where it reports (`feedback` to
+/// the emitter, windows to `out`) and its counters.
+pub(crate) struct WlqWorker<Q: FarmQuery, S, T> {
+    pub query: Arc<Q>,
+    pub me: usize,
+    pub rx: Receiver<T>,
+    pub feedback: Sender<WlqIn<Q, S>>,
+    pub out: Sender<OutMsg<Q::Done>>,
+    pub counters: Arc<WorkerCounters>,
+}
+
+impl<Q: FarmQuery, S: Send + 'static> WlqStage<Q, S> {
+    /// Spawns the stage's `workers` threads, each running `body` (a panic becomes the farm's error); returns
+    /// the threads, the senders of their task channels and their counters.
+    pub(crate) fn spawn_workers<T: Send + 'static>(
+        &self,
+        body: fn(&WlqWorker<Q, S, T>),
+    ) -> Result<SpawnedWorkers<T>> {
+        let (mut threads, mut tasks, mut counters) = (vec![], vec![], vec![]);
+        for me in 0..self.workers {
+            let (tx, rx) = unbounded::<T>();
+            let worker = WlqWorker {
+                query: self.query.clone(),
+                me,
+                rx,
+                feedback: self.feedback.clone(),
+                out: self.out.clone(),
+                counters: Arc::new(WorkerCounters::default()),
+            };
+            counters.push(worker.counters.clone());
+            threads.push(spawn(format!("windgate-wlq-{me}"), move || {
+                report_panic(&worker.out, || format!("WLQ worker {me}"), || body(&worker))
+            })?);
+            tasks.push(tx);
+        }
+        Ok((threads, tasks, counters))
+    }
+}
 
 /// A running farm. Dropping it stops and joins its threads.
 pub struct Farm<Q: FarmQuery> {

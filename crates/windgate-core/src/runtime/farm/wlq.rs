@@ -16,13 +16,12 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crossbeam_channel::{Receiver, Sender, unbounded};
+use crossbeam_channel::{Receiver, Sender};
 
-use super::{FarmQuery, Started, WindowSchedulerKind, WlqIn, WlqStage};
+use super::{FarmQuery, Started, WindowSchedulerKind, WlqIn, WlqStage, WlqWorker};
 use crate::error::Result;
 use crate::runtime::collector::{OutMsg, report_panic};
-use crate::runtime::monitor::WorkerCounters;
-use crate::threads::{panic_message, spawn};
+use crate::threads::spawn;
 use crate::time::WindowSpec;
 
 /// What a task hands back: the window's running result.
@@ -30,30 +29,13 @@ type In<Q> = WlqIn<Q, <Q as FarmQuery>::Window>;
 
 /// Starts the stage: `stage.workers` workers and the emitter.
 pub(super) fn start<Q: FarmQuery>(stage: WlqStage<Q, Q::Window>) -> Result<Started> {
-    let mut threads = vec![];
-    let mut tasks = vec![];
-    let mut counters = vec![];
-    for me in 0..stage.workers {
-        let (tx, rx) = unbounded::<Task<Q>>();
-        let c = Arc::new(WorkerCounters::default());
-        let (q, fb, out, c2) = (
-            stage.query.clone(),
-            stage.feedback.clone(),
-            stage.out.clone(),
-            c.clone(),
-        );
-        threads.push(spawn(format!("windgate-wlq-{me}"), move || {
-            run_worker(q, me, rx, fb, out, c2)
-        })?);
-        tasks.push(tx);
-        counters.push(c);
-    }
+    let (mut threads, workers, counters) = stage.spawn_workers(run_worker)?;
     let emitter = Emitter {
         query: stage.query,
         spec: stage.spec,
         kind: stage.kind,
         rx: stage.rx,
-        workers: tasks,
+        workers,
         out: stage.out,
         plq_workers: stage.plq_workers,
     };
@@ -264,44 +246,29 @@ pub(super) fn next_ready(ready: &[bool], rr: &mut usize) -> Option<usize> {
     None
 }
 
-fn run_worker<Q: FarmQuery>(
-    query: Arc<Q>,
-    me: usize,
-    rx: Receiver<Task<Q>>,
-    feedback: Sender<In<Q>>,
-    out: Sender<OutMsg<Q::Done>>,
-    counters: Arc<WorkerCounters>,
-) {
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        for mut task in rx.iter() {
-            let t0 = Instant::now();
-            for part in task.parts.drain(..) {
-                query.merge(&mut task.state, &part);
-            }
-            let state = if task.finalize {
-                let done = query.done(task.state);
-                if out.send(OutMsg::Window(task.window, done)).is_err() {
-                    return;
-                }
-                None
-            } else {
-                Some(task.state)
-            };
-            counters.add(t0.elapsed(), 1);
-            let msg = WlqIn::Feedback {
-                worker: me,
-                unit: task.window,
-                state,
-            };
-            if feedback.send(msg).is_err() {
+fn run_worker<Q: FarmQuery>(w: &WlqWorker<Q, Q::Window, Task<Q>>) {
+    for mut task in w.rx.iter() {
+        let t0 = Instant::now();
+        for part in task.parts.drain(..) {
+            w.query.merge(&mut task.state, &part);
+        }
+        let state = if task.finalize {
+            let done = w.query.done(task.state);
+            if w.out.send(OutMsg::Window(task.window, done)).is_err() {
                 return;
             }
+            None
+        } else {
+            Some(task.state)
+        };
+        w.counters.add(t0.elapsed(), 1);
+        let msg = WlqIn::Feedback {
+            worker: w.me,
+            unit: task.window,
+            state,
+        };
+        if w.feedback.send(msg).is_err() {
+            return;
         }
-    }));
-    if let Err(panic) = result {
-        let _ = out.send(OutMsg::Failed(format!(
-            "WLQ worker {me} panicked: {}",
-            panic_message(&panic)
-        )));
     }
 }
