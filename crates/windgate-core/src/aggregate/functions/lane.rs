@@ -63,31 +63,23 @@ pub(super) struct BatchLane {
 }
 
 impl BatchLane {
-    /// Adds `v[i]` to `sums[slots[i]]` and 1 to `counts[slots[i]]` for every row with a slot and a non-null
-    /// value.
+    /// Adds `v[i]` to `sums[slots[i]]` for every row with a slot and a non-null value, and 1 to
+    /// `counts[slots[i]]` when counts are given.
     pub(super) fn add(
         &mut self,
         sums: &mut [ExactSum],
-        counts: &mut [i64],
+        counts: Option<&mut [i64]>,
         slots: &[u32],
         v: &[f64],
         nulls: Option<&NullBuffer>,
     ) {
-        self.add_counting::<true>(sums, counts, slots, v, nulls);
+        match counts {
+            Some(counts) => self.add_counting::<true>(sums, counts, slots, v, nulls),
+            None => self.add_counting::<false>(sums, &mut [], slots, v, nulls),
+        }
     }
 
-    /// Adds `v[i]` to `sums[slots[i]]` for every row with a slot and a non-null value, counting nothing.
-    pub(super) fn add_sums(
-        &mut self,
-        sums: &mut [ExactSum],
-        slots: &[u32],
-        v: &[f64],
-        nulls: Option<&NullBuffer>,
-    ) {
-        self.add_counting::<false>(sums, &mut [], slots, v, nulls);
-    }
-
-    /// [`Self::add`], adding to `counts` when `COUNT`.
+    /// [`Self::add`], adding to `counts` when `COUNT`: the row loop is compiled for each.
     fn add_counting<const COUNT: bool>(
         &mut self,
         sums: &mut [ExactSum],

@@ -121,7 +121,8 @@ impl Lift for Moments {
 impl Moments {
     /// Lifts a float batch through the batch lane: the same sums as lifting row by row.
     fn update_floats(&mut self, slots: &[u32], v: &[f64], nulls: Option<&NullBuffer>) {
-        self.lane.add(&mut self.s, &mut self.n, slots, v, nulls);
+        self.lane
+            .add(&mut self.s, Some(&mut self.n), slots, v, nulls);
         let sq = &mut self.squares;
         sq.hi.clear();
         sq.lo.clear();
@@ -140,9 +141,9 @@ impl Moments {
             sq.hi_slots.push(if small { s } else { SKIP });
             sq.lo_slots.push(if small && lo != 0.0 { s } else { SKIP });
         }
-        self.lane.add_sums(&mut self.q, &sq.hi_slots, &sq.hi, None);
+        self.lane.add(&mut self.q, None, &sq.hi_slots, &sq.hi, None);
         self.lane
-            .add_sums(&mut self.q_lo, &sq.lo_slots, &sq.lo, None);
+            .add(&mut self.q_lo, None, &sq.lo_slots, &sq.lo, None);
     }
 
     /// Slot `i`'s sum of squares (of the values below `BIG`) as one exact sum.

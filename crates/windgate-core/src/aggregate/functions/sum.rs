@@ -221,7 +221,8 @@ impl Accumulator for SumFloat {
     /// Through the batch lane (see [`super::lane`]): the same exact sums as lifting row by row.
     fn update(&mut self, slots: &[u32], input: &InputValues, _: RowOrder<'_>) {
         let (v, nulls) = f64::input(input);
-        self.lane.add(&mut self.sum, &mut self.n, slots, v, nulls);
+        self.lane
+            .add(&mut self.sum, Some(&mut self.n), slots, v, nulls);
     }
 
     fn combine_pairs(&mut self, other: &dyn Accumulator, pairs: &[(u32, u32)]) {
