@@ -12,9 +12,8 @@ use std::any::Any;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BinaryArray};
-use arrow_schema::DataType;
-
 use arrow_buffer::NullBuffer;
+use arrow_schema::DataType;
 
 use super::columns::{StateColumns, exact_sum_column, int64_column};
 use super::lane::BatchLane;
