@@ -2,7 +2,8 @@
 //! scheduler (the axes of Fig. 8 in Mencagli et al., *Parallel Continuous Preference Queries over Out-of-Order
 //! and Bursty Data Streams*), next to the single-threaded pane engine, RRCPA and the line and ring baselines of
 //! Beicht, *Disjoint Parallelization of Sliding-Window Streaming Aggregation*: 1k keys, size 60 s, slide 10 s,
-//! count + sum + max, in order.
+//! count + sum + max, in order. `farm_long_windows`: the same stream with 288 panes a window (size 2880 s),
+//! where the farm's window level builds windows in blocks, beside the pane engine's two stacks.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -18,6 +19,16 @@ use windgate_core::runtime::{PaneSchedulerKind, WindowSchedulerKind};
 const ROWS: usize = 4_000_000;
 
 fn options(strategy: Strategy, threads: usize, farm: FarmOptions) -> WindowAggregateOptions {
+    sized("60s", strategy, threads, farm)
+}
+
+/// [`options`] with windows of `size`.
+fn sized(
+    size: &str,
+    strategy: Strategy,
+    threads: usize,
+    farm: FarmOptions,
+) -> WindowAggregateOptions {
     let aggs = vec![
         ("*".to_string(), vec!["count".to_string()]),
         (
@@ -25,7 +36,7 @@ fn options(strategy: Strategy, threads: usize, farm: FarmOptions) -> WindowAggre
             vec!["sum".to_string(), "max".to_string()],
         ),
     ];
-    let mut o = WindowAggregateOptions::new("ts", Span::Text("60s".into()), aggs);
+    let mut o = WindowAggregateOptions::new("ts", Span::Text(size.into()), aggs);
     o.slide = Some(Span::Text("10s".into()));
     o.by = vec!["plug_id".into()];
     o.lateness = LatenessOpt::Bound(Span::Units(0));
@@ -146,5 +157,26 @@ fn bench_threads(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_threads);
+/// 288 panes a window: the farm's block window stage against the pane engine's two stacks.
+fn bench_long_windows(c: &mut Criterion) {
+    let mut g = c.benchmark_group("farm_long_windows");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(ROWS as u64));
+    let batches = smartgrid_batches(ROWS, 1000, 65_536, 0);
+    let default = farm(PaneSchedulerKind::AsPid, WindowSchedulerKind::WinFb);
+    for (name, strategy, threads) in [
+        ("pane", Strategy::Pane, 1),
+        ("farm", Strategy::Farm, 1),
+        ("farm", Strategy::Farm, 2),
+    ] {
+        g.bench_with_input(
+            BenchmarkId::new(name, threads),
+            &sized("2880s", strategy, threads, default.clone()),
+            |b, o| b.iter(|| black_box(run_stream(&batches, o))),
+        );
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_threads, bench_long_windows);
 criterion_main!(benches);
