@@ -19,6 +19,8 @@ use crate::arrow_io::as_i64;
 use crate::error::{Error, Result};
 
 const DENSE: usize = 1 << 16;
+/// Rows of known small keys looked up before one test of them all (see `KeyDict::known_dense_prefix`).
+const ID_BLOCK: usize = 8;
 /// The id [`KeyDict::retain`] maps a forgotten key to.
 pub(crate) const NO_KEY: u32 = u32::MAX;
 
@@ -130,7 +132,12 @@ impl KeyDict {
     }
 
     fn ids_single_int(&mut self, column: &ArrayRef) -> Result<Vec<u32>> {
-        self.ids_single_int_rows(column, 0..column.len())
+        let mut ids = self.known_dense_prefix(column)?;
+        if ids.len() < column.len() {
+            let rest = self.ids_single_int_at(column, ids.len()..column.len())?;
+            ids.extend(rest);
+        }
+        Ok(ids)
     }
 
     /// The ids of rows `rows` of a single integer column: the known small keys' array lookup as far as it
@@ -173,6 +180,39 @@ impl KeyDict {
                 _ => break,
             }
         }
+        Ok(ids)
+    }
+
+    /// [`Self::known_dense_ids`] of a whole column: blocks of [`ID_BLOCK`] rows with one test for the block
+    /// (the lookups are independent, so they overlap), then row by row from the block where an unknown key
+    /// stops the run.
+    fn known_dense_prefix(&self, column: &ArrayRef) -> Result<Vec<u32>> {
+        if self.dense.is_empty() || column.logical_null_count() > 0 {
+            return Ok(Vec::new());
+        }
+        let values = as_i64(column, &self.names[0])?;
+        let dense = &self.dense[..];
+        let mut ids = Vec::with_capacity(values.len());
+        let ahead = crate::prefetch::ahead::<i64>();
+        for (b, block) in values.chunks_exact(ID_BLOCK).enumerate() {
+            crate::prefetch::prefetch(&values[..], b * ID_BLOCK + ahead);
+            let mut got = [NO_KEY; ID_BLOCK];
+            for (id, &v) in got.iter_mut().zip(block) {
+                *id = dense.get(v as u64 as usize).copied().unwrap_or(NO_KEY);
+            }
+            if got.contains(&NO_KEY) {
+                break;
+            }
+            ids.extend_from_slice(&got);
+        }
+        let tail = values[ids.len()..].iter();
+        let known = tail.map_while(|&v| {
+            dense
+                .get(v as u64 as usize)
+                .copied()
+                .filter(|&id| id != NO_KEY)
+        });
+        ids.extend(known);
         Ok(ids)
     }
 
