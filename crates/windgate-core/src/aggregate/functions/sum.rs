@@ -250,29 +250,34 @@ impl Accumulator for SumFloat {
     }
 
     /// Rounds the two sums' total once: straight from the two lanes in the common case (one resolution, no
-    /// slow tier), else through their merge.
+    /// slow tier), else through their merge. One pass gives the values and says whether every window has a
+    /// value, so the validity is scanned for again only when some window has none.
     fn finish_two(&self, meta: &AggMeta, pairs: &[(u32, u32)]) -> Option<Result<ArrayRef>> {
         let (sum, n) = (&self.sum, &self.n);
-        let value = |p: (u32, u32)| {
-            let count = pair_count(n, p);
-            match p {
-                (SKIP, SKIP) => 0.0,
-                (s, SKIP) | (SKIP, s) => self.lower(&sum[s as usize], count),
-                (a, b) => {
-                    let (a, b) = (&sum[a as usize], &sum[b as usize]);
-                    if !self.mean
-                        && let Some(v) = a.value_with(b)
-                    {
-                        return v;
-                    }
-                    let mut total = a.clone();
-                    total.merge(b);
-                    self.lower(&total, count)
-                }
+        let slow = |(a, b): (u32, u32), count: i64| match (a, b) {
+            (SKIP, SKIP) => 0.0,
+            (s, SKIP) | (SKIP, s) => self.lower(&sum[s as usize], count),
+            (a, b) => {
+                let mut total = sum[a as usize].clone();
+                total.merge(&sum[b as usize]);
+                self.lower(&total, count)
             }
         };
-        let vals = pairs.iter().map(|&p| value(p)).collect();
-        let nulls = valid_counts(pairs.iter().map(|&p| pair_count(n, p)), 1);
+        let mut all_valid = true;
+        let mut vals = Vec::with_capacity(pairs.len());
+        for &(a, b) in pairs {
+            let count = pair_count(n, (a, b));
+            all_valid &= count >= 1;
+            let fast = (!self.mean && a != SKIP && b != SKIP)
+                .then(|| sum[a as usize].value_with(&sum[b as usize]))
+                .flatten();
+            vals.push(fast.unwrap_or_else(|| slow((a, b), count)));
+        }
+        let nulls = if all_valid {
+            None
+        } else {
+            valid_counts(pairs.iter().map(|&p| pair_count(n, p)), 1)
+        };
         Some(f64::column(vals, nulls, &meta.output_type()))
     }
 
