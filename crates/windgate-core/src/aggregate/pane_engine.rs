@@ -41,7 +41,13 @@ pub struct PaneEngine {
     sliding: Option<Box<Sliding>>,
     /// Reused buffer for row slots.
     slots: Vec<u32>,
+    /// Dropped panes' key maps, emptied, for the next panes: a pane's map grows to the key ids' range, and
+    /// growing one afresh for every pane cost more than lifting a pane's rows into its keys.
+    spare: Vec<KeySlots>,
 }
+
+/// Emptied key maps kept for reuse (see `PaneEngine::spare`): about the panes dropped at one emission.
+const SPARE_MAPS: usize = 4;
 
 impl PaneEngine {
     pub fn new(spec: WindowSpec, store: SlotStore, scratch: SlotStore) -> Self {
@@ -56,6 +62,7 @@ impl PaneEngine {
             next_window: i64::MIN,
             window_slot_of_key: Vec::new(),
             slots: Vec::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -73,6 +80,7 @@ impl PaneEngine {
             panes,
             store,
             slots,
+            spare,
             ..
         } = self;
         // Every row kept and the aggregates fused: each pane's run of rows is lifted by key, each key's slot
@@ -96,7 +104,7 @@ impl PaneEngine {
             // lookup per run, then a key lookup per row.
             let id = spec.pane_of(ts[i]);
             let (start, end) = spec.pane_bounds(id);
-            let pane = panes.entry(id).or_default();
+            let pane = (panes.entry(id)).or_insert_with(|| spare.pop().unwrap_or_default());
             let run = run_within(&ts[i..], start, end);
             if let Some(plan) = &keyed {
                 store.lift_keyed(i..i + run, keys, plan, pane);
@@ -198,7 +206,7 @@ impl PaneEngine {
             for &(_, slot) in &entry.get().entries {
                 self.store.release(slot);
             }
-            entry.remove();
+            keep_spare(&mut self.spare, entry.remove());
         }
         Ok(())
     }
@@ -244,7 +252,7 @@ impl PaneEngine {
             for &(_, slot) in &entry.get().entries {
                 self.store.release(slot);
             }
-            entry.remove();
+            keep_spare(&mut self.spare, entry.remove());
         }
     }
 
@@ -270,6 +278,14 @@ impl PaneEngine {
 
     pub fn live_slots(&self) -> usize {
         self.store.live()
+    }
+}
+
+/// Keeps a dropped pane's key map, emptied, for a later pane (see `PaneEngine::spare`).
+fn keep_spare(spare: &mut Vec<KeySlots>, mut pane: KeySlots) {
+    if spare.len() < SPARE_MAPS {
+        pane.empty();
+        spare.push(pane);
     }
 }
 
@@ -331,8 +347,9 @@ impl super::forget::KeyHolder for PaneEngine {
         for pane in self.panes.values_mut() {
             pane.remap_keys(remap);
         }
-        // Between emissions every entry is SKIP: only the length depends on the ids.
+        // Between emissions every entry is SKIP: only the length depends on the ids (and so for spare maps).
         self.window_slot_of_key = Vec::new();
+        self.spare.clear();
         if let Some(sliding) = &mut self.sliding {
             sliding.remap_keys(remap);
         }

@@ -272,6 +272,16 @@ impl KeySlots {
         self.slot_of_key = Vec::new();
     }
 
+    /// Forgets every key, keeping the dense array's room (all `SKIP` again) for the next group.
+    pub fn empty(&mut self) {
+        if self.sparse.take().is_none() {
+            for &(key, _) in &self.entries {
+                self.slot_of_key[key as usize] = SKIP;
+            }
+        }
+        self.entries.clear();
+    }
+
     /// The key's slot, if the key has one here.
     #[inline]
     pub fn get(&self, key: u32) -> Option<u32> {
