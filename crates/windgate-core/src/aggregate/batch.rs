@@ -162,10 +162,12 @@ pub fn window_aggregate_tuned(
         agg.bind_source(s, schema)?;
         for (i, p) in plan.iter().enumerate() {
             on_batch()?;
-            keep(
-                &mut out,
-                agg.push(&batches[p.batch].slice(p.start, p.len), s)?,
-            );
+            let piece = batches[p.batch].slice(p.start, p.len);
+            let pushed = match p.range {
+                Some(range) => agg.push_in_range(&piece, s, range)?,
+                None => agg.push(&piece, s)?,
+            };
+            keep(&mut out, pushed);
             let next = plan.get(i + 1).map_or(i64::MAX, |n| n.least_from_here);
             agg.promise(s, next);
         }
@@ -180,6 +182,9 @@ struct Piece {
     len: usize,
     /// `i64::MAX` when no row from here on has a time (nothing left can reach a window).
     least_from_here: i64,
+    /// The piece's least and greatest time when it has no null time (handed to admission, which would read
+    /// the times again for them).
+    range: Option<(i64, i64)>,
 }
 
 /// Cuts a source's batches into pieces of at most `rows` rows and finds each one's least time still to come.
@@ -193,8 +198,12 @@ fn plan(batches: &[RecordBatch], time: &str, rows: usize) -> Result<Vec<Piece>> 
         let mut start = 0;
         while start < batch.num_rows() {
             let len = rows.min(batch.num_rows() - start);
+            let range = match &nulls {
+                None => min_max(&ts[start..start + len]),
+                Some(_) => None,
+            };
             let least = match &nulls {
-                None => min_max(&ts[start..start + len]).map(|(lo, _)| lo),
+                None => range.map(|(lo, _)| lo),
                 Some(n) => (start..start + len)
                     .filter(|&i| n.is_valid(i))
                     .map(|i| ts[i])
@@ -206,6 +215,7 @@ fn plan(batches: &[RecordBatch], time: &str, rows: usize) -> Result<Vec<Piece>> 
                 start,
                 len,
                 least_from_here: least,
+                range,
             });
             start += len;
         }

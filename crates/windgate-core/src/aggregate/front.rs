@@ -281,6 +281,7 @@ pub(super) fn read(
         what: &what,
         first_row: 0,
         format,
+        range: None,
     };
     let admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
     Ok(Read {

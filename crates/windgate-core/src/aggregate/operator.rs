@@ -196,6 +196,9 @@ pub struct WindowAggregator {
     log: RowLog,
     /// `on_late="keep"`: the late rows not yet taken.
     late: LateRows,
+    /// `(rows, least, greatest)`: the time range of the batch being pushed, when its caller read it already
+    /// ([`Self::push_in_range`]); only for the batch of that many rows, never a slice of it.
+    known_range: Option<(usize, i64, i64)>,
 }
 
 /// Most panes per window for which `auto` picks the farm over the pane engine. Measured with 2 threads,
@@ -253,6 +256,7 @@ impl WindowAggregator {
             floor: None,
             log: RowLog::default(),
             late: LateRows::default(),
+            known_range: None,
         })
     }
 
@@ -453,6 +457,20 @@ impl WindowAggregator {
     pub fn push(&mut self, batch: &RecordBatch, source: usize) -> Result<RecordBatch> {
         let out = self.push_checked(batch, source, true)?;
         self.deliver(out)
+    }
+
+    /// [`Self::push`] of a batch without null times whose least and greatest time the caller has read already
+    /// (the batch function plans its pieces by them): admission takes them instead of reading the times again.
+    pub(crate) fn push_in_range(
+        &mut self,
+        batch: &RecordBatch,
+        source: usize,
+        (least, greatest): (i64, i64),
+    ) -> Result<RecordBatch> {
+        self.known_range = Some((batch.num_rows(), least, greatest));
+        let out = self.push(batch, source);
+        self.known_range = None;
+        out
     }
 
     /// Pushes every batch of a stream as one push: credits are checked before the first batch only, so a

@@ -87,6 +87,9 @@ pub struct Rules<'a> {
     pub first_row: usize,
     /// How the time column's values read in errors (ISO 8601 for timestamps).
     pub format: TimeFormat,
+    /// The rows' least and greatest time, when the caller read them already (rows without null times only):
+    /// spares admission its own pass over the time column.
+    pub range: Option<(i64, i64)>,
 }
 
 /// The outcome for one batch.
@@ -113,7 +116,7 @@ pub fn admit(
     let n = ts.len();
     let mut a = BatchAdmission::default();
     if nulls.is_none_or(|nl| nl.null_count() == 0)
-        && let Some(range) = admit_all(ks, ts)
+        && let Some(range) = admit_all(ks, ts, r.range)
     {
         a.range = Some(range);
         return Ok(a);
@@ -181,12 +184,17 @@ pub fn admit(
 /// The common cases where no row of a null-free slice can be late, decided in one vectorised pass instead of
 /// a K-slack step per row: no bound at all, or a fixed bound (or sorted sources) with the slice in time order
 /// and starting at or above the watermark. Returns the time range after moving `ks` exactly as the row-by-row
-/// steps would; `None` (nothing moved) when the rows need those steps.
-fn admit_all(ks: &mut KSlack, ts: &[i64]) -> Option<(i64, i64)> {
+/// steps would; `None` (nothing moved) when the rows need those steps. `known` is the rows' time range if the
+/// caller has it.
+fn admit_all(ks: &mut KSlack, ts: &[i64], known: Option<(i64, i64)>) -> Option<(i64, i64)> {
     let (&first, &last) = (ts.first()?, ts.last()?);
     match ks.policy() {
         Lateness::Exact => {
-            let (lo, hi) = min_max(ts)?;
+            debug_assert!(
+                known.is_none_or(|k| Some(k) == min_max(ts)),
+                "a wrong time range"
+            );
+            let (lo, hi) = known.or_else(|| min_max(ts))?;
             ks.observe(hi);
             Some((lo, hi))
         }
@@ -218,6 +226,7 @@ mod tests {
             what: "this batch",
             first_row: 0,
             format: TimeFormat::plain(),
+            range: None,
         }
     }
 

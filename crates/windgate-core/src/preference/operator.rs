@@ -341,6 +341,7 @@ impl PreferenceOperator {
             what: "this batch",
             first_row,
             format: b.format,
+            range: None,
         };
         let admitted = admit(&mut ks, &ts, time_col.logical_nulls().as_ref(), &rules)?;
         let keep = admitted.keep.as_deref();

@@ -51,6 +51,10 @@ impl WindowAggregator {
             what: &what,
             first_row,
             format: b.format,
+            // The whole batch a caller gave its time range with (see `WindowAggregator::push_in_range`).
+            range: (self.known_range)
+                .filter(|k| first_row == 0 && k.0 == batch.num_rows())
+                .map(|k| (k.1, k.2)),
         };
         let mut admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
         // `tz=`: admitted by instants, placed in windows by (monotone) wall time (see `time::calendar`). Rows
