@@ -72,10 +72,14 @@ const EMPTY: SlotParts = SlotParts {
 pub(crate) struct FusedPass {
     /// By record; [`EMPTY`] outside a chunk.
     parts: Vec<SlotParts>,
-    /// The records the chunk touched, at their first row.
+    /// The records the chunk touched, at their first row: the first `touched_len` entries. The buffer keeps its
+    /// length (a row may write one past the list's end), so that no chunk refills it.
     touched: Vec<u32>,
-    /// `(record, value)` of the values the lane cannot hold, in row order.
+    touched_len: usize,
+    /// `(record, value)` of the values the lane cannot hold, in row order: the first `outside_len` entries,
+    /// kept at length as `touched` is.
     outside: Vec<(u32, f64)>,
+    outside_len: usize,
     /// Keyed runs: each touched record's slot in the store, by record.
     slot_of: Vec<u32>,
     keyed: bool,
@@ -93,12 +97,18 @@ pub(crate) trait FusedSink {
 impl FusedPass {
     /// The slots the chunk touched, with their parts.
     pub(crate) fn touched(&self) -> impl Iterator<Item = (usize, &SlotParts)> {
-        (self.touched.iter()).map(|&r| (self.slot(r) as usize, &self.parts[r as usize]))
+        (self.touched_records().iter()).map(|&r| (self.slot(r) as usize, &self.parts[r as usize]))
     }
 
     /// The values the lane could not hold, with their slots: to be added to the exact sums one by one.
     pub(crate) fn outside(&self) -> impl Iterator<Item = (u32, f64)> + '_ {
-        self.outside.iter().map(|&(r, x)| (self.slot(r), x))
+        self.outside[..self.outside_len]
+            .iter()
+            .map(|&(r, x)| (self.slot(r), x))
+    }
+
+    fn touched_records(&self) -> &[u32] {
+        &self.touched[..self.touched_len]
     }
 
     /// The store slot of record `r`.
@@ -179,16 +189,16 @@ impl FusedPass {
             let end = records.len().min(start + LANE_ROWS);
             self.chunk(&records[start..end], &values[start..end], needs);
             if self.keyed {
-                for &r in &self.touched {
+                for &r in &self.touched[..self.touched_len] {
                     self.slot_of[r as usize] = sink.place(r);
                 }
             }
             sink.absorb(self);
-            for &r in &self.touched {
+            for &r in &self.touched[..self.touched_len] {
                 self.parts[r as usize] = EMPTY;
             }
-            self.touched.clear();
-            self.outside.clear();
+            self.touched_len = 0;
+            self.outside_len = 0;
         }
         true
     }
@@ -217,13 +227,19 @@ impl FusedPass {
         values: &[f64],
     ) {
         // A slot's first row is a coin toss a branch predictor loses (ten rows a slot, in random order): the
-        // slot is written to the list at every row and the list grows only at a first row.
-        self.touched.resize(slots.len() + 1, 0);
-        let mut touched_len = 0;
+        // slot is written to the list at every row and the list grows only at a first row. So for the rare
+        // value outside the lane, whose list grows only then. Both lists have room for every row and one more.
+        if self.touched.len() <= slots.len() {
+            self.touched.resize(slots.len() + 1, 0);
+        }
+        if SUM && self.outside.len() <= slots.len() {
+            self.outside.resize(slots.len() + 1, (0, 0.0));
+        }
+        let (mut touched_len, mut outside_len) = (0, 0);
         let (parts, touched, outside, anchor) = (
             &mut self.parts[..],
             &mut self.touched[..],
-            &mut self.outside,
+            &mut self.outside[..],
             self.anchor,
         );
         for (&s, &x) in slots.iter().zip(values) {
@@ -249,11 +265,15 @@ impl FusedPass {
                         p.lane += term;
                         p.in_lane = true;
                     }
-                    None => outside.push((s, x)),
+                    None => {
+                        outside[outside_len] = (s, x);
+                        outside_len += 1;
+                    }
                 }
             }
         }
-        self.touched.truncate(touched_len);
+        self.touched_len = touched_len;
+        self.outside_len = outside_len;
     }
 }
 
