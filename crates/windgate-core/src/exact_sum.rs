@@ -15,7 +15,9 @@
 use smallvec::SmallVec;
 
 mod bytes;
+mod wide;
 pub use bytes::VERSION as BYTES_VERSION;
+pub(crate) use wide::{round_sum, term};
 
 const DIGIT_BITS: u32 = 32;
 const DIGIT_MASK: i64 = (1 << DIGIT_BITS) - 1;
@@ -362,6 +364,12 @@ impl ExactSum {
         if term != 0 {
             self.add_term(term, pos);
         }
+    }
+
+    /// The sum as its lane alone, `(acc, anchor)` with the sum `acc * 2^(anchor - 1074)`: `None` when it has a
+    /// slow tier or a special value. (`(0, _)` is an empty sum, or one of zeros.)
+    pub(crate) fn lane(&self) -> Option<(i128, i64)> {
+        (self.big.is_none() && self.specials == 0).then_some((self.acc, self.anchor as i64))
     }
 
     /// Adds another exact sum (the combine step of panes and windows).

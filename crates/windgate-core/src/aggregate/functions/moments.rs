@@ -23,7 +23,7 @@ use super::{
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::Result;
-use crate::exact_sum::{ExactSum, two_product};
+use crate::exact_sum::{ExactSum, round_sum, term, two_product};
 
 /// `var` (`std: false`) or `std`: the same state, lowered differently.
 pub(super) struct MomentsFn {
@@ -204,12 +204,10 @@ impl Accumulator for Moments {
     fn finish(&self, meta: &AggMeta, slots: &[u32]) -> Result<ArrayRef> {
         let vals = slots.iter().map(|&i| {
             let i = i as usize;
-            let var = sample_variance(
-                &self.s[i],
-                self.squares(i),
-                self.big[i].as_deref(),
-                self.n[i],
-            );
+            let (s, n) = (&self.s[i], self.n[i]);
+            let big = self.big[i].as_deref();
+            let var = wide_variance(s, &self.q[i], &self.q_lo[i], big, n)
+                .unwrap_or_else(|| sample_variance(s, self.squares(i), big, n));
             if self.std { var.sqrt() } else { var }
         });
         f64::column(
@@ -285,6 +283,59 @@ fn sample_variance(s: &ExactSum, q: ExactSum, big: Option<&ExactSum>, n: i64) ->
     scaled.add(s_lo * down);
     let up = 2f64.powi(SCALE);
     centred_moment(s_hi * down, s_lo * down, scaled, acc, n) * up * up
+}
+
+/// [`sample_variance`] of sums without a slow tier (and no big squares), the common case: the same exact sums
+/// rounded once, each summed in fixed point ([`round_sum`]) instead of through [`ExactSum`], whose adds
+/// far from a sum's resolution spill to its slow tier and allocate (finishing measured 4,700 instructions a
+/// window this way). `None` where it cannot answer: then [`sample_variance`] does, with the same bits.
+fn wide_variance(
+    s: &ExactSum,
+    q: &ExactSum,
+    q_lo: &ExactSum,
+    big: Option<&ExactSum>,
+    n: i64,
+) -> Option<f64> {
+    let (s_lane, q_lane, l_lane) = (s.lane()?, q.lane()?, q_lo.lane()?);
+    // An empty or all-zero sum of values keeps the sign of its zeros: left to the exact path.
+    if n < 2 || s_lane.0 == 0 || big.is_some() {
+        return None;
+    }
+    let nf = n as f64;
+    let s_hi = s.value();
+    if !s_hi.is_finite() {
+        return None;
+    }
+    let s_lo = round_sum(&[s_lane, term(-s_hi)?])?;
+    // `sample_variance` gives NaN when the sum of squares overflows: `round_sum` answers only below that.
+    round_sum(&[q_lane, l_lane])?;
+    // As `centred_moment`: Q - 2 m S + n m^2, every product split exactly, then less d^2 / n.
+    let m = s_hi / nf;
+    let (m2_hi, m2_lo) = two_product(m, m);
+    let products = [
+        two_product(-2.0 * m, s_hi),
+        two_product(-2.0 * m, s_lo),
+        two_product(nf, m2_hi),
+        two_product(nf, m2_lo),
+    ];
+    let mut acc = [
+        q_lane,
+        l_lane,
+        (0, 0),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+    ];
+    for (slots, (hi, lo)) in acc[2..].chunks_exact_mut(2).zip(products) {
+        (slots[0], slots[1]) = (term(hi)?, term(lo)?);
+    }
+    let (nm_hi, nm_lo) = two_product(nf, m);
+    let d = round_sum(&[s_lane, term(-nm_hi)?, term(-nm_lo)?])?;
+    Some(((round_sum(&acc)? - d * d / nf) / (nf - 1.0)).max(0.0))
 }
 
 /// Values of at least this magnitude have their squares kept scaled (`2^480`: a square below `2^960` leaves
@@ -434,5 +485,58 @@ mod lane_tests {
                 prop_assert_eq!(x.to_data(), y.to_data());
             }
         }
+
+        /// Wherever the 256-bit path answers, it gives `sample_variance`'s bits: for two groups of values
+        /// (of any scale, near-equal values among them) lifted apart and then combined, as panes are.
+        #[test]
+        fn wide_variance_equals_the_exact_path(
+            rows in prop::collection::vec((lane_values(), any::<bool>()), 2..200),
+            offset in prop_oneof![Just(0.0), Just(1e9), Just(-3.75e15), Just(1e-200)],
+        ) {
+            let values: Vec<f64> = rows.iter().map(|r| r.0 + offset).collect();
+            let slots: Vec<u32> = rows.iter().map(|r| u32::from(r.1)).collect();
+            let order = RowOrder { ts: &[], by: None, source: 0, seq0: 0 };
+            let mut m = Moments::default();
+            m.extend_empty(2);
+            m.update(&slots, &InputValues::Float(ScalarBuffer::from(values), None), order);
+            let exact = |m: &Moments, i: usize| {
+                sample_variance(&m.s[i], m.squares(i), m.big[i].as_deref(), m.n[i])
+            };
+            // Each group alone, then both combined into the first.
+            for (step, i) in [0, 1, 0].into_iter().enumerate() {
+                if step == 2 {
+                    m.combine_within(&[(0, 1)]);
+                }
+                let big = m.big[i].as_deref();
+                if let Some(v) = wide_variance(&m.s[i], &m.q[i], &m.q_lo[i], big, m.n[i]) {
+                    let want = exact(&m, i);
+                    prop_assert_eq!(v.to_bits(), want.to_bits(), "{} {}", v, want);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn wide_variance_answers_the_common_case() {
+        let mut m = Moments::default();
+        m.extend_empty(1);
+        let values: Vec<f64> = (0..1000)
+            .map(|i| ((i * 7919) % 1000) as f64 / 997.0)
+            .collect();
+        let order = RowOrder {
+            ts: &[],
+            by: None,
+            source: 0,
+            seq0: 0,
+        };
+        m.update(
+            &vec![0; 1000],
+            &InputValues::Float(ScalarBuffer::from(values), None),
+            order,
+        );
+        let fast = wide_variance(&m.s[0], &m.q[0], &m.q_lo[0], None, m.n[0])
+            .expect("the fast path answers");
+        let exact = sample_variance(&m.s[0], m.squares(0), None, m.n[0]);
+        assert_eq!(fast.to_bits(), exact.to_bits());
     }
 }
