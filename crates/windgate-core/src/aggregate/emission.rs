@@ -55,13 +55,16 @@ impl Emission {
                 .map(|s| s.finish(&self.slots))
                 .collect();
         };
-        let picks = self.finished_indices();
         // The pane engine finishes a window's rows in output order: its columns are then appended whole.
-        let whole = self.finished.iter().map(|w| w[0].len()).sum::<usize>() == picks.len()
-            && picks
-                .iter()
+        let whole = self.finished.iter().map(|w| w[0].len()).sum::<usize>() == self.slots.len()
+            && (self.slots.iter())
                 .zip(self.places_in_window())
-                .all(|(&(_, s), at)| s == at);
+                .all(|(&s, at)| s as usize == at);
+        let picks = if whole {
+            Vec::new()
+        } else {
+            self.finished_indices()
+        };
         (0..first.len())
             .map(|a| {
                 let windows: Vec<&dyn Array> =
