@@ -88,18 +88,19 @@ impl Shape {
         floor_div(j, self.windows)
     }
 
+    /// As `WindowSpec::first_pane`, saturating at the ends of the time line.
     fn first_pane(&self, j: i64) -> i64 {
-        j * self.panes_per_slide
+        j.saturating_mul(self.panes_per_slide)
     }
 
     fn last_pane(&self, j: i64) -> i64 {
-        self.first_pane(j) + self.panes_per_window - 1
+        (self.first_pane(j)).saturating_add(self.panes_per_window - 1)
     }
 }
 
 impl<Q: SlidingQuery> Block<Q> {
     fn new(shape: Shape, id: i64) -> Self {
-        let first = id * shape.windows;
+        let first = id.saturating_mul(shape.windows);
         Self {
             shape,
             first,
@@ -281,7 +282,7 @@ impl<Q: SlidingQuery> Emitter<Q> {
                         let d = self.blocks.entry(b).or_insert_with(|| BlockDesc {
                             state: Some(Block::new(shape, b)),
                             pending: Vec::new(),
-                            next: b * shape.windows,
+                            next: b.saturating_mul(shape.windows),
                         });
                         d.pending.push((pane, part.clone()));
                         self.try_dispatch(b, None);
