@@ -32,6 +32,9 @@ pub(crate) fn round_sum(terms: &[(i128, i64)]) -> Option<f64> {
     let Some(lsb) = terms.iter().filter(|t| t.0 != 0).map(|t| t.1).min() else {
         return Some(0.0);
     };
+    if let Some(v) = narrow_sum(terms, lsb) {
+        return v;
+    }
     // cells[k] weighs 2^(64 k) units of 2^(lsb - 1074); every add below is of magnitude below 2^64.
     let mut cells = [0i128; 6];
     for &(mag, pos) in terms.iter().filter(|t| t.0 != 0) {
@@ -78,6 +81,29 @@ pub(crate) fn round_sum(terms: &[(i128, i64)]) -> Option<f64> {
     let (head, sticky) = top_bits(&limbs, top_limb, top);
     let v = (head | u64::from(sticky)) as f64 * pow2(exp - 63);
     Some(if negative { -v } else { v })
+}
+
+/// [`round_sum`] of terms that all fit, shifted to `lsb`, in 122 bits (16 of them sum within an `i128`): one
+/// shift and add a term, and the sum rounded as a lane is. `None` when they do not fit (the wide sum then
+/// runs); `Some(None)` where `round_sum` answers `None`.
+fn narrow_sum(terms: &[(i128, i64)], lsb: i64) -> Option<Option<f64>> {
+    let mut sum = 0i128;
+    for &(mag, pos) in terms.iter().filter(|t| t.0 != 0) {
+        let shift = u32::try_from(pos - lsb).ok()?;
+        if shift + (128 - mag.unsigned_abs().leading_zeros()) > 122 {
+            return None;
+        }
+        sum += mag << shift;
+    }
+    if sum == 0 {
+        return Some(Some(0.0));
+    }
+    let top = 127 - sum.unsigned_abs().leading_zeros() as i64;
+    let exp = top + lsb - 1074;
+    if !(-959..=1022).contains(&exp) {
+        return Some(None);
+    }
+    Some(Some(super::i128_to_f64(sum) * pow2(lsb - 1074)))
 }
 
 /// The 64 bits of `limbs` from bit `top` (in limb `top_limb`) down, and whether any bit below them is set.
