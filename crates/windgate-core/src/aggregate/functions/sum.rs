@@ -180,6 +180,9 @@ impl SumInt {
     }
 }
 
+/// Pairs [`SumFloat::finish_two`] reads ahead of the one it finishes.
+const PREFETCH_PAIRS: usize = 8;
+
 /// Float sums, exact ([`ExactSum`]), and counts.
 #[derive(Debug, Default)]
 pub(super) struct SumFloat {
@@ -265,7 +268,12 @@ impl Accumulator for SumFloat {
         };
         let mut all_valid = true;
         let mut vals = Vec::with_capacity(pairs.len());
-        for &(a, b) in pairs {
+        for (i, &(a, b)) in pairs.iter().enumerate() {
+            // The pairs' slots lie anywhere in the store: ask for a later pair's sums ahead.
+            if let Some(&(c, d)) = pairs.get(i + PREFETCH_PAIRS) {
+                crate::prefetch::prefetch(sum, c as usize);
+                crate::prefetch::prefetch(sum, d as usize);
+            }
             let count = pair_count(n, (a, b));
             all_valid &= count >= 1;
             let fast = (!self.mean && a != SKIP && b != SKIP)
