@@ -1,10 +1,11 @@
-//! A short exact sum in 256-bit fixed point: a handful of terms added and rounded once without the slow tier
-//! of [`super::ExactSum`], whose spills allocate (the fast path of finishing `var` and `std`).
+//! A short exact sum in fixed point: a handful of terms added and rounded once without the slow tier of
+//! [`super::ExactSum`], whose spills allocate (the fast path of finishing `var` and `std`).
 
 use super::{mantissa_position, pow2};
 
-/// Most terms one sum takes: with each term's parts below 2^64, a 64-bit cell sums 16 of them below 2^68.
-pub(crate) const TERMS: usize = 16;
+/// Most terms one sum takes: a term adds at most two digits below 2^64 to a 128-bit cell, so 16 of them stay
+/// below 2^69.
+const TERMS: usize = 16;
 /// Every term, shifted to the finest term's resolution, must fit in this many bits (five cells of 64).
 const SPAN: u32 = 250;
 

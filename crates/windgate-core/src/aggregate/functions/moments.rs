@@ -312,27 +312,12 @@ fn wide_variance(
     // As `centred_moment`: Q - 2 m S + n m^2, every product split exactly, then less d^2 / n.
     let m = s_hi / nf;
     let (m2_hi, m2_lo) = two_product(m, m);
-    let products = [
-        two_product(-2.0 * m, s_hi),
-        two_product(-2.0 * m, s_lo),
-        two_product(nf, m2_hi),
-        two_product(nf, m2_lo),
-    ];
-    let mut acc = [
-        q_lane,
-        l_lane,
-        (0, 0),
-        (0, 0),
-        (0, 0),
-        (0, 0),
-        (0, 0),
-        (0, 0),
-        (0, 0),
-        (0, 0),
-    ];
-    for (slots, (hi, lo)) in acc[2..].chunks_exact_mut(2).zip(products) {
-        (slots[0], slots[1]) = (term(hi)?, term(lo)?);
-    }
+    let halves = |(hi, lo): (f64, f64)| Some([term(hi)?, term(lo)?]);
+    let [p0, p1] = halves(two_product(-2.0 * m, s_hi))?;
+    let [p2, p3] = halves(two_product(-2.0 * m, s_lo))?;
+    let [p4, p5] = halves(two_product(nf, m2_hi))?;
+    let [p6, p7] = halves(two_product(nf, m2_lo))?;
+    let acc = [q_lane, l_lane, p0, p1, p2, p3, p4, p5, p6, p7];
     let (nm_hi, nm_lo) = two_product(nf, m);
     let d = round_sum(&[s_lane, term(-nm_hi)?, term(-nm_lo)?])?;
     Some(((round_sum(&acc)? - d * d / nf) / (nf - 1.0)).max(0.0))
@@ -486,7 +471,7 @@ mod lane_tests {
             }
         }
 
-        /// Wherever the 256-bit path answers, it gives `sample_variance`'s bits: for two groups of values
+        /// Wherever the fixed-point path answers, it gives `sample_variance`'s bits: for two groups of values
         /// (of any scale, near-equal values among them) lifted apart and then combined, as panes are.
         #[test]
         fn wide_variance_equals_the_exact_path(
