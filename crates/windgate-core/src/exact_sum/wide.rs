@@ -6,7 +6,8 @@ use super::{mantissa_position, pow2};
 /// Most terms one sum takes: a term adds at most two digits below 2^64 to a 128-bit cell, so 16 of them stay
 /// below 2^69.
 const TERMS: usize = 16;
-/// Every term, shifted to the finest term's resolution, must fit in this many bits (five cells of 64).
+/// Every term, shifted to the finest term's resolution, must fit in this many bits: it then reaches no cell
+/// past the last of [`round_sum`]'s six, and the sum of [`TERMS`] of them keeps its sign.
 const SPAN: u32 = 250;
 
 /// A finite double as a term `mag * 2^(pos - 1074)` (the scale of [`super::ExactSum`]'s lane); `None` for NaN
