@@ -72,8 +72,9 @@ const EMPTY: SlotParts = SlotParts {
 pub(crate) struct FusedPass {
     /// By record; [`EMPTY`] outside a chunk.
     parts: Vec<SlotParts>,
-    /// The records the chunk touched, at their first row: the first `touched_len` entries. The buffer keeps its
-    /// length (a row may write one past the list's end), so that no chunk refills it.
+    /// The records the chunk touched, in the order of their first rows (or of the records, when found by a
+    /// scan): the first `touched_len` entries. The buffer keeps its length (a row may write one past the list's
+    /// end), so that no chunk refills it.
     touched: Vec<u32>,
     touched_len: usize,
     /// `(record, value)` of the values the lane cannot hold, in row order: the first `outside_len` entries,
@@ -206,22 +207,49 @@ impl FusedPass {
     /// Runs the row loop compiled for `needs` over one chunk.
     fn chunk(&mut self, slots: &[u32], values: &[f64], needs: Needs) {
         self.anchor = if needs.sum { lane_anchor(values) } else { 0 };
-        let Needs { sum, max, min } = needs;
-        match (sum, max, min) {
-            (false, false, false) => self.rows::<false, false, false>(slots, values),
-            (false, false, true) => self.rows::<false, false, true>(slots, values),
-            (false, true, false) => self.rows::<false, true, false>(slots, values),
-            (false, true, true) => self.rows::<false, true, true>(slots, values),
-            (true, false, false) => self.rows::<true, false, false>(slots, values),
-            (true, false, true) => self.rows::<true, false, true>(slots, values),
-            (true, true, false) => self.rows::<true, true, false>(slots, values),
-            (true, true, true) => self.rows::<true, true, true>(slots, values),
+        // Fewer records than rows: the records the chunk touched are found by one scan of them at its end
+        // rather than listed row by row.
+        if self.parts.len() <= slots.len() {
+            self.rows_for::<false>(slots, values, needs);
+            self.scan_touched();
+        } else {
+            self.rows_for::<true>(slots, values, needs);
         }
     }
 
-    /// The row loop: every row with a slot updates that slot's record once.
+    /// [`Self::rows`] compiled for `needs`.
     #[inline(always)]
-    fn rows<const SUM: bool, const MAX: bool, const MIN: bool>(
+    fn rows_for<const TRACK: bool>(&mut self, slots: &[u32], values: &[f64], needs: Needs) {
+        let Needs { sum, max, min } = needs;
+        match (sum, max, min) {
+            (false, false, false) => self.rows::<false, false, false, TRACK>(slots, values),
+            (false, false, true) => self.rows::<false, false, true, TRACK>(slots, values),
+            (false, true, false) => self.rows::<false, true, false, TRACK>(slots, values),
+            (false, true, true) => self.rows::<false, true, true, TRACK>(slots, values),
+            (true, false, false) => self.rows::<true, false, false, TRACK>(slots, values),
+            (true, false, true) => self.rows::<true, false, true, TRACK>(slots, values),
+            (true, true, false) => self.rows::<true, true, false, TRACK>(slots, values),
+            (true, true, true) => self.rows::<true, true, true, TRACK>(slots, values),
+        }
+    }
+
+    /// Lists the records a chunk run without `TRACK` touched (those with rows), in record order.
+    fn scan_touched(&mut self) {
+        if self.touched.len() <= self.parts.len() {
+            self.touched.resize(self.parts.len() + 1, 0);
+        }
+        let mut len = 0;
+        for (r, p) in self.parts.iter().enumerate() {
+            self.touched[len] = r as u32;
+            len += usize::from(p.n != 0);
+        }
+        self.touched_len = len;
+    }
+
+    /// The row loop: every row with a slot updates that slot's record once; with `TRACK`, the records touched
+    /// are listed at their first row (else [`Self::scan_touched`] finds them).
+    #[inline(always)]
+    fn rows<const SUM: bool, const MAX: bool, const MIN: bool, const TRACK: bool>(
         &mut self,
         slots: &[u32],
         values: &[f64],
@@ -229,7 +257,7 @@ impl FusedPass {
         // A slot's first row is a coin toss a branch predictor loses (ten rows a slot, in random order): the
         // slot is written to the list at every row and the list grows only at a first row. So for the rare
         // value outside the lane, whose list grows only then. Both lists have room for every row and one more.
-        if self.touched.len() <= slots.len() {
+        if TRACK && self.touched.len() <= slots.len() {
             self.touched.resize(slots.len() + 1, 0);
         }
         if SUM && self.outside.len() <= slots.len() {
@@ -247,33 +275,44 @@ impl FusedPass {
                 continue;
             }
             let p = &mut parts[s as usize];
-            touched[touched_len] = s;
-            touched_len += usize::from(p.n == 0);
-            p.n += 1;
-            if MAX || MIN {
-                let key = x.canonical().order_key();
-                if MAX {
-                    p.max = p.max.max(key);
-                }
-                if MIN {
-                    p.min = p.min.min(key);
-                }
+            if TRACK {
+                touched[touched_len] = s;
+                touched_len += usize::from(p.n == 0);
             }
+            p.n += 1;
             if SUM {
                 match lane_term(x, anchor) {
                     Some(term) => {
                         p.lane += term;
                         p.in_lane = true;
+                        // A value the lane holds is finite: no NaN to make canonical.
+                        extremes::<MAX, MIN>(p, x.order_key());
                     }
                     None => {
                         outside[outside_len] = (s, x);
                         outside_len += 1;
+                        extremes::<MAX, MIN>(p, x.canonical().order_key());
                     }
                 }
+            } else {
+                extremes::<MAX, MIN>(p, x.canonical().order_key());
             }
         }
-        self.touched_len = touched_len;
+        if TRACK {
+            self.touched_len = touched_len;
+        }
         self.outside_len = outside_len;
+    }
+}
+
+/// Folds a row's order key into its record's extremes, as `MAX` and `MIN` ask.
+#[inline(always)]
+fn extremes<const MAX: bool, const MIN: bool>(p: &mut SlotParts, key: i64) {
+    if MAX {
+        p.max = p.max.max(key);
+    }
+    if MIN {
+        p.min = p.min.min(key);
     }
 }
 
