@@ -42,6 +42,9 @@ pub struct KeyDict {
     /// Sort position of each key, and the keys in that order; recomputed when keys were added.
     ranks: Vec<u32>,
     sorted: Vec<u32>,
+    /// The `by` columns of keys `0..n` decoded, for [`Self::emitted_columns`]; ids only grow between calls
+    /// (new keys are appended), so this stays valid until [`Self::retain`] renumbers them.
+    decoded: Vec<ArrayRef>,
 }
 
 /// Key ids in output order: `ranks[id]` is a key's position, `sorted[pos]` the key at a position.
@@ -79,6 +82,7 @@ impl KeyDict {
             offsets: vec![0],
             ranks: Vec::new(),
             sorted: Vec::new(),
+            decoded: Vec::new(),
         })
     }
 
@@ -430,6 +434,41 @@ impl KeyDict {
             .collect()
     }
 
+    /// [`Self::columns`] for an emission, which names the same keys window after window: the columns are
+    /// gathered from every key decoded once and kept, rather than from the distinct keys decoded again at each
+    /// call. The kept columns are extended by the keys added since, when there are at most as many keys in all
+    /// as twice the ids asked for (a stream of ever new keys would otherwise copy them all at every call;
+    /// then the keys asked for are decoded as [`Self::columns`] does).
+    pub fn emitted_columns(&mut self, ids: &[u32]) -> Result<Vec<ArrayRef>> {
+        let Some(converter) = &self.converter else {
+            return Ok(vec![]);
+        };
+        let n = self.len();
+        let known = self.decoded.first().map_or(0, |c| c.len());
+        if self.decoded.is_empty() || ids.iter().any(|&id| id as usize >= known) {
+            if n > 2 * ids.len() {
+                return self.columns(ids);
+            }
+            let parser = converter.parser();
+            let rows: Vec<_> = (known..n)
+                .map(|id| parser.parse(self.bytes(id as u32)))
+                .collect();
+            let fresh = converter.convert_rows(rows).map_err(Error::output)?;
+            self.decoded = if self.decoded.is_empty() {
+                fresh
+            } else {
+                (self.decoded.iter().zip(&fresh))
+                    .map(|(old, new)| arrow_select::concat::concat(&[old.as_ref(), new.as_ref()]))
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(Error::output)?
+            };
+        }
+        let indices = arrow_array::UInt32Array::from(ids.to_vec());
+        (self.decoded.iter())
+            .map(|c| arrow_select::take::take(c, &indices, None).map_err(Error::output))
+            .collect()
+    }
+
     /// Forgets every key whose `live[id]` is false (keys that hold no open state) and renumbers the rest
     /// densely, keeping their relative order; returns `remap[old id] = new id` (`u32::MAX` for forgotten
     /// keys). A key seen again later gets a fresh id, so memory follows the open state, not the stream.
@@ -474,9 +513,10 @@ impl KeyDict {
         }
         self.arena.shrink_to_fit();
         self.offsets.shrink_to_fit();
-        // The output order is recomputed for the new ids.
+        // The output order is recomputed for the new ids, and the kept columns decoded again.
         self.ranks.clear();
         self.sorted.clear();
+        self.decoded.clear();
         remap
     }
 }
@@ -538,6 +578,51 @@ mod tests {
 
     /// Keys learned by their bytes from another dictionary get the ids, order and columns they would have
     /// had if the rows had come here, on both paths (one integer column, and the generic one).
+    /// The kept columns of emissions give what decoding the keys asked for gives: as keys are added between
+    /// calls, after keys are forgotten and renumbered, and when there are too many keys to keep them.
+    #[test]
+    fn emitted_columns_equal_the_decoded_keys() {
+        let mut d = KeyDict::new(
+            vec!["k".into(), "s".into()],
+            vec![DataType::Int32, DataType::Utf8],
+        )
+        .unwrap();
+        let add = |d: &mut KeyDict, k: Vec<Option<i32>>, s: Vec<Option<&str>>| {
+            let n = k.len();
+            let cols: Vec<ArrayRef> = vec![
+                Arc::new(Int32Array::from(k)),
+                Arc::new(StringArray::from(s)),
+            ];
+            d.ids(&cols, n).unwrap()
+        };
+        let same = |d: &mut KeyDict, ids: &[u32]| {
+            let want = d.columns(ids).unwrap();
+            assert_eq!(d.emitted_columns(ids).unwrap(), want, "ids {ids:?}");
+        };
+        // Nothing kept yet, and no key asked for: still a column per `by` column.
+        same(&mut d, &[]);
+        add(
+            &mut d,
+            vec![Some(1), None, Some(1)],
+            vec![Some("a"), Some("b"), None],
+        );
+        same(&mut d, &[]);
+        same(&mut d, &[0, 1, 2, 0, 2, 1]);
+        same(&mut d, &[2, 2]);
+        // Keys added since: the kept columns are extended.
+        add(&mut d, vec![Some(7), Some(1)], vec![Some("z"), Some("a")]);
+        same(&mut d, &[3, 0, 3, 1, 2, 3]);
+        // Renumbered: the kept columns are decoded again for the new ids.
+        let remap = d.retain(&[false, true, false, true]);
+        assert_eq!((remap[1], remap[3]), (0, 1));
+        same(&mut d, &[1, 0, 1]);
+        // Many more keys than asked for: decoded as `columns` does, nothing kept for the new ones.
+        let many: Vec<Option<i32>> = (100..200).map(Some).collect();
+        add(&mut d, many, vec![Some("m"); 100]);
+        same(&mut d, &[101, 0]);
+        same(&mut d, &[]);
+    }
+
     #[test]
     fn intern_rows_of_another_dictionary() {
         for (dt, col) in [

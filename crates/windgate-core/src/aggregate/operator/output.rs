@@ -25,7 +25,7 @@ pub(super) fn partial_batch(b: &Bound, rows: &[(i64, u32, u32)]) -> Result<Recor
 
 /// Builds the output batch of an emission.
 pub(super) fn assemble(b: &mut Bound, e: &Emission) -> Result<RecordBatch> {
-    let mut columns = b.keys.columns(&e.keys)?;
+    let mut columns = b.keys.emitted_columns(&e.keys)?;
     let window_type = b
         .output_schema
         .field(b.keys.names().len())
