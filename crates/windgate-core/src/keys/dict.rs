@@ -420,11 +420,7 @@ impl KeyDict {
                 *p
             })
             .collect();
-        let parser = converter.parser();
-        let rows: Vec<_> = (distinct.iter())
-            .map(|&id| parser.parse(self.bytes(id)))
-            .collect();
-        let decoded = converter.convert_rows(rows).map_err(Error::output)?;
+        let decoded = self.decode(converter, distinct.iter().copied())?;
         if distinct.len() == ids.len() {
             return Ok(decoded);
         }
@@ -449,11 +445,7 @@ impl KeyDict {
             if n > 2 * ids.len() {
                 return self.columns(ids);
             }
-            let parser = converter.parser();
-            let rows: Vec<_> = (known..n)
-                .map(|id| parser.parse(self.bytes(id as u32)))
-                .collect();
-            let fresh = converter.convert_rows(rows).map_err(Error::output)?;
+            let fresh = self.decode(converter, known as u32..n as u32)?;
             self.decoded = if self.decoded.is_empty() {
                 fresh
             } else {
@@ -467,6 +459,17 @@ impl KeyDict {
         (self.decoded.iter())
             .map(|c| arrow_select::take::take(c, &indices, None).map_err(Error::output))
             .collect()
+    }
+
+    /// The `by` columns of the given keys, decoded from their row bytes.
+    fn decode(
+        &self,
+        converter: &RowConverter,
+        ids: impl Iterator<Item = u32>,
+    ) -> Result<Vec<ArrayRef>> {
+        let parser = converter.parser();
+        let rows: Vec<_> = ids.map(|id| parser.parse(self.bytes(id))).collect();
+        converter.convert_rows(rows).map_err(Error::output)
     }
 
     /// Forgets every key whose `live[id]` is false (keys that hold no open state) and renumbers the rest
@@ -576,8 +579,6 @@ mod tests {
         }
     }
 
-    /// Keys learned by their bytes from another dictionary get the ids, order and columns they would have
-    /// had if the rows had come here, on both paths (one integer column, and the generic one).
     /// The kept columns of emissions give what decoding the keys asked for gives: as keys are added between
     /// calls, after keys are forgotten and renumbered, and when there are too many keys to keep them.
     #[test]
@@ -623,6 +624,8 @@ mod tests {
         same(&mut d, &[]);
     }
 
+    /// Keys learned by their bytes from another dictionary get the ids, order and columns they would have
+    /// had if the rows had come here, on both paths (one integer column, and the generic one).
     #[test]
     fn intern_rows_of_another_dictionary() {
         for (dt, col) in [
