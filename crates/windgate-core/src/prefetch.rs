@@ -44,30 +44,31 @@ pub(crate) fn each_prefetched<T>(values: &[T], mut f: impl FnMut(usize, &T)) {
     }
 }
 
-/// Defines `fn $name($arg) -> $ret` as `$portable`, compiled a second time for AVX2 and chosen at run time
+/// Defines `fn $name($args) -> $ret` as `$portable`, compiled a second time for AVX2 and chosen at run time
 /// (checked once per call, a cached flag): the first passes over a column are block reductions the compiler
 /// vectorises, but the baseline x86-64 target has no 64-bit vector compare (SSE4.2's `pcmpgtq`), so there
 /// they run as scalar compares.
 macro_rules! with_avx2 {
-    ($(#[$doc:meta])* $vis:vis fn $name:ident($arg:ident: $ty:ty) -> $ret:ty = $portable:ident;) => {
+    ($(#[$doc:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),+) -> $ret:ty = $portable:ident;) => {
         $(#[$doc])*
-        $vis fn $name($arg: $ty) -> $ret {
+        $vis fn $name($($arg: $ty),+) -> $ret {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx2")]
-                unsafe fn avx2($arg: $ty) -> $ret {
-                    $portable($arg)
+                unsafe fn avx2($($arg: $ty),+) -> $ret {
+                    $portable($($arg),+)
                 }
                 if std::is_x86_feature_detected!("avx2") {
                     // SAFETY: `avx2` is the portable body compiled with AVX2 enabled; the CPU was just found
                     // to support AVX2, which is all `target_feature` asks of the caller.
-                    return unsafe { avx2($arg) };
+                    return unsafe { avx2($($arg),+) };
                 }
             }
-            $portable($arg)
+            $portable($($arg),+)
         }
     };
 }
+pub(crate) use with_avx2;
 
 with_avx2! {
     /// The least and greatest of `ts` (`None` if empty), in eight independent lanes (one running minimum is a

@@ -289,10 +289,16 @@ fn keep_spare(spare: &mut Vec<KeySlots>, mut pane: KeySlots) {
     }
 }
 
-/// How many rows from the first have times in `[start, end)`. In-order input comes in runs of thousands of
-/// rows: blocks of [`RUN_BLOCK`] rows are tested whole (a compare the compiler vectorises), and only the block
-/// where the run ends row by row.
-fn run_within(ts: &[i64], start: i64, end: i64) -> usize {
+crate::prefetch::with_avx2! {
+    /// How many rows from the first have times in `[start, end)`. In-order input comes in runs of thousands
+    /// of rows: blocks of [`RUN_BLOCK`] rows are tested whole (a compare the compiler vectorises, with AVX2's
+    /// 64-bit compares where the CPU has them), and only the block where the run ends row by row.
+    fn run_within(ts: &[i64], start: i64, end: i64) -> usize = run_within_blocks;
+}
+
+/// The portable body of [`run_within`].
+#[inline(always)]
+fn run_within_blocks(ts: &[i64], start: i64, end: i64) -> usize {
     let inside = |t: &i64| (start..end).contains(t);
     let mut run = 0;
     for block in ts.chunks(RUN_BLOCK) {

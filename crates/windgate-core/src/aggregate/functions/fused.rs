@@ -77,10 +77,8 @@ pub(crate) struct FusedPass {
     /// end), so that no chunk refills it.
     touched: Vec<u32>,
     touched_len: usize,
-    /// `(record, value)` of the values the lane cannot hold, in row order: the first `outside_len` entries,
-    /// kept at length as `touched` is.
+    /// `(record, value)` of the values the lane cannot hold, in row order.
     outside: Vec<(u32, f64)>,
-    outside_len: usize,
     /// Keyed runs: each touched record's slot in the store, by record.
     slot_of: Vec<u32>,
     keyed: bool,
@@ -103,9 +101,7 @@ impl FusedPass {
 
     /// The values the lane could not hold, with their slots: to be added to the exact sums one by one.
     pub(crate) fn outside(&self) -> impl Iterator<Item = (u32, f64)> + '_ {
-        self.outside[..self.outside_len]
-            .iter()
-            .map(|&(r, x)| (self.slot(r), x))
+        self.outside.iter().map(|&(r, x)| (self.slot(r), x))
     }
 
     fn touched_records(&self) -> &[u32] {
@@ -199,7 +195,7 @@ impl FusedPass {
                 self.parts[r as usize] = EMPTY;
             }
             self.touched_len = 0;
-            self.outside_len = 0;
+            self.outside.clear();
         }
         true
     }
@@ -255,26 +251,24 @@ impl FusedPass {
         values: &[f64],
     ) {
         // A slot's first row is a coin toss a branch predictor loses (ten rows a slot, in random order): the
-        // slot is written to the list at every row and the list grows only at a first row. So for the rare
-        // value outside the lane, whose list grows only then. Both lists have room for every row and one more.
+        // slot is written to the list at every row and the list grows only at a first row. The list has room
+        // for every row and one more.
         if TRACK && self.touched.len() <= slots.len() {
             self.touched.resize(slots.len() + 1, 0);
         }
-        if SUM && self.outside.len() <= slots.len() {
-            self.outside.resize(slots.len() + 1, (0, 0.0));
-        }
-        let (mut touched_len, mut outside_len) = (0, 0);
+        let mut touched_len = 0;
         let (parts, touched, outside, anchor) = (
             &mut self.parts[..],
             &mut self.touched[..],
-            &mut self.outside[..],
+            &mut self.outside,
             self.anchor,
         );
         for (&s, &x) in slots.iter().zip(values) {
-            if s == SKIP {
+            // One compare for both a skipped row and the bounds: `SKIP` is past any record (`MAX_SLOTS`).
+            let Some(p) = parts.get_mut(s as usize) else {
+                debug_assert_eq!(s, SKIP, "a record past the pass's records");
                 continue;
-            }
-            let p = &mut parts[s as usize];
+            };
             if TRACK {
                 touched[touched_len] = s;
                 touched_len += usize::from(p.n == 0);
@@ -288,11 +282,7 @@ impl FusedPass {
                         // A value the lane holds is finite: no NaN to make canonical.
                         extremes::<MAX, MIN>(p, x.order_key());
                     }
-                    None => {
-                        outside[outside_len] = (s, x);
-                        outside_len += 1;
-                        extremes::<MAX, MIN>(p, x.canonical().order_key());
-                    }
+                    None => outside_row::<MAX, MIN>(p, outside, s, x),
                 }
             } else {
                 extremes::<MAX, MIN>(p, x.canonical().order_key());
@@ -301,8 +291,21 @@ impl FusedPass {
         if TRACK {
             self.touched_len = touched_len;
         }
-        self.outside_len = outside_len;
     }
+}
+
+/// A row whose value the lane cannot hold (zero, subnormal, NaN, infinite or far below the chunk's largest):
+/// listed for the exact sums' own add, out of the row loop, so that the loop's state stays in registers.
+#[cold]
+#[inline(never)]
+fn outside_row<const MAX: bool, const MIN: bool>(
+    p: &mut SlotParts,
+    outside: &mut Vec<(u32, f64)>,
+    s: u32,
+    x: f64,
+) {
+    outside.push((s, x));
+    extremes::<MAX, MIN>(p, x.canonical().order_key());
 }
 
 /// Folds a row's order key into its record's extremes, as `MAX` and `MIN` ask.
