@@ -197,18 +197,7 @@ impl KeyDict {
         let values = as_i64(column, &self.names[0])?;
         let dense = &self.dense[..];
         let mut ids = Vec::with_capacity(values.len());
-        let ahead = crate::prefetch::ahead::<i64>();
-        for (b, block) in values.chunks_exact(ID_BLOCK).enumerate() {
-            crate::prefetch::prefetch(&values[..], b * ID_BLOCK + ahead);
-            let mut got = [NO_KEY; ID_BLOCK];
-            for (id, &v) in got.iter_mut().zip(block) {
-                *id = dense.get(v as u64 as usize).copied().unwrap_or(NO_KEY);
-            }
-            if got.contains(&NO_KEY) {
-                break;
-            }
-            ids.extend_from_slice(&got);
-        }
+        dense_id_blocks(&values[..], dense, &mut ids);
         let tail = values[ids.len()..].iter();
         let known = tail.map_while(|&v| {
             dense
@@ -521,6 +510,30 @@ impl KeyDict {
         self.sorted.clear();
         self.decoded.clear();
         remap
+    }
+}
+
+crate::prefetch::with_avx2! {
+    /// Appends the ids of `values` from the `dense` table, [`ID_BLOCK`] rows at a time, up to the first block
+    /// with a key the table does not hold: the lookups of a block are independent, so they overlap, and with
+    /// AVX2 the block's test for a missing key is one vector compare.
+    fn dense_id_blocks(values: &[i64], dense: &[u32], ids: &mut Vec<u32>) -> () = dense_id_blocks_portable;
+}
+
+/// The portable body of [`dense_id_blocks`].
+#[inline(always)]
+fn dense_id_blocks_portable(values: &[i64], dense: &[u32], ids: &mut Vec<u32>) {
+    let ahead = crate::prefetch::ahead::<i64>();
+    for (b, block) in values.chunks_exact(ID_BLOCK).enumerate() {
+        crate::prefetch::prefetch(values, b * ID_BLOCK + ahead);
+        let mut got = [NO_KEY; ID_BLOCK];
+        for (id, &v) in got.iter_mut().zip(block) {
+            *id = dense.get(v as u64 as usize).copied().unwrap_or(NO_KEY);
+        }
+        if got.contains(&NO_KEY) {
+            break;
+        }
+        ids.extend_from_slice(&got);
     }
 }
 
