@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 
 use arrow_array::ArrayRef;
 
+use super::functions::Triple;
 use super::slots::{KeySlots, SlotStore};
 use super::state::SKIP;
 use crate::error::Result;
@@ -68,10 +69,12 @@ pub(crate) struct Sliding {
     pushed: i64,
     evicted: i64,
     pairs: Vec<(u32, u32)>,
-    /// The combines of flips not yet run: `flips[0]` copies panes into new suffixes, `flips[l]` (l >= 1)
-    /// combines the suffix `l - 1` places newer into each suffix `l` places from its key's newest. Run in
-    /// batches, level by level, so that each level is one call per aggregate for every key that flipped.
-    flips: Vec<Vec<(u32, u32)>>,
+    /// Back states started by the current push: each set to its first pane.
+    firsts: Vec<Triple>,
+    /// The suffixes of flips not yet computed: `flips[l]` sets each suffix `l` places from its key's newest to
+    /// its pane combined with the suffix one place newer (none at level 0). Run in batches, level by level,
+    /// so that each level is one call per aggregate for every key that flipped.
+    flips: Vec<Vec<Triple>>,
 }
 
 impl Sliding {
@@ -84,6 +87,7 @@ impl Sliding {
             pushed: i64::MIN,
             evicted: i64::MIN,
             pairs: Vec::new(),
+            firsts: Vec::new(),
             flips: Vec::new(),
         }
     }
@@ -112,6 +116,7 @@ impl Sliding {
             return;
         }
         self.pairs.clear();
+        self.firsts.clear();
         for (&p, pane) in panes.range(self.pushed..=last) {
             for &(key, slot) in &pane.entries {
                 let k = key as usize;
@@ -124,13 +129,17 @@ impl Sliding {
                     self.active.push(key);
                 }
                 let ks = &mut self.keys[k];
-                if ks.back_state == SKIP {
-                    ks.back_state = self.store.alloc();
-                }
                 ks.back.push((p, slot));
-                self.pairs.push((ks.back_state, slot));
+                if ks.back_state == SKIP {
+                    ks.back_state = self.store.alloc_overwritten();
+                    self.firsts.push((ks.back_state, slot, SKIP));
+                } else {
+                    self.pairs.push((ks.back_state, slot));
+                }
             }
         }
+        // A key's first pane sets its back state, before its later panes (if several came) combine into it.
+        self.store.set_combined(pane_store, &self.firsts);
         self.store.combine_pairs(pane_store, &self.pairs);
         self.pushed = last + 1;
     }
@@ -207,16 +216,11 @@ impl Sliding {
 
     /// Runs the combines of the flips made since the last call (see `flips`).
     fn run_flips(&mut self, pane_store: &SlotStore) {
-        let Some((copies, levels)) = self.flips.split_first_mut() else {
-            return;
-        };
-        self.store.combine_pairs(pane_store, copies);
-        copies.clear();
-        for level in levels {
+        for level in &mut self.flips {
             if level.is_empty() {
                 break;
             }
-            self.store.combine_within(level);
+            self.store.set_combined(pane_store, level);
             level.clear();
         }
     }
@@ -245,22 +249,19 @@ impl Sliding {
 }
 
 /// Turns `ks`'s back panes from `first` on into front suffixes (the older ones are dropped), newest first, so
-/// that the oldest suffix ends on top. The suffixes' combines are queued in `flips` by level and run in batches
-/// by [`Sliding::run_flips`] before any window is read.
-fn flip(ks: &mut KeyStacks, first: i64, store: &mut SlotStore, flips: &mut Vec<Vec<(u32, u32)>>) {
+/// that the oldest suffix ends on top. The suffixes are queued in `flips` by level and computed in batches by
+/// [`Sliding::run_flips`] before any window is read; until then their slots hold whatever they last held.
+fn flip(ks: &mut KeyStacks, first: i64, store: &mut SlotStore, flips: &mut Vec<Vec<Triple>>) {
     let keep = ks.back.partition_point(|&(p, _)| p < first);
-    let mut newer: Option<u32> = None;
+    let mut newer = SKIP;
     for (level, &(p, slot)) in ks.back[keep..].iter().rev().enumerate() {
-        let suffix = store.alloc();
-        if flips.len() <= level.max(1) {
-            flips.resize_with(level.max(1) + 1, Vec::new);
+        let suffix = store.alloc_overwritten();
+        if flips.len() <= level {
+            flips.resize_with(level + 1, Vec::new);
         }
-        flips[0].push((suffix, slot));
-        if let Some(n) = newer {
-            flips[level].push((suffix, n));
-        }
+        flips[level].push((suffix, slot, newer));
         ks.front.push((p, suffix));
-        newer = Some(suffix);
+        newer = suffix;
     }
     ks.back.clear();
     store.release(ks.back_state);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 
-use super::functions::{FusedPass, FusedSink, Needs, fused_plan};
+use super::functions::{FusedPass, FusedSink, Needs, Triple, fused_plan};
 use super::state::{AggMeta, AggState, InputValues, RowOrder, SKIP};
 
 /// The partial states of all aggregates, slot `i` of each belonging to the same (key, pane) or (key, window).
@@ -92,6 +92,13 @@ impl SlotStore {
         let first = self.len;
         self.len += n as u32;
         first
+    }
+
+    /// A slot whose state the caller overwrites whole before anything reads it ([`Self::set_combined`]): a
+    /// released slot as it is, sparing the emptying [`Self::alloc`] gives it.
+    #[inline]
+    pub(crate) fn alloc_overwritten(&mut self) -> u32 {
+        self.dirty.pop().unwrap_or_else(|| self.alloc())
     }
 
     /// Takes slot `slot` back; its state is emptied when the slot is handed out again.
@@ -191,6 +198,14 @@ impl SlotStore {
     /// Combines, for every `(dst, src)` pair, slot `src` into slot `dst` of this same store.
     pub fn combine_within(&mut self, pairs: &[(u32, u32)]) {
         self.states.iter_mut().for_each(|s| s.combine_within(pairs));
+    }
+
+    /// Sets, for every `(dst, a, b)`, slot `dst` to slot `a` of `other` combined with slot `b` of this store
+    /// (`SKIP`: `a` alone), for every aggregate, whatever `dst` held.
+    pub(crate) fn set_combined(&mut self, other: &SlotStore, triples: &[Triple]) {
+        for (a, b) in self.states.iter_mut().zip(&other.states) {
+            a.set_combined(b, triples);
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 
 use super::function::{AggSpec, ValueClass};
-use super::functions::{Accumulator, FusedPass, Needs, StateColumns, function};
+use super::functions::{Accumulator, FusedPass, Needs, StateColumns, Triple, function};
 use crate::error::Result;
 
 /// Slot value that means "skip this row" (late rows, rows with a null time under `null_time="drop"`).
@@ -172,6 +172,12 @@ impl AggState {
     /// Combines, for every `(dst, src)` pair, slot `src` of this state into its slot `dst`.
     pub fn combine_within(&mut self, pairs: &[(u32, u32)]) {
         self.acc.combine_within(pairs)
+    }
+
+    /// Sets, for every `(dst, a, b)`, slot `dst` to slot `a` of `other` combined with slot `b` of this state
+    /// (`SKIP`: `a` alone), whatever `dst` held.
+    pub(crate) fn set_combined(&mut self, other: &AggState, triples: &[Triple]) {
+        self.acc.set_combined(other.acc.as_ref(), triples)
     }
 
     /// Lowers the given slots, in order, into the output column.

@@ -8,7 +8,8 @@ use arrow_schema::DataType;
 
 use super::columns::{StateColumns, int64_column};
 use super::{
-    Accumulator, AggregateFunction, FusedPass, Lift, Needs, for_pairs, lift_rows, pair_count, same,
+    Accumulator, AggregateFunction, FusedPass, Lift, Needs, Triple, for_pairs, for_triples,
+    lift_rows, pair_count, same,
 };
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
@@ -93,6 +94,11 @@ impl Accumulator for Count {
 
     fn combine_within(&mut self, pairs: &[(u32, u32)]) {
         for_pairs(pairs, |d, s| self.n[d] += self.n[s]);
+    }
+
+    fn set_combined(&mut self, other: &dyn Accumulator, triples: &[Triple]) {
+        let (n, from) = (&mut self.n, &same::<Self>(other).n);
+        for_triples(triples, |d, a, b| n[d] = from[a] + b.map_or(0, |b| n[b]));
     }
 
     fn finish(&self, _: &AggMeta, slots: &[u32]) -> Result<ArrayRef> {

@@ -8,8 +8,8 @@ use arrow_schema::DataType;
 
 use super::columns::{StateColumns, int64_column};
 use super::{
-    Accumulator, AggregateFunction, FusedPass, Lift, Needs, Scalar, at_or, for_pairs, lift_rows,
-    pair_count, same, valid, valid_counts, value_class,
+    Accumulator, AggregateFunction, FusedPass, Lift, Needs, Scalar, Triple, at_or, for_pairs,
+    for_triples, lift_rows, pair_count, same, valid, valid_counts, value_class,
 };
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
@@ -124,6 +124,15 @@ impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
         for_pairs(pairs, |d, s| {
             self.v[d] = Self::pick(self.v[d], self.v[s]);
             self.n[d] += self.n[s];
+        })
+    }
+
+    fn set_combined(&mut self, other: &dyn Accumulator, triples: &[Triple]) {
+        let other = same::<Self>(other);
+        for_triples(triples, |d, a, b| {
+            let (v, n) = b.map_or((Self::WORST, 0), |b| (self.v[b], self.n[b]));
+            self.v[d] = Self::pick(other.v[a], v);
+            self.n[d] = other.n[a] + n;
         })
     }
 

@@ -133,6 +133,19 @@ pub(crate) trait Accumulator: Debug + Send + Sync + Any {
     /// Combines, for every `(dst, src)` pair, slot `src` into slot `dst` of this accumulator (`dst != src`):
     /// the sliding combiner builds its suffix aggregates inside one store (`super::sliding`).
     fn combine_within(&mut self, pairs: &[(u32, u32)]);
+    /// Sets, for every `(dst, a, b)`, slot `dst` to slot `a` of `other` (an accumulator of the same function)
+    /// combined with slot `b` of this one (`SKIP`: slot `a` alone), whatever `dst` held (`dst != b`). A
+    /// sliding suffix is a pane combined with the next newer suffix (`super::sliding`): written whole, it
+    /// spares emptying `dst` and copying the pane into it first. The default does exactly that: empties,
+    /// copies, combines.
+    fn set_combined(&mut self, other: &dyn Accumulator, triples: &[Triple]) {
+        let dst: Vec<u32> = triples.iter().map(|t| t.0).collect();
+        self.reset_many(&dst);
+        let copies: Vec<(u32, u32)> = triples.iter().map(|&(d, a, _)| (d, a)).collect();
+        self.combine_pairs(other, &copies);
+        let newer = triples.iter().filter(|t| t.2 != SKIP);
+        self.combine_within(&newer.map(|&(d, _, b)| (d, b)).collect::<Vec<_>>());
+    }
     /// Lowers the given slots, in order, into the output column.
     fn finish(&self, meta: &AggMeta, slots: &[u32]) -> Result<ArrayRef>;
     /// Lowers, for every `(a, b)` pair, the combination of slots `a` and `b` (`SKIP`: no slot) into the
@@ -157,6 +170,20 @@ pub(crate) trait Accumulator: Debug + Send + Sync + Any {
     /// what to read).
     fn absorb(&mut self, _pass: &FusedPass) {
         unreachable!("absorb without fused_needs")
+    }
+}
+
+/// `(dst, a, b)` of [`Accumulator::set_combined`]: slot `dst` becomes slot `a` of another accumulator combined
+/// with slot `b` of this one.
+pub(crate) type Triple = (u32, u32, u32);
+
+/// Calls `f(dst, a, b)` for every triple of [`Accumulator::set_combined`], `b` as `None` for `SKIP`; asserts
+/// that no slot is set from itself.
+#[inline(always)]
+fn for_triples(triples: &[Triple], mut f: impl FnMut(usize, usize, Option<usize>)) {
+    for &(d, a, b) in triples {
+        assert_ne!(d, b, "a slot set from itself");
+        f(d as usize, a as usize, (b != SKIP).then_some(b as usize));
     }
 }
 

@@ -9,8 +9,8 @@ use arrow_schema::DataType;
 use super::columns::{StateColumns, exact_sum_column, int64_column};
 use super::lane::BatchLane;
 use super::{
-    Accumulator, AggregateFunction, FusedPass, Lift, Needs, Scalar, at_or, for_pairs, lift_rows,
-    pair_count, pair_mut, same, valid, valid_counts,
+    Accumulator, AggregateFunction, FusedPass, Lift, Needs, Scalar, Triple, at_or, for_pairs,
+    for_triples, lift_rows, pair_count, pair_mut, same, valid, valid_counts,
 };
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
@@ -119,6 +119,15 @@ impl Accumulator for SumInt {
         for_pairs(pairs, |d, s| {
             self.sum[d] += self.sum[s];
             self.n[d] += self.n[s];
+        })
+    }
+
+    fn set_combined(&mut self, other: &dyn Accumulator, triples: &[Triple]) {
+        let other = same::<Self>(other);
+        for_triples(triples, |d, a, b| {
+            let (sum, n) = b.map_or((0, 0), |b| (self.sum[b], self.n[b]));
+            self.sum[d] = other.sum[a] + sum;
+            self.n[d] = other.n[a] + n;
         })
     }
 
@@ -241,6 +250,19 @@ impl Accumulator for SumFloat {
             let (dst, src) = pair_mut(&mut self.sum, d, s);
             dst.merge(src);
             self.n[d] += self.n[s];
+        })
+    }
+
+    fn set_combined(&mut self, other: &dyn Accumulator, triples: &[Triple]) {
+        let other = same::<Self>(other);
+        for_triples(triples, |d, a, b| {
+            self.sum[d].clone_from(&other.sum[a]);
+            self.n[d] = other.n[a];
+            if let Some(b) = b {
+                let (dst, src) = pair_mut(&mut self.sum, d, b);
+                dst.merge(src);
+                self.n[d] += self.n[b];
+            }
         })
     }
 
