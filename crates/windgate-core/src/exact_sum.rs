@@ -372,6 +372,22 @@ impl ExactSum {
         (self.big.is_none() && self.specials == 0).then_some((self.acc, self.anchor as i64))
     }
 
+    /// Becomes `a` plus `b` (`a` alone for `None`), whatever it held: a sliding suffix written whole. Without
+    /// slow tiers (the common case) the lane is copied field by field, sparing the clone's drop of the old
+    /// state and its allocation test.
+    #[inline]
+    pub(crate) fn set_merged(&mut self, a: &ExactSum, b: Option<&ExactSum>) {
+        if self.big.is_none() && a.big.is_none() {
+            (self.acc, self.anchor) = (a.acc, a.anchor);
+            (self.specials, self.not_only_neg_zero) = (a.specials, a.not_only_neg_zero);
+        } else {
+            self.clone_from(a);
+        }
+        if let Some(b) = b {
+            self.merge(b);
+        }
+    }
+
     /// Adds another exact sum (the combine step of panes and windows).
     #[inline]
     pub fn merge(&mut self, other: &ExactSum) {

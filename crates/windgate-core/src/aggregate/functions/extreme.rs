@@ -151,8 +151,20 @@ impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
                 at_or(&self.v, b, Self::WORST),
             )
         };
-        let values = pairs.iter().map(|p| T::from_order_key(key(p))).collect();
-        let nulls = valid_counts(pairs.iter().map(|&p| pair_count(&self.n, p)), 1);
+        // One pass for the values and whether every window has one; the validity is scanned for again only
+        // when some window has none.
+        let mut all_valid = true;
+        let values = (pairs.iter())
+            .map(|p| {
+                all_valid &= pair_count(&self.n, *p) >= 1;
+                T::from_order_key(key(p))
+            })
+            .collect();
+        let nulls = if all_valid {
+            None
+        } else {
+            valid_counts(pairs.iter().map(|&p| pair_count(&self.n, p)), 1)
+        };
         Some(T::column(values, nulls, &meta.output_type()))
     }
 

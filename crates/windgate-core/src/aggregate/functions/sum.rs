@@ -256,12 +256,17 @@ impl Accumulator for SumFloat {
     fn set_combined(&mut self, other: &dyn Accumulator, triples: &[Triple]) {
         let other = same::<Self>(other);
         for_triples(triples, |d, a, b| {
-            self.sum[d].clone_from(&other.sum[a]);
-            self.n[d] = other.n[a];
-            if let Some(b) = b {
-                let (dst, src) = pair_mut(&mut self.sum, d, b);
-                dst.merge(src);
-                self.n[d] += self.n[b];
+            let from = &other.sum[a];
+            match b {
+                Some(b) => {
+                    let (dst, newer) = pair_mut(&mut self.sum, d, b);
+                    dst.set_merged(from, Some(newer));
+                    self.n[d] = other.n[a] + self.n[b];
+                }
+                None => {
+                    self.sum[d].set_merged(from, None);
+                    self.n[d] = other.n[a];
+                }
             }
         })
     }
