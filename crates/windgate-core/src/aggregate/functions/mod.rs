@@ -639,5 +639,56 @@ mod tests {
                 (a, b) => proptest::prop_assert!(false, "{a:?} against {b:?}"),
             }
         }
+
+        /// Setting slots to a slot of another accumulator combined with one of their own (or alone) leaves
+        /// the states that emptying them, copying in and combining leaves, whatever they held before (here:
+        /// states of other rows): every function, integer and float inputs with nulls.
+        #[test]
+        fn set_combined_equals_emptying_and_combining(
+            rows in proptest::collection::vec(
+                (crate::aggregate::functions::lane::lane_values(), -9i64..9, 0u32..12, proptest::bool::weighted(0.9)),
+                0..160,
+            ),
+            picks in proptest::collection::vec((0u32..6, 0u32..7), 0..6),
+            func in 0usize..AggFunc::NAMES.len(),
+            float in proptest::bool::ANY,
+        ) {
+            let class = if float { ValueClass::Float } else { ValueClass::Int };
+            let m = meta(AggFunc::NAMES[func], "x", class);
+            let nulls = Some(NullBuffer::from(rows.iter().map(|r| r.3).collect::<Vec<_>>()));
+            let input = match class {
+                ValueClass::Float => InputValues::Float(rows.iter().map(|r| r.0).collect(), nulls),
+                ValueClass::Int => InputValues::Int(rows.iter().map(|r| r.1).collect(), nulls),
+            };
+            let ts: Vec<i64> = (0..rows.len() as i64).map(|i| i * 7 % 5).collect();
+            let order = RowOrder { ts: &ts, by: None, source: 0, seq0: 0 };
+            // Slots 0..6 are sources, 6..12 the slots set; every slot holds rows first.
+            let lifted = |shift: u32| {
+                let mut acc = accumulator(&m, 12);
+                let slots: Vec<u32> = rows.iter().map(|r| (r.2 + shift) % 12).collect();
+                acc.update(&slots, &input, order);
+                acc
+            };
+            let other = lifted(5);
+            let (mut set, mut reference) = (lifted(0), lifted(0));
+            let triples: Vec<Triple> = (picks.iter().enumerate())
+                .map(|(k, &(a, b))| (6 + k as u32, a, if b == 6 { SKIP } else { b }))
+                .collect();
+            set.set_combined(other.as_ref(), &triples);
+            let dst: Vec<u32> = triples.iter().map(|t| t.0).collect();
+            reference.reset_many(&dst);
+            reference.combine_pairs(other.as_ref(), &triples.iter().map(|&(d, a, _)| (d, a)).collect::<Vec<_>>());
+            let newer: Vec<(u32, u32)> = (triples.iter().filter(|t| t.2 != SKIP)).map(|&(d, _, b)| (d, b)).collect();
+            reference.combine_within(&newer);
+            let all: Vec<u32> = (0..12).collect();
+            for (x, y) in set.export(&m, &all).unwrap().iter().zip(&reference.export(&m, &all).unwrap()) {
+                proptest::prop_assert_eq!(x.to_data(), y.to_data());
+            }
+            match (set.finish(&m, &all), reference.finish(&m, &all)) {
+                (Ok(x), Ok(y)) => proptest::prop_assert_eq!(x.to_data(), y.to_data()),
+                (Err(a), Err(b)) => proptest::prop_assert_eq!(a.message(), b.message()),
+                (a, b) => proptest::prop_assert!(false, "{a:?} against {b:?}"),
+            }
+        }
     }
 }
