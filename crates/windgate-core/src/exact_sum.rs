@@ -634,11 +634,13 @@ fn i128_to_f64(x: i128) -> f64 {
         return small as f64;
     }
     let m = x.unsigned_abs();
-    // At least 64 significant bits: shift them down to exactly 64 (`shift` is 0 for 2^63 itself).
-    let shift = 64 - m.leading_zeros();
-    let rest = if shift == 0 { 0 } else { m << (128 - shift) };
-    let top = (m >> shift) as u64 | u64::from(rest != 0);
-    let v = top as f64 * pow2(shift as i64);
+    // At least 64 significant bits: keep the top 63 (an `i64` converts in one instruction, a `u64` with its top
+    // bit set does not) with the bits below as one sticky bit, which rounds as all of them would: ten bits past
+    // a double's 53, the last of them sticky, settle a round-to-nearest-even.
+    let shift = 65 - m.leading_zeros();
+    let sticky = m & ((1u128 << shift) - 1) != 0;
+    let top = (m >> shift) as u64 | u64::from(sticky);
+    let v = top as i64 as f64 * pow2(shift as i64);
     if x < 0 { -v } else { v }
 }
 
