@@ -239,10 +239,15 @@ impl KeySlots {
     /// The key's slot in `store`, allocated on first use.
     #[inline]
     pub fn slot(&mut self, key: u32, store: &mut SlotStore) -> u32 {
-        // The hot path: a dense group that already has the key (a sparse group's array is empty).
-        if let Some(&slot) = self.slot_of_key.get(key as usize)
-            && slot != SKIP
-        {
+        // The hot path: a dense group that already has the key (a sparse group's array is empty), or a key
+        // within its array new to it (every key of a fresh pane: no call per key for it).
+        if let Some(&slot) = self.slot_of_key.get(key as usize) {
+            if slot != SKIP {
+                return slot;
+            }
+            let slot = store.alloc();
+            self.slot_of_key[key as usize] = slot;
+            self.entries.push((key, slot));
             return slot;
         }
         self.slot_slow(key, store)
