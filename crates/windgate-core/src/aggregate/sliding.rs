@@ -162,7 +162,8 @@ impl Sliding {
     }
 
     /// Drops `key`'s panes before `first`: pops the front, and flips the back into the front when the front
-    /// runs dry.
+    /// runs dry. Inlined into the loops over an evicted pane's keys: a call per key cost a sixth of it.
+    #[inline(always)]
     fn evict(&mut self, key: u32, first: i64) {
         let k = key as usize;
         // A key in several evicted panes loses them all at its first eviction.
