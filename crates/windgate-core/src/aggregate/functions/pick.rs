@@ -8,9 +8,9 @@ use arrow_schema::DataType;
 
 use super::columns::{StateColumns, int64_column, order_columns};
 use super::extreme::value_input;
-use super::{Accumulator, AggregateFunction, Lift, Scalar, for_pairs, lift_rows, same, valid};
+use super::{Accumulator, AggregateFunction, Lift, Scalar, each_valid, for_pairs, same, valid};
 use crate::aggregate::function::{AggSpec, ValueClass};
-use crate::aggregate::state::{AggMeta, InputValues, OrderKey, RowOrder};
+use crate::aggregate::state::{AggMeta, InputValues, OrderKey, RowOrder, SKIP};
 use crate::error::Result;
 
 /// `first` (`LAST = false`) or `last`.
@@ -62,6 +62,10 @@ pub(super) struct Picked<T, const LAST: bool> {
     v: Vec<T>,
     at: Vec<OrderKey>,
     n: Vec<i64>,
+    /// A batch's winning row per slot (`SKIP` between batches), and the slots it reached with whether each
+    /// was empty before it: see [`Picked::update`].
+    winner: Vec<u32>,
+    touched: Vec<(u32, bool)>,
 }
 
 impl<T: Scalar, const LAST: bool> Lift for Picked<T, LAST> {
@@ -85,11 +89,57 @@ impl<T: Scalar, const LAST: bool> Accumulator for Picked<T, LAST> {
         self.n[i] = 0;
     }
 
+    /// The batch's winner per slot first, then one compare of full order keys per slot: the rows of a batch
+    /// share their source and are numbered in row order, so among them the order is `(ts, by, row)`. A batch
+    /// sorted by time without a `by` column (the common case) needs no compare at all: `last`'s winner is a
+    /// slot's last row, `first`'s its first; otherwise a row compares its time (and `by`) with its slot's
+    /// winner so far. The states are those of lifting row by row ([`Lift::lift`]).
     fn update(&mut self, slots: &[u32], input: &InputValues, order: RowOrder<'_>) {
         let (v, nulls) = T::input(input);
-        // Cut to the rows' length, so that the row loop reads `v[i]` without a bounds check.
-        let v = &v[..slots.len()];
-        lift_rows(self, slots, nulls, &order, |i| v[i]);
+        let rows = slots.len();
+        let ts = &order.ts[..rows];
+        self.winner.resize(self.n.len(), SKIP);
+        self.touched.resize(rows + 1, (0, false));
+        let mut pass = WinnerPass {
+            winner: &mut self.winner[..],
+            touched: &mut self.touched[..],
+            n: &mut self.n[..],
+            len: 0,
+        };
+        match order.by {
+            None if crate::prefetch::non_decreasing(ts) => {
+                each_valid(slots, nulls, |i, s| pass.row::<LAST>(i, s, |_, _| LAST))
+            }
+            None => each_valid(slots, nulls, |i, s| {
+                pass.row::<LAST>(
+                    i,
+                    s,
+                    |i, w| if LAST { ts[i] >= ts[w] } else { ts[i] < ts[w] },
+                )
+            }),
+            Some(by) => {
+                let by = &by[..rows];
+                let place = |i: usize| (ts[i], by[i]);
+                each_valid(slots, nulls, |i, s| {
+                    pass.row::<LAST>(i, s, |i, w| {
+                        if LAST {
+                            place(i) >= place(w)
+                        } else {
+                            place(i) < place(w)
+                        }
+                    })
+                })
+            }
+        }
+        let len = pass.len;
+        for &(s, was_empty) in &self.touched[..len] {
+            let s = s as usize;
+            let w = std::mem::replace(&mut self.winner[s], SKIP) as usize;
+            let k = order.key(w);
+            if was_empty || (k > self.at[s]) == LAST {
+                (self.v[s], self.at[s]) = (v[w], k);
+            }
+        }
     }
 
     fn combine_pairs(&mut self, other: &dyn Accumulator, pairs: &[(u32, u32)]) {
@@ -139,5 +189,114 @@ impl<T: Scalar, const LAST: bool> Accumulator for Picked<T, LAST> {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+/// One batch's search for each slot's winning row (see `Picked::update`).
+struct WinnerPass<'a> {
+    /// By slot: the winning row so far, `SKIP` before the slot's first row.
+    winner: &'a mut [u32],
+    /// The slots reached, with whether each was empty before the batch: the first `len` entries (written at
+    /// every row, kept at a slot's first, so that a first row costs no branch).
+    touched: &'a mut [(u32, bool)],
+    n: &'a mut [i64],
+    len: usize,
+}
+
+impl WinnerPass<'_> {
+    /// Row `i` of slot `s`: it becomes the winner at the slot's first row or when `beats(i, winner)`.
+    #[inline(always)]
+    fn row<const LAST: bool>(&mut self, i: usize, s: usize, beats: impl Fn(usize, usize) -> bool) {
+        let w = self.winner[s];
+        let first = w == SKIP;
+        let held = if first { i } else { w as usize };
+        self.touched[self.len] = (s as u32, self.n[s] == 0);
+        self.len += usize::from(first);
+        self.winner[s] = if first || beats(i, held) { i } else { held } as u32;
+        self.n[s] += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_buffer::{NullBuffer, ScalarBuffer};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Rows as `(time, by, slot (4: none), valid, value)`.
+    type Row = (i64, i64, u32, bool, i64);
+
+    fn batch(rows: &[Row]) -> (Vec<u32>, InputValues, Vec<i64>, Vec<i64>) {
+        let slots = rows
+            .iter()
+            .map(|r| if r.2 == 4 { SKIP } else { r.2 })
+            .collect();
+        let nulls = NullBuffer::from(rows.iter().map(|r| r.3).collect::<Vec<_>>());
+        let values = ScalarBuffer::from(rows.iter().map(|r| r.4).collect::<Vec<_>>());
+        let ts = rows.iter().map(|r| r.0).collect();
+        let by = rows.iter().map(|r| r.1).collect();
+        (slots, InputValues::Int(values, Some(nulls)), ts, by)
+    }
+
+    /// Lifts `rows` one by one through [`Lift::lift`] and as one batch through `update`, into states that
+    /// already hold `before`'s rows.
+    fn both<const LAST: bool>(before: &[Row], rows: &[Row], with_by: bool) -> [Vec<ArrayRef>; 2] {
+        let run = |by_row: bool| {
+            let mut acc = Picked::<i64, LAST>::default();
+            acc.extend_empty(4);
+            for (source, part) in [before, rows].into_iter().enumerate() {
+                let (slots, input, ts, by) = batch(part);
+                let order = RowOrder {
+                    ts: &ts,
+                    by: with_by.then_some(&by[..]),
+                    source: source as u32,
+                    seq0: 100 * source as u64,
+                };
+                if by_row {
+                    let InputValues::Int(v, nulls) = &input else {
+                        unreachable!()
+                    };
+                    super::super::lift_rows(&mut acc, &slots, nulls.as_ref(), &order, |i| v[i]);
+                } else {
+                    acc.update(&slots, &input, order);
+                }
+            }
+            let meta = AggMeta {
+                spec: crate::aggregate::function::AggSpec::parse_all(&[(
+                    "x".into(),
+                    vec![if LAST { "last" } else { "first" }.into()],
+                )])
+                .unwrap()[0]
+                    .clone(),
+                input_type: DataType::Int64,
+                class: ValueClass::Int,
+            };
+            acc.export(&meta, &[0, 1, 2, 3]).unwrap()
+        };
+        [run(true), run(false)]
+    }
+
+    proptest! {
+        /// A batch's winner per slot, then one compare per slot, leaves the states lifting row by row leaves:
+        /// times with ties, sorted or not, a `by` column or none, null values, skipped rows, slots holding
+        /// earlier rows.
+        #[test]
+        fn batch_update_equals_lifting_row_by_row(
+            before in prop::collection::vec((0i64..6, 0i64..3, 0u32..5, prop::bool::weighted(0.8), -9i64..9), 0..30),
+            rows in prop::collection::vec((0i64..6, 0i64..3, 0u32..5, prop::bool::weighted(0.8), -9i64..9), 0..60),
+            with_by in prop::bool::ANY,
+            sorted in prop::bool::ANY,
+        ) {
+            // Sorted by time, a batch without `by` takes the path without compares.
+            let mut rows = rows;
+            if sorted {
+                rows.sort_by_key(|r| r.0);
+            }
+            let [a, b] = both::<true>(&before, &rows, with_by);
+            prop_assert_eq!(a, b);
+            let [a, b] = both::<false>(&before, &rows, with_by);
+            prop_assert_eq!(a, b);
+        }
     }
 }
