@@ -17,8 +17,10 @@ use arrow_schema::DataType;
 
 use super::columns::{StateColumns, exact_sum_column, int64_column};
 use super::lane::BatchLane;
+use super::sum::set_sum;
 use super::{
-    Accumulator, AggregateFunction, Lift, Scalar, for_pairs, lift_rows, pair_mut, same, valid,
+    Accumulator, AggregateFunction, Lift, Scalar, Triple, for_pairs, for_triples, lift_rows,
+    pair_mut, same, valid,
 };
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
@@ -197,6 +199,20 @@ impl Accumulator for Moments {
             self.n[d] += self.n[s];
             if let Some(b) = self.big[s].clone() {
                 self.big[d].get_or_insert_with(Default::default).merge(&b);
+            }
+        })
+    }
+
+    fn set_combined(&mut self, other: &dyn Accumulator, triples: &[Triple]) {
+        let other = same::<Self>(other);
+        for_triples(triples, |d, a, b| {
+            set_sum(&mut self.s, d, &other.s[a], b);
+            set_sum(&mut self.q, d, &other.q[a], b);
+            set_sum(&mut self.q_lo, d, &other.q_lo[a], b);
+            self.n[d] = other.n[a] + b.map_or(0, |b| self.n[b]);
+            self.big[d].clone_from(&other.big[a]);
+            if let Some(big) = b.and_then(|b| self.big[b].clone()) {
+                self.big[d].get_or_insert_with(Default::default).merge(&big);
             }
         })
     }

@@ -8,7 +8,10 @@ use arrow_schema::DataType;
 
 use super::columns::{StateColumns, int64_column, order_columns};
 use super::extreme::value_input;
-use super::{Accumulator, AggregateFunction, Lift, Scalar, each_valid, for_pairs, same, valid};
+use super::{
+    Accumulator, AggregateFunction, Lift, Scalar, Triple, each_valid, for_pairs, for_triples, same,
+    valid,
+};
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, OrderKey, RowOrder, SKIP};
 use crate::error::Result;
@@ -81,6 +84,20 @@ impl<T: Scalar, const LAST: bool> Lift for Picked<T, LAST> {
     }
 }
 
+impl<T: Scalar, const LAST: bool> Picked<T, LAST> {
+    /// Combines a state `(value, place, count)` into slot `d`: its pick wins if `d` has none or it comes
+    /// later (`last`) or earlier (`first`).
+    #[inline(always)]
+    fn take(&mut self, d: usize, (v, at, n): (T, OrderKey, i64)) {
+        if n > 0 {
+            if self.n[d] == 0 || (at > self.at[d]) == LAST {
+                (self.v[d], self.at[d]) = (v, at);
+            }
+            self.n[d] += n;
+        }
+    }
+}
+
 impl<T: Scalar, const LAST: bool> Accumulator for Picked<T, LAST> {
     slot_vectors!(v: T::default(), at: OrderKey::default(), n: 0);
 
@@ -145,22 +162,24 @@ impl<T: Scalar, const LAST: bool> Accumulator for Picked<T, LAST> {
     fn combine_pairs(&mut self, other: &dyn Accumulator, pairs: &[(u32, u32)]) {
         let other = same::<Self>(other);
         for_pairs(pairs, |d, s| {
-            if other.n[s] > 0 {
-                if self.n[d] == 0 || (other.at[s] > self.at[d]) == LAST {
-                    (self.v[d], self.at[d]) = (other.v[s], other.at[s]);
-                }
-                self.n[d] += other.n[s];
-            }
+            self.take(d, (other.v[s], other.at[s], other.n[s]))
         })
     }
 
     fn combine_within(&mut self, pairs: &[(u32, u32)]) {
         for_pairs(pairs, |d, s| {
-            if self.n[s] > 0 {
-                if self.n[d] == 0 || (self.at[s] > self.at[d]) == LAST {
-                    (self.v[d], self.at[d]) = (self.v[s], self.at[s]);
-                }
-                self.n[d] += self.n[s];
+            self.take(d, (self.v[s], self.at[s], self.n[s]))
+        })
+    }
+
+    /// Emptied as `reset` empties (the count only), then `a`'s pick taken and `b`'s weighed against it.
+    fn set_combined(&mut self, other: &dyn Accumulator, triples: &[Triple]) {
+        let other = same::<Self>(other);
+        for_triples(triples, |d, a, b| {
+            self.n[d] = 0;
+            self.take(d, (other.v[a], other.at[a], other.n[a]));
+            if let Some(b) = b {
+                self.take(d, (self.v[b], self.at[b], self.n[b]));
             }
         })
     }

@@ -189,6 +189,19 @@ impl SumInt {
     }
 }
 
+/// Sets slot `d` of `sums` to `from` plus slot `b` of `sums` (`None`: `from` alone), whatever it held
+/// (`Accumulator::set_combined` of the accumulators that keep exact sums).
+#[inline(always)]
+pub(super) fn set_sum(sums: &mut [ExactSum], d: usize, from: &ExactSum, b: Option<usize>) {
+    match b {
+        Some(b) => {
+            let (dst, newer) = pair_mut(sums, d, b);
+            dst.set_merged(from, Some(newer));
+        }
+        None => sums[d].set_merged(from, None),
+    }
+}
+
 /// Pairs [`SumFloat::finish_two`] reads ahead of the one it finishes.
 const PREFETCH_PAIRS: usize = 8;
 
@@ -256,18 +269,8 @@ impl Accumulator for SumFloat {
     fn set_combined(&mut self, other: &dyn Accumulator, triples: &[Triple]) {
         let other = same::<Self>(other);
         for_triples(triples, |d, a, b| {
-            let from = &other.sum[a];
-            match b {
-                Some(b) => {
-                    let (dst, newer) = pair_mut(&mut self.sum, d, b);
-                    dst.set_merged(from, Some(newer));
-                    self.n[d] = other.n[a] + self.n[b];
-                }
-                None => {
-                    self.sum[d].set_merged(from, None);
-                    self.n[d] = other.n[a];
-                }
-            }
+            set_sum(&mut self.sum, d, &other.sum[a], b);
+            self.n[d] = other.n[a] + b.map_or(0, |b| self.n[b]);
         })
     }
 
