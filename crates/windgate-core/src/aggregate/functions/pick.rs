@@ -76,11 +76,7 @@ impl<T: Scalar, const LAST: bool> Lift for Picked<T, LAST> {
 
     #[inline(always)]
     fn lift(&mut self, slot: usize, x: T, row: usize, order: &RowOrder<'_>) {
-        let k = order.key(row);
-        if self.n[slot] == 0 || (k > self.at[slot]) == LAST {
-            (self.v[slot], self.at[slot]) = (x, k);
-        }
-        self.n[slot] += 1;
+        self.take(slot, (x, order.key(row), 1));
     }
 }
 
