@@ -9,7 +9,7 @@ use arrow_schema::DataType;
 use super::columns::{StateColumns, int64_column};
 use super::{
     Accumulator, AggregateFunction, FusedPass, Lift, Needs, Scalar, Triple, at_or, for_pairs,
-    for_triples, lift_rows, pair_count, same, valid, valid_counts, value_class,
+    for_triples, lift_rows, pair_count, pairs_validity, same, valid, value_class,
 };
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder};
@@ -151,8 +151,7 @@ impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
                 at_or(&self.v, b, Self::WORST),
             )
         };
-        // One pass for the values and whether every window has one; the validity is scanned for again only
-        // when some window has none.
+        // One pass for the values and whether every window has one.
         let mut all_valid = true;
         let values = (pairs.iter())
             .map(|p| {
@@ -160,11 +159,7 @@ impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
                 T::from_order_key(key(p))
             })
             .collect();
-        let nulls = if all_valid {
-            None
-        } else {
-            valid_counts(pairs.iter().map(|&p| pair_count(&self.n, p)), 1)
-        };
+        let nulls = pairs_validity(&self.n, pairs, all_valid);
         Some(T::column(values, nulls, &meta.output_type()))
     }
 

@@ -139,12 +139,7 @@ pub(crate) trait Accumulator: Debug + Send + Sync + Any {
     /// spares emptying `dst` and copying the pane into it first. The default does exactly that: empties,
     /// copies, combines.
     fn set_combined(&mut self, other: &dyn Accumulator, triples: &[Triple]) {
-        let dst: Vec<u32> = triples.iter().map(|t| t.0).collect();
-        self.reset_many(&dst);
-        let copies: Vec<(u32, u32)> = triples.iter().map(|&(d, a, _)| (d, a)).collect();
-        self.combine_pairs(other, &copies);
-        let newer = triples.iter().filter(|t| t.2 != SKIP);
-        self.combine_within(&newer.map(|&(d, _, b)| (d, b)).collect::<Vec<_>>());
+        set_by_combining(self, other, triples)
     }
     /// Lowers the given slots, in order, into the output column.
     fn finish(&self, meta: &AggMeta, slots: &[u32]) -> Result<ArrayRef>;
@@ -176,6 +171,21 @@ pub(crate) trait Accumulator: Debug + Send + Sync + Any {
 /// `(dst, a, b)` of [`Accumulator::set_combined`]: slot `dst` becomes slot `a` of another accumulator combined
 /// with slot `b` of this one.
 pub(crate) type Triple = (u32, u32, u32);
+
+/// [`Accumulator::set_combined`] by emptying the slots, copying `a` in and combining `b`: the default, and
+/// what every accumulator's own version must equal.
+fn set_by_combining<A: Accumulator + ?Sized>(
+    acc: &mut A,
+    other: &dyn Accumulator,
+    triples: &[Triple],
+) {
+    let dst: Vec<u32> = triples.iter().map(|t| t.0).collect();
+    acc.reset_many(&dst);
+    let copies: Vec<(u32, u32)> = triples.iter().map(|&(d, a, _)| (d, a)).collect();
+    acc.combine_pairs(other, &copies);
+    let newer = triples.iter().filter(|t| t.2 != SKIP);
+    acc.combine_within(&newer.map(|&(d, _, b)| (d, b)).collect::<Vec<_>>());
+}
 
 /// Calls `f(dst, a, b)` for every triple of [`Accumulator::set_combined`], `b` as `None` for `SKIP`; asserts
 /// that no slot is set from itself.
@@ -313,6 +323,16 @@ fn same<T: 'static>(other: &dyn Accumulator) -> &T {
 /// The validity of the given slots' outputs: valid where the state holds at least `min` values.
 fn valid(slots: &[u32], n: &[i64], min: i64) -> Option<NullBuffer> {
     valid_counts(slots.iter().map(|&s| n[s as usize]), min)
+}
+
+/// The validity of the outputs of [`Accumulator::finish_two`]'s pairs, valid where the pair holds a value:
+/// `all_valid` is what the caller's pass over the pairs found, so the counts are scanned again only when
+/// some window has none.
+fn pairs_validity(n: &[i64], pairs: &[(u32, u32)], all_valid: bool) -> Option<NullBuffer> {
+    if all_valid {
+        return None;
+    }
+    valid_counts(pairs.iter().map(|&p| pair_count(n, p)), 1)
 }
 
 /// The validity of outputs of the given counts: valid where the count is at least `min`.
@@ -675,11 +695,7 @@ mod tests {
                 .map(|(k, &(a, b))| (6 + k as u32, a, if b == 6 { SKIP } else { b }))
                 .collect();
             set.set_combined(other.as_ref(), &triples);
-            let dst: Vec<u32> = triples.iter().map(|t| t.0).collect();
-            reference.reset_many(&dst);
-            reference.combine_pairs(other.as_ref(), &triples.iter().map(|&(d, a, _)| (d, a)).collect::<Vec<_>>());
-            let newer: Vec<(u32, u32)> = (triples.iter().filter(|t| t.2 != SKIP)).map(|&(d, _, b)| (d, b)).collect();
-            reference.combine_within(&newer);
+            set_by_combining(reference.as_mut(), other.as_ref(), &triples);
             let all: Vec<u32> = (0..12).collect();
             for (x, y) in set.export(&m, &all).unwrap().iter().zip(&reference.export(&m, &all).unwrap()) {
                 proptest::prop_assert_eq!(x.to_data(), y.to_data());

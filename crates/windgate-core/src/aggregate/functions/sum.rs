@@ -10,7 +10,7 @@ use super::columns::{StateColumns, exact_sum_column, int64_column};
 use super::lane::BatchLane;
 use super::{
     Accumulator, AggregateFunction, FusedPass, Lift, Needs, Scalar, Triple, at_or, for_pairs,
-    for_triples, lift_rows, pair_count, pair_mut, same, valid, valid_counts,
+    for_triples, lift_rows, pair_count, pair_mut, pairs_validity, same, valid, valid_counts,
 };
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
@@ -311,11 +311,7 @@ impl Accumulator for SumFloat {
                 .flatten();
             vals.push(fast.unwrap_or_else(|| slow((a, b), count)));
         }
-        let nulls = if all_valid {
-            None
-        } else {
-            valid_counts(pairs.iter().map(|&p| pair_count(n, p)), 1)
-        };
+        let nulls = pairs_validity(n, pairs, all_valid);
         Some(f64::column(vals, nulls, &meta.output_type()))
     }
 
