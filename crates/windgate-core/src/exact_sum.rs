@@ -289,6 +289,15 @@ pub struct ExactSum {
     not_only_neg_zero: bool,
 }
 
+/// The empty sum, as [`ExactSum::new`] (for `value_with` and `mean_with` of one sum alone).
+pub(crate) const EMPTY: ExactSum = ExactSum {
+    acc: 0,
+    anchor: 0,
+    big: None,
+    specials: 0,
+    not_only_neg_zero: false,
+};
+
 impl ExactSum {
     pub fn new() -> Self {
         Self::default()
@@ -443,31 +452,46 @@ impl ExactSum {
             .add_fixed(term, pos);
     }
 
-    /// The value of `self + other`, rounded once, without building the sum: `Some` in the common case of
-    /// two lanes at one resolution (the panes of one column) whose total fits, with no slow tier or special
-    /// value; `None` otherwise (merge, then [`Self::value`]).
+    /// The lane of `self + other` when it is one lane: both at one resolution (the panes of one column) and
+    /// the total fits, or one of them zero; with no slow tier or special value. `None` otherwise.
     #[inline]
-    pub(crate) fn value_with(&self, other: &ExactSum) -> Option<f64> {
+    fn lane_with(&self, other: &ExactSum) -> Option<(i128, u16)> {
         // One test for the common case, two lanes at one resolution and nothing else (`|` rather than `||`:
         // the parts are all loaded anyway, and one branch is cheaper than four).
         let plain = self.big.is_none()
             & other.big.is_none()
             & (self.specials | other.specials == 0)
             & (self.anchor == other.anchor);
-        let (acc, anchor) = if plain {
-            (self.acc.checked_add(other.acc)?, self.anchor)
+        if plain {
+            Some((self.acc.checked_add(other.acc)?, self.anchor))
         } else if self.big.is_some() || other.big.is_some() || self.specials | other.specials != 0 {
-            return None;
+            None
         } else if other.acc == 0 {
-            (self.acc, self.anchor)
+            Some((self.acc, self.anchor))
         } else if self.acc == 0 {
-            (other.acc, other.anchor)
+            Some((other.acc, other.anchor))
         } else {
-            return None;
-        };
+            None
+        }
+    }
+
+    /// The value of `self + other`, rounded once, without building the sum: `Some` in the common case of
+    /// one lane (see `lane_with`; [`EMPTY`] as `other` for `self` alone); `None` otherwise (merge, then
+    /// [`Self::value`]).
+    #[inline]
+    pub(crate) fn value_with(&self, other: &ExactSum) -> Option<f64> {
+        let (acc, anchor) = self.lane_with(other)?;
         let v = lane_value(acc, anchor)?;
         let only_neg_zero = !(self.not_only_neg_zero || other.not_only_neg_zero);
         Some(if v == 0.0 && only_neg_zero { -0.0 } else { v })
+    }
+
+    /// [`Self::mean`] of `self + other` over `n`, the same bits, without building the sum: `Some` in the
+    /// common case of one lane whose quotient is wide (see [`lane_mean`]); `None` otherwise.
+    #[inline]
+    pub(crate) fn mean_with(&self, other: &ExactSum, n: i64) -> Option<f64> {
+        let (acc, anchor) = self.lane_with(other)?;
+        lane_mean(acc, anchor, n)
     }
 
     /// The exact sum divided by `n`, rounded once to nearest-even: the quotient of the rounded sum, corrected
@@ -564,6 +588,45 @@ impl ExactSum {
             v
         }
     }
+}
+
+/// The smallest binade [`lane_mean`] answers in: `mean`'s remainder, about 2^-106 of the mean, stays normal.
+const MEAN_MIN_EXP: i64 = -1022 + 128;
+
+/// `acc * 2^(anchor - 1074) / n` rounded once to nearest-even, when the integer quotient `q = |acc| / n` has at
+/// least 55 bits and the result lies between 2^-894 and the largest double (the sum finite); `None` otherwise.
+///
+/// Why it is exact: the rounding point of `q + r / n` (`r` the remainder) lies at least two bits above `q`'s
+/// last bit, so the fraction `r / n` only matters as "some bit below is set", and so do `q`'s bits below its
+/// top 63: the top 63 bits with one sticky bit for all of those round as the whole quotient does (see
+/// [`i128_to_f64`]). One integer division instead of [`ExactSum::mean`]'s corrections.
+#[inline]
+fn lane_mean(acc: i128, anchor: u16, n: i64) -> Option<f64> {
+    // `mean` divides by `n as f64`: past 2^53 rows that is not `n`.
+    let n = u128::try_from(n).ok().filter(|&n| n > 0 && n <= 1 << 53)?;
+    let m = acc.unsigned_abs();
+    let (q, r) = (m / n, m % n);
+    if q < 1 << 55 {
+        return None;
+    }
+    let bits = 128 - q.leading_zeros() as i64; // 56..=128
+    let exp = bits - 1 + anchor as i64 - 1074;
+    // The sum itself must be finite (as `mean` rounds it first), and the mean far from the subnormals, where
+    // `mean`'s correction steps lose bits: both paths then give the same bits.
+    let sum_exp = 127 - m.leading_zeros() as i64 + anchor as i64 - 1074;
+    if !(MEAN_MIN_EXP..=1022).contains(&exp) || sum_exp > 1022 {
+        return None;
+    }
+    let shift = (bits - 63).max(0) as u32;
+    let sticky = q & ((1u128 << shift) - 1) != 0 || r != 0;
+    let head = ((q >> shift) as u64 | u64::from(sticky)) as i64 as f64;
+    let scale = shift as i64 + anchor as i64 - 1074;
+    let v = if scale >= -1022 {
+        head * pow2(scale)
+    } else {
+        head * pow2(scale + 600) * pow2(-600)
+    };
+    Some(if acc < 0 { -v } else { v })
 }
 
 /// `acc * 2^(anchor - 1074)` rounded once, when the result is a normal number (then scaling by a power of
@@ -819,6 +882,52 @@ mod tests {
                 let m = s.mean(3 * n);
                 let near = scaled.value() / 3.0;
                 prop_assert!(m == near || m == near.next_up() || m == near.next_down());
+            }
+        }
+
+        /// The lane's one-division mean is `mean`'s, bit for bit, whenever it answers: quotients of every
+        /// width, remainders at, just off and far from the tie, any resolution; and split in two sums.
+        #[test]
+        fn lane_mean_is_the_mean(
+            q in any::<u128>(),
+            width in 0u32..128,
+            zeros in prop_oneof![Just(0u32), 0u32..80],
+            n in prop_oneof![1i64..16, 1i64..1_000_000, (0i64..=1 << 53), any::<i64>()],
+            rest in prop_oneof![Just(0u8), Just(1), Just(2), Just(3), any::<u8>()],
+            anchor in prop_oneof![0u16..120, 900u16..1100, 1900u16..2040],
+            negative in proptest::bool::ANY,
+            cut in any::<i128>(),
+        ) {
+            let n = n.max(1);
+            let n_wide = n as u128;
+            // Low bits of the quotient cleared: only the remainder then says the mean is not exact.
+            let q = (q >> width) & !((1u128 << zeros) - 1);
+            // r: 0, the tie (or just below it for odd n), one past it, n - 1, or anywhere.
+            let r = match rest {
+                0 => 0,
+                1 => n_wide / 2,
+                2 => (n_wide / 2 + 1).min(n_wide - 1),
+                3 => n_wide - 1,
+                k => (k as u128 * 7919) % n_wide,
+            };
+            let Some(m) = q.checked_mul(n_wide).and_then(|m| m.checked_add(r)) else { return Ok(()) };
+            let Ok(acc) = i128::try_from(m) else { return Ok(()) };
+            let acc = if negative { -acc } else { acc };
+            let mut s = ExactSum::new();
+            s.add_scaled(acc, anchor);
+            if let Some(fast) = lane_mean(acc, anchor, n) {
+                prop_assert_eq!(fast.to_bits(), s.mean(n).to_bits(), "acc {} anchor {} n {}", acc, anchor, n);
+            }
+            // The same sum as two lanes at one resolution.
+            let (mut a, mut b) = (ExactSum::new(), ExactSum::new());
+            let part = cut.checked_rem(acc.max(1)).unwrap_or(0);
+            a.add_scaled(part, anchor);
+            b.add_scaled(acc - part, anchor);
+            if let Some(fast) = a.mean_with(&b, n) {
+                prop_assert_eq!(fast.to_bits(), s.mean(n).to_bits());
+            }
+            if let Some(fast) = s.mean_with(&EMPTY, n) {
+                prop_assert_eq!(fast.to_bits(), s.mean(n).to_bits());
             }
         }
 

@@ -15,7 +15,7 @@ use super::{
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
 use crate::error::{Error, ErrorKind, Result};
-use crate::exact_sum::ExactSum;
+use crate::exact_sum::{EMPTY, ExactSum};
 
 /// `sum` (`mean: false`) or `mean`: the same state, lowered differently.
 pub(super) struct SumFn {
@@ -217,6 +217,43 @@ pub(super) struct SumFloat {
 impl SumFloat {
     /// The output of one state: the sum rounded once, or the mean of its `n` values.
     #[inline]
+    /// [`Self::lower`] of every pair's combination (`SKIP`: no slot), and whether every pair had a value:
+    /// without merging the sums where they are one lane (`ExactSum::value_with`, `mean_with`), the common
+    /// case. `MEAN` is `self.mean`, a parameter so that the loop tests it once.
+    fn lower_pairs<const MEAN: bool>(&self, pairs: &[(u32, u32)]) -> (Vec<f64>, bool) {
+        let (sum, n) = (&self.sum, &self.n);
+        let slow = |(a, b): (u32, u32), count: i64| match (a, b) {
+            (SKIP, SKIP) => 0.0,
+            (s, SKIP) | (SKIP, s) => self.lower(&sum[s as usize], count),
+            (a, b) => {
+                let mut total = sum[a as usize].clone();
+                total.merge(&sum[b as usize]);
+                self.lower(&total, count)
+            }
+        };
+        let mut all_valid = true;
+        let mut vals = Vec::with_capacity(pairs.len());
+        for (i, &(a, b)) in pairs.iter().enumerate() {
+            // The pairs' slots lie anywhere in the store: ask for a later pair's sums ahead.
+            if let Some(&(c, d)) = pairs.get(i + PREFETCH_PAIRS) {
+                crate::prefetch::prefetch(sum, c as usize);
+                crate::prefetch::prefetch(sum, d as usize);
+            }
+            let count = pair_count(n, (a, b));
+            all_valid &= count >= 1;
+            let fast = match (a, b) {
+                _ if a == SKIP && b == SKIP => None,
+                // One sum alone: a mean takes the lane's division; a sum's `value` is as quick.
+                (s, SKIP) | (SKIP, s) if MEAN => sum[s as usize].mean_with(&EMPTY, count),
+                (_, SKIP) | (SKIP, _) => None,
+                (a, b) if MEAN => sum[a as usize].mean_with(&sum[b as usize], count),
+                (a, b) => sum[a as usize].value_with(&sum[b as usize]),
+            };
+            vals.push(fast.unwrap_or_else(|| slow((a, b), count)));
+        }
+        (vals, all_valid)
+    }
+
     fn lower(&self, sum: &ExactSum, n: i64) -> f64 {
         if self.mean && n > 0 {
             sum.mean(n)
@@ -286,32 +323,12 @@ impl Accumulator for SumFloat {
     /// slow tier), else through their merge. One pass gives the values and says whether every window has a
     /// value, so the validity is scanned for again only when some window has none.
     fn finish_two(&self, meta: &AggMeta, pairs: &[(u32, u32)]) -> Option<Result<ArrayRef>> {
-        let (sum, n) = (&self.sum, &self.n);
-        let slow = |(a, b): (u32, u32), count: i64| match (a, b) {
-            (SKIP, SKIP) => 0.0,
-            (s, SKIP) | (SKIP, s) => self.lower(&sum[s as usize], count),
-            (a, b) => {
-                let mut total = sum[a as usize].clone();
-                total.merge(&sum[b as usize]);
-                self.lower(&total, count)
-            }
+        let (vals, all_valid) = if self.mean {
+            self.lower_pairs::<true>(pairs)
+        } else {
+            self.lower_pairs::<false>(pairs)
         };
-        let mut all_valid = true;
-        let mut vals = Vec::with_capacity(pairs.len());
-        for (i, &(a, b)) in pairs.iter().enumerate() {
-            // The pairs' slots lie anywhere in the store: ask for a later pair's sums ahead.
-            if let Some(&(c, d)) = pairs.get(i + PREFETCH_PAIRS) {
-                crate::prefetch::prefetch(sum, c as usize);
-                crate::prefetch::prefetch(sum, d as usize);
-            }
-            let count = pair_count(n, (a, b));
-            all_valid &= count >= 1;
-            let fast = (!self.mean && a != SKIP && b != SKIP)
-                .then(|| sum[a as usize].value_with(&sum[b as usize]))
-                .flatten();
-            vals.push(fast.unwrap_or_else(|| slow((a, b), count)));
-        }
-        let nulls = pairs_validity(n, pairs, all_valid);
+        let nulls = pairs_validity(&self.n, pairs, all_valid);
         Some(f64::column(vals, nulls, &meta.output_type()))
     }
 
