@@ -5,7 +5,7 @@ use std::sync::Arc;
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 
-use super::functions::{FusedPass, FusedSink, Needs, Triple, fused_plan};
+use super::functions::{FusedPass, FusedPlan, FusedSink, Needs, Triple, fused_plan};
 use super::state::{AggMeta, AggState, InputValues, RowOrder, SKIP};
 
 /// The partial states of all aggregates, slot `i` of each belonging to the same (key, pane) or (key, window).
@@ -119,36 +119,47 @@ impl SlotStore {
         self.len = 0;
     }
 
-    /// Lifts a batch: `inputs[a]` feeds aggregate `a`; `slots[i]` is row i's slot or `SKIP`. Aggregates of
-    /// one float column go through one fused pass when they all can (see `functions::FusedPass`), else each
-    /// lifts its rows on its own.
+    /// Lifts a batch: `inputs[a]` feeds aggregate `a`; `slots[i]` is row i's slot or `SKIP`. The aggregates
+    /// of one float column that can go through one fused pass (see `functions::fused_plan`), and each other
+    /// aggregate lifts its rows on its own.
     pub fn update(&mut self, slots: &[u32], inputs: &[InputValues], order: RowOrder<'_>) {
-        if let Some((values, parts)) = self.fused_plan(inputs) {
-            let (states, fused) = (&mut self.states, &mut self.fused);
-            let absorb = |pass: &FusedPass| states.iter_mut().for_each(|s| s.absorb(pass));
-            if fused.run(slots, values, parts, self.len as usize, absorb) {
-                return;
+        let mut fused = None;
+        if let Some(plan) = self.fused_plan(inputs) {
+            let (states, pass) = (&mut self.states, &mut self.fused);
+            let absorb = |pass: &FusedPass| {
+                for (_, s) in states
+                    .iter_mut()
+                    .enumerate()
+                    .filter(|(i, _)| plan.takes(*i))
+                {
+                    s.absorb(pass)
+                }
+            };
+            if pass.run(slots, plan.values, plan.needs, self.len as usize, absorb) {
+                fused = Some(plan);
             }
         }
-        for (state, input) in self.states.iter_mut().zip(inputs) {
-            state.update(slots, input, order);
+        let on_its_own = |i: usize| fused.is_none_or(|p| !p.takes(i));
+        for (i, (state, input)) in self.states.iter_mut().zip(inputs).enumerate() {
+            if on_its_own(i) {
+                state.update(slots, input, order);
+            }
         }
     }
 
-    /// The column and parts one fused pass lifts `inputs` with, if every aggregate takes part (see
-    /// `functions::fused_plan`).
-    fn fused_plan<'a>(&self, inputs: &'a [InputValues]) -> Option<(&'a [f64], Needs)> {
+    /// The fused pass that lifts some of `inputs` (see `functions::fused_plan`).
+    fn fused_plan<'a>(&self, inputs: &'a [InputValues]) -> Option<FusedPlan<'a>> {
         fused_plan(self.states.iter().map(AggState::fused_needs).zip(inputs))
     }
 
     /// How [`Self::lift_keyed`] lifts a batch of rows with key ids `keys`: when every aggregate takes part
-    /// in a fused pass (see `functions::fused_plan`) and the keys are few enough for its records.
+    /// in the fused pass (see `functions::fused_plan`) and the keys are few enough for its records.
     pub(crate) fn keyed_plan<'a>(
         &self,
         inputs: &'a [InputValues],
         keys: &[u32],
     ) -> Option<KeyedPlan<'a>> {
-        let (values, needs) = self.fused_plan(inputs)?;
+        let FusedPlan { values, needs, .. } = self.fused_plan(inputs).filter(|p| p.all)?;
         let key_count = keys.iter().max().map_or(0, |&k| k as usize + 1);
         FusedPass::takes(key_count).then_some(KeyedPlan {
             values,
@@ -390,6 +401,54 @@ mod tests {
     }
 
     proptest! {
+        /// A batch whose aggregates only in part fuse (with `var` and `first`, one of another column, one of a
+        /// column with nulls): the fused ones through one pass, the others on their own, leave every state as
+        /// each aggregate lifting alone does.
+        #[test]
+        fn a_partly_fused_batch_equals_each_aggregate_alone(
+            rows in prop::collection::vec((lane_values(), lane_values(), 0u32..30, proptest::bool::weighted(0.8)), 0..300),
+            batches in 1usize..3,
+        ) {
+            let aggs = [
+                ("*".to_string(), vec!["count".to_string()]),
+                ("x".into(), vec!["sum".into(), "var".into(), "max".into(), "first".into(), "mean".into(), "min".into()]),
+                ("y".into(), vec!["max".into()]),
+                ("z".into(), vec!["sum".into()]),
+            ];
+            let metas: Vec<Arc<AggMeta>> = AggSpec::parse_all(&aggs).unwrap().into_iter().map(|spec| {
+                Arc::new(AggMeta { spec, input_type: DataType::Float64, class: ValueClass::Float })
+            }).collect();
+            let mut store = SlotStore::new(&metas);
+            let mut alone: Vec<AggState> = metas.iter().map(|m| AggState::new(m.clone())).collect();
+            let slots = store.alloc_many(30);
+            alone.iter_mut().for_each(|a| a.extend_empty(slots as usize + 30));
+            let ts: Vec<i64> = (0..rows.len() as i64).collect();
+            for b in 0..batches {
+                let slot_of: Vec<u32> = rows.iter().map(|r| slots + r.2).collect();
+                let col = |f: fn(&(f64, f64, u32, bool)) -> f64| ScalarBuffer::from(rows.iter().map(f).collect::<Vec<_>>());
+                let (x, y) = (col(|r| r.0), col(|r| r.1));
+                let z_nulls = arrow_buffer::NullBuffer::from(rows.iter().map(|r| r.3).collect::<Vec<_>>());
+                let inputs: Vec<InputValues> = metas.iter().map(|m| match m.spec.column.as_deref() {
+                    None => InputValues::Star,
+                    Some("x") => InputValues::Float(x.clone(), None),
+                    Some("y") => InputValues::Float(y.clone(), None),
+                    _ => InputValues::Float(x.clone(), Some(z_nulls.clone())),
+                }).collect();
+                let order = RowOrder { ts: &ts, by: None, source: 0, seq0: (b * rows.len()) as u64 };
+                store.update(&slot_of, &inputs, order);
+                for (a, input) in alone.iter_mut().zip(&inputs) {
+                    a.update(&slot_of, input, order);
+                }
+            }
+            let all: Vec<u32> = (slots..slots + 30).collect();
+            for (a, b) in store.states.iter().zip(&alone) {
+                prop_assert_eq!(a.finish(&all).unwrap().to_data(), b.finish(&all).unwrap().to_data());
+                for (x, y) in a.export(&all).unwrap().iter().zip(&b.export(&all).unwrap()) {
+                    prop_assert_eq!(x.to_data(), y.to_data());
+                }
+            }
+        }
+
         /// Lifting a group's rows by key (one slot lookup per key and chunk) leaves the states lifting them by
         /// slot leaves: the same slots, finished values and partial-state bytes, over several runs.
         #[test]

@@ -319,36 +319,68 @@ fn extremes<const MAX: bool, const MIN: bool>(p: &mut SlotParts, key: i64) {
     }
 }
 
-/// The column a fused pass reads and the parts it computes, if every aggregate takes part: each says what it
-/// needs (`None`: it lifts on its own), all read one float column without nulls, or count rows (`count(*)`,
-/// or a count of a column without nulls: then every row counts), and at least two take part.
+/// What one fused pass lifts (see [`plan`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Plan<'a> {
+    /// The float column it reads.
+    pub values: &'a [f64],
+    /// The parts its records keep.
+    pub needs: Needs,
+    /// Bit `i`: aggregate `i` takes part; the others lift on their own.
+    members: u64,
+    /// Every aggregate takes part.
+    pub all: bool,
+}
+
+impl Plan<'_> {
+    /// Whether aggregate `i` takes part.
+    pub fn takes(&self, i: usize) -> bool {
+        i < 64 && self.members >> i & 1 == 1
+    }
+}
+
+/// The fused pass of a batch's aggregates: those that say what they need (`None`: it lifts on its own) and
+/// read the first such float column without nulls, or count rows (`count(*)`, or a count of a column without
+/// nulls: then every row counts) take part, if at least two do; the others lift on their own (`var`,
+/// `first`, an aggregate of another column or of a column with nulls).
 pub(crate) fn plan<'a>(
     aggs: impl Iterator<Item = (Option<Needs>, &'a InputValues)>,
-) -> Option<(&'a [f64], Needs)> {
+) -> Option<Plan<'a>> {
     let no_nulls =
         |n: &Option<arrow_buffer::NullBuffer>| n.as_ref().is_none_or(|n| n.null_count() == 0);
     let mut column: Option<&[f64]> = None;
-    let mut needs = Needs::default();
-    let mut count = 0;
-    for (need, input) in aggs {
-        needs = needs.union(need?);
-        count += 1;
-        match input {
-            InputValues::Star => {}
-            InputValues::Validity(nulls) if no_nulls(nulls) => {}
-            InputValues::Float(v, nulls) if no_nulls(nulls) => match column {
-                None => column = Some(v),
+    let (mut needs, mut members, mut all) = (Needs::default(), 0u64, true);
+    for (i, (need, input)) in aggs.enumerate() {
+        let takes = match (need, input) {
+            (None, _) => false,
+            _ if i >= 64 => false,
+            (Some(_), InputValues::Star) => true,
+            (Some(_), InputValues::Validity(nulls)) => no_nulls(nulls),
+            (Some(_), InputValues::Float(v, nulls)) if no_nulls(nulls) => match column {
+                None => {
+                    column = Some(v);
+                    true
+                }
                 // One column: the same buffer (several aggregates of one column share it).
-                Some(c) if std::ptr::eq(c, &v[..]) => {}
-                Some(_) => return None,
+                Some(c) => std::ptr::eq(c, &v[..]),
             },
-            _ => return None,
+            _ => false,
+        };
+        match need {
+            Some(need) if takes => {
+                needs = needs.union(need);
+                members |= 1 << i;
+            }
+            _ => all = false,
         }
     }
-    if count < 2 {
-        return None;
-    }
-    Some((column?, needs))
+    (members.count_ones() >= 2).then_some(())?;
+    Some(Plan {
+        values: column?,
+        needs,
+        members,
+        all,
+    })
 }
 
 #[cfg(test)]
@@ -425,8 +457,9 @@ mod tests {
                     a.update(&slots, input, order);
                 }
                 let needs = fused.iter().map(|a| a.fused_needs());
-                let (column, parts) = plan(needs.zip(&inputs)).expect("every function fuses");
-                let ran = pass.run(&slots, column, parts, store, |p| {
+                let plan = plan(needs.zip(&inputs)).expect("every function fuses");
+                prop_assert!(plan.all);
+                let ran = pass.run(&slots, plan.values, plan.needs, store, |p| {
                     fused.iter_mut().for_each(|a| a.absorb(p))
                 });
                 prop_assert!(ran);
@@ -463,21 +496,39 @@ mod tests {
         let (star, fv, fw) = (InputValues::Star, float(&v, None), float(&w, None));
         let got = plan([(count, &star), (sum, &fv), (max, &fv)].into_iter()).unwrap();
         assert_eq!(
-            got.1,
+            got.needs,
             Needs {
                 sum: true,
                 max: true,
                 min: false
             }
         );
-        assert!(std::ptr::eq(got.0, &v[..]));
-        // Two columns, one aggregate alone, a column with nulls, an aggregate that lifts on its own.
-        assert!(plan([(sum, &fv), (max, &fw)].into_iter()).is_none());
+        assert!(std::ptr::eq(got.values, &v[..]) && got.all);
+        assert!((0..3).all(|i| got.takes(i)) && !got.takes(3));
+        // One aggregate alone, or none of a column to read.
         assert!(plan([(sum, &fv)].into_iter()).is_none());
         let nulls = float(&v, Some(NullBuffer::from(vec![true, false])));
         assert!(plan([(sum, &nulls), (max, &nulls)].into_iter()).is_none());
+        // Aggregates that lift on their own, read another column or one with nulls stay out of the pass.
+        let some = |aggs: &[(Option<Needs>, &InputValues)]| {
+            let p = plan(aggs.iter().copied()).unwrap();
+            assert!(!p.all);
+            (0..aggs.len()).map(|i| p.takes(i)).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            some(&[(sum, &fv), (None, &fv), (max, &fv)]),
+            [true, false, true]
+        );
+        assert_eq!(
+            some(&[(sum, &fv), (max, &fw), (count, &star)]),
+            [true, false, true]
+        );
+        assert_eq!(
+            some(&[(sum, &nulls), (sum, &fv), (max, &fv)]),
+            [false, true, true]
+        );
+        assert!(plan([(sum, &fv), (max, &fw)].into_iter()).is_none());
         assert!(plan([(None, &fv), (max, &fv)].into_iter()).is_none());
-        // count(*) alone has no column to read.
         assert!(plan([(count, &star), (count, &star)].into_iter()).is_none());
     }
 }

@@ -58,7 +58,7 @@ use arrow_buffer::NullBuffer;
 use arrow_schema::DataType;
 
 pub(crate) use columns::StateColumns;
-pub(crate) use fused::{FusedPass, FusedSink, Needs, plan as fused_plan};
+pub(crate) use fused::{FusedPass, FusedSink, Needs, Plan as FusedPlan, plan as fused_plan};
 #[cfg(test)]
 pub(crate) use lane::lane_values;
 
