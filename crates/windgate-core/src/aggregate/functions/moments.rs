@@ -9,6 +9,7 @@
 //! shows.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BinaryArray};
@@ -20,7 +21,7 @@ use super::lane::BatchLane;
 use super::sum::set_sum;
 use super::{
     Accumulator, AggregateFunction, Lift, Scalar, Triple, for_pairs, for_triples, lift_rows,
-    pair_mut, same, valid,
+    pair_count, pair_mut, same, valid, valid_counts,
 };
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
@@ -153,6 +154,62 @@ impl Moments {
         q.merge(&self.q_lo[i]);
         q
     }
+
+    /// The variance (or standard deviation) of one state: NaN below two values (masked as null).
+    fn lower(&self, p: Parts<'_>) -> f64 {
+        let (s, q, q_lo) = (p.s.as_ref(), p.q.as_ref(), p.q_lo.as_ref());
+        let big = p.big.as_deref();
+        let var = wide_variance(s, q, q_lo, big, p.n).unwrap_or_else(|| {
+            let mut all = q.clone();
+            all.merge(q_lo);
+            sample_variance(s, all, big, p.n)
+        });
+        if self.std { var.sqrt() } else { var }
+    }
+}
+
+/// One state's parts, borrowed from a slot or merged from two (see `Moments::finish_two`).
+#[derive(Default)]
+struct Parts<'a> {
+    s: Cow<'a, ExactSum>,
+    q: Cow<'a, ExactSum>,
+    q_lo: Cow<'a, ExactSum>,
+    n: i64,
+    big: Option<Cow<'a, ExactSum>>,
+}
+
+impl<'a> Parts<'a> {
+    fn of(m: &'a Moments, i: usize) -> Self {
+        Self {
+            s: Cow::Borrowed(&m.s[i]),
+            q: Cow::Borrowed(&m.q[i]),
+            q_lo: Cow::Borrowed(&m.q_lo[i]),
+            n: m.n[i],
+            big: m.big[i].as_deref().map(Cow::Borrowed),
+        }
+    }
+
+    /// The two states combined, as `combine_pairs` combines them into an empty slot.
+    fn merged(self, other: &Parts<'_>) -> Parts<'static> {
+        let sum = |a: Cow<'_, ExactSum>, b: &ExactSum| {
+            let mut a = a.into_owned();
+            a.merge(b);
+            Cow::Owned(a)
+        };
+        let big = match (self.big, &other.big) {
+            (None, None) => None,
+            (Some(a), None) => Some(Cow::Owned(a.into_owned())),
+            (None, Some(b)) => Some(Cow::Owned(b.clone().into_owned())),
+            (Some(a), Some(b)) => Some(sum(a, b)),
+        };
+        Parts {
+            s: sum(self.s, &other.s),
+            q: sum(self.q, &other.q),
+            q_lo: sum(self.q_lo, &other.q_lo),
+            n: self.n + other.n,
+            big,
+        }
+    }
 }
 
 impl Accumulator for Moments {
@@ -218,19 +275,36 @@ impl Accumulator for Moments {
     }
 
     fn finish(&self, meta: &AggMeta, slots: &[u32]) -> Result<ArrayRef> {
-        let vals = slots.iter().map(|&i| {
-            let i = i as usize;
-            let (s, n) = (&self.s[i], self.n[i]);
-            let big = self.big[i].as_deref();
-            let var = wide_variance(s, &self.q[i], &self.q_lo[i], big, n)
-                .unwrap_or_else(|| sample_variance(s, self.squares(i), big, n));
-            if self.std { var.sqrt() } else { var }
-        });
+        let vals = slots
+            .iter()
+            .map(|&i| self.lower(Parts::of(self, i as usize)));
         f64::column(
             vals.collect(),
             valid(slots, &self.n, 2),
             &meta.output_type(),
         )
+    }
+
+    /// Each pair's two states merged on the stack and lowered, without a scratch state.
+    fn finish_two(&self, meta: &AggMeta, pairs: &[(u32, u32)]) -> Option<Result<ArrayRef>> {
+        let mut all_valid = true;
+        let vals = (pairs.iter())
+            .map(|&(a, b)| {
+                let parts = match (a, b) {
+                    (SKIP, SKIP) => Parts::default(),
+                    (s, SKIP) | (SKIP, s) => Parts::of(self, s as usize),
+                    (a, b) => Parts::of(self, a as usize).merged(&Parts::of(self, b as usize)),
+                };
+                all_valid &= parts.n >= 2;
+                self.lower(parts)
+            })
+            .collect();
+        let nulls = if all_valid {
+            None
+        } else {
+            valid_counts(pairs.iter().map(|&p| pair_count(&self.n, p)), 2)
+        };
+        Some(f64::column(vals, nulls, &meta.output_type()))
     }
 
     fn export(&self, _: &AggMeta, slots: &[u32]) -> Result<Vec<ArrayRef>> {

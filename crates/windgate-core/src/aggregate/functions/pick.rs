@@ -9,8 +9,8 @@ use arrow_schema::DataType;
 use super::columns::{StateColumns, int64_column, order_columns};
 use super::extreme::value_input;
 use super::{
-    Accumulator, AggregateFunction, Lift, Scalar, Triple, each_valid, for_pairs, for_triples, same,
-    valid,
+    Accumulator, AggregateFunction, Lift, Scalar, Triple, each_valid, for_pairs, for_triples,
+    pairs_validity, same, valid,
 };
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, OrderKey, RowOrder, SKIP};
@@ -183,6 +183,34 @@ impl<T: Scalar, const LAST: bool> Accumulator for Picked<T, LAST> {
     fn finish(&self, meta: &AggMeta, slots: &[u32]) -> Result<ArrayRef> {
         let vals = slots.iter().map(|&s| self.v[s as usize]).collect();
         T::column(vals, valid(slots, &self.n, 1), &meta.output_type())
+    }
+
+    /// The winner of the pair's two states, as [`Self::take`] would pick it combining them into an empty
+    /// slot (`b` replaces `a` when its row comes after `a`'s for `last`, not after for `first`), without the
+    /// scratch state.
+    fn finish_two(&self, meta: &AggMeta, pairs: &[(u32, u32)]) -> Option<Result<ArrayRef>> {
+        let has = |s: u32| s != SKIP && self.n[s as usize] > 0;
+        let mut all_valid = true;
+        let vals = (pairs.iter())
+            .map(|&(a, b)| match (has(a), has(b)) {
+                (true, true) => {
+                    let (a, b) = (a as usize, b as usize);
+                    self.v[if (self.at[b] > self.at[a]) == LAST {
+                        b
+                    } else {
+                        a
+                    }]
+                }
+                (true, false) => self.v[a as usize],
+                (false, true) => self.v[b as usize],
+                (false, false) => {
+                    all_valid = false;
+                    T::default()
+                }
+            })
+            .collect();
+        let nulls = pairs_validity(&self.n, pairs, all_valid);
+        Some(T::column(vals, nulls, &meta.output_type()))
     }
 
     fn export(&self, meta: &AggMeta, slots: &[u32]) -> Result<Vec<ArrayRef>> {
