@@ -31,19 +31,25 @@ pub(crate) fn term(x: f64) -> Option<(i128, i64)> {
 /// decides those).
 pub(crate) fn round_sum(terms: &[(i128, i64)]) -> Option<f64> {
     debug_assert!(terms.len() <= TERMS);
-    let Some(lsb) = terms.iter().filter(|t| t.0 != 0).map(|t| t.1).min() else {
+    // The finest term's place and the top of the highest, in one pass: they choose the sum's width.
+    let (mut lsb, mut top) = (i64::MAX, i64::MIN);
+    for &(mag, pos) in terms.iter().filter(|t| t.0 != 0) {
+        lsb = lsb.min(pos);
+        top = top.max(pos + (128 - mag.unsigned_abs().leading_zeros()) as i64);
+    }
+    if lsb == i64::MAX {
         return Some(0.0);
-    };
-    if let Some(v) = narrow_sum(terms, lsb) {
-        return v;
+    }
+    if top - lsb <= NARROW {
+        return narrow_sum(terms, lsb);
+    }
+    if top - lsb > SPAN as i64 {
+        return None;
     }
     // cells[k] weighs 2^(64 k) units of 2^(lsb - 1074); every add below is of magnitude below 2^64.
     let mut cells = [0i128; 6];
     for &(mag, pos) in terms.iter().filter(|t| t.0 != 0) {
-        let shift = u32::try_from(pos - lsb).ok()?;
-        if shift + (128 - mag.unsigned_abs().leading_zeros()) > SPAN {
-            return None;
-        }
+        let shift = (pos - lsb) as u32;
         let (k, b) = ((shift / 64) as usize, shift % 64);
         // mag = hi 2^64 + lo, lo unsigned; mag 2^b = (lo 2^b) + (hi 2^b) 2^64, each split in two digits.
         let (lo, hi) = (mag as u64, (mag >> 64) as i64);
@@ -85,27 +91,26 @@ pub(crate) fn round_sum(terms: &[(i128, i64)]) -> Option<f64> {
     Some(if negative { -v } else { v })
 }
 
-/// [`round_sum`] of terms that all fit, shifted to `lsb`, in 122 bits (16 of them sum within an `i128`): one
-/// shift and add a term, and the sum rounded as a lane is. `None` when they do not fit (the wide sum then
-/// runs); `Some(None)` where `round_sum` answers `None`.
-fn narrow_sum(terms: &[(i128, i64)], lsb: i64) -> Option<Option<f64>> {
+/// Terms that all fit in this many bits shifted to the finest one's place sum within an `i128` ([`TERMS`] of
+/// them stay below 2^126).
+const NARROW: i64 = 122;
+
+/// [`round_sum`] of terms that all fit, shifted to `lsb`, in [`NARROW`] bits: one shift and add a term, and
+/// the sum rounded as a lane is.
+fn narrow_sum(terms: &[(i128, i64)], lsb: i64) -> Option<f64> {
     let mut sum = 0i128;
     for &(mag, pos) in terms.iter().filter(|t| t.0 != 0) {
-        let shift = u32::try_from(pos - lsb).ok()?;
-        if shift + (128 - mag.unsigned_abs().leading_zeros()) > 122 {
-            return None;
-        }
-        sum += mag << shift;
+        sum += mag << (pos - lsb);
     }
     if sum == 0 {
-        return Some(Some(0.0));
+        return Some(0.0);
     }
     let top = 127 - sum.unsigned_abs().leading_zeros() as i64;
     let exp = top + lsb - 1074;
     if !(-959..=1022).contains(&exp) {
-        return Some(None);
+        return None;
     }
-    Some(Some(super::i128_to_f64(sum) * pow2(lsb - 1074)))
+    Some(super::i128_to_f64(sum) * pow2(lsb - 1074))
 }
 
 /// The 64 bits of `limbs` from bit `top` (in limb `top_limb`) down, and whether any bit below them is set.
