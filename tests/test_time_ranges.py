@@ -162,3 +162,34 @@ def test_a_window_part_that_overflows_at_a_cut_does_not_fail_the_call():
     want = windgate.window_aggregate(table, strategy="pane", threads=1, **kw)
     for threads in (2, 3):
         assert windgate.window_aggregate(table, threads=threads, **kw).equals(want)
+
+
+@settings(
+    max_examples=examples(6),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(case=cases(), shuffle=st.sampled_from(["all", "halves", "blocks"]), threads=st.sampled_from([1, 2, 3]))
+def test_scattered_tables_give_the_pane_engines_rows(case, shuffle, threads):
+    """A table in scattered time order (docs/architecture.md, "Scattered input grouped by pane"): grouped by
+    pane first, it still gives the single-threaded pane engine's rows on the same table, bit for bit, with
+    runs of equal times (first/last ties) and any thread count; without a lateness bound, since with one the
+    arrival order decides which rows are late."""
+    t = case["table"]
+    rng = np.random.default_rng(t.num_rows)
+    n = t.num_rows
+    if shuffle == "all":
+        order = rng.permutation(n)
+    elif shuffle == "halves":  # the two halves, each sorted, interleaved row by row
+        half = (n + 1) // 2
+        order = np.empty(n, np.int64)
+        order[0::2], order[1::2] = np.arange(half), np.arange(half, n)
+    else:  # blocks of 5,000 rows in random order
+        blocks = np.arange(n) // 5000
+        order = np.argsort(rng.permutation(blocks.max() + 1)[blocks] * n + np.arange(n), kind="stable")
+    scattered = _source(t.take(pa.array(order)), case["chunk"])
+    kw = dict(time="ts", size=case["size"], slide=case["slide"], offset=case["offset"], by="k", aggs=AGGS)
+    want = windgate.window_aggregate(scattered, strategy="pane", threads=1, **kw)
+    got = windgate.window_aggregate(scattered, threads=threads, **kw)
+    assert got.schema == want.schema
+    assert bit_identical(got, want), _first_difference(got, want)

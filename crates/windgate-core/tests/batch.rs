@@ -174,20 +174,85 @@ proptest! {
 
     /// Input sorted by time, cut into time ranges run side by side (`auto` on 2-4 threads, ranges from 2 rows
     /// on): the reference engine's rows, in order, bit for bit, for any window, batch cut and piece size; and
-    /// the same for input in any order, which is not cut.
+    /// the same for input in any order, which is grouped by pane first when scattered (from 2 rows on, on 1-4
+    /// threads), then cut.
     #[test]
     fn time_ranges_never_change_the_result(
         c in case(),
         piece in 1usize..8,
-        threads in 2usize..5,
-        sort in proptest::bool::weighted(0.8),
+        threads in 1usize..5,
+        sort in proptest::bool::weighted(0.6),
     ) {
-        // Unsorted input is found out by the ranges themselves (each checks its rows) and takes the usual path.
+        // Unsorted input is grouped by pane if scattered; else the ranges find it out themselves (each checks
+        // its rows) and it takes the usual path.
         let input = if sort { sorted_source(&c) } else { sources(&c, 1) };
         let want = streamed(&input, opts(&c, Strategy::Reference, 1));
         // Any overlap: long windows next to the rows' span are cut too.
         let tuning = Tuning { piece_rows: piece, split_min_rows: 2, split_max_overlap: f64::INFINITY };
         let got = tuned(&input, opts(&c, Strategy::Auto, threads), tuning);
         prop_assert_eq!(&got, &want, "threads={} piece={}", threads, piece);
+    }
+
+    /// Input scattered over panes (rows in random order, no lateness bound), grouped by pane before it runs
+    /// (`auto`, from 2 rows on, 1-4 threads, pieces of 1-7 rows): the reference engine's rows, in order and
+    /// bit for bit, `first`/`last` ties between rows of one time included.
+    #[test]
+    fn scattered_input_grouped_by_pane_never_changes_the_result(
+        rows in prop::collection::vec(
+            (0i64..40, prop::option::weighted(0.9, 0i32..4), prop::option::weighted(0.85, -40i32..40), -1000i64..1000),
+            2..150,
+        ),
+        (size, slide) in prop_oneof![Just((4i64, 2i64)), Just((6, 2)), Just((10, 5)), Just((20, 10)), Just((8, 8))],
+        cuts in prop::collection::vec(0usize..150, 0..4),
+        piece in 1usize..8,
+        threads in 1usize..5,
+    ) {
+        let rows: Vec<Row> = rows
+            .into_iter()
+            .map(|(ts, key, v, iv)| Row { ts, key, v: v.map(|x| x as f64 * 0.25), iv })
+            .collect();
+        let mut cuts = cuts;
+        cuts.sort();
+        let c = Case { size, slide, offset: 0, lateness: None, rows, cuts };
+        let input = sources(&c, 1);
+        let want = streamed(&input, opts(&c, Strategy::Reference, 1));
+        let tuning = Tuning { piece_rows: piece, split_min_rows: 2, split_max_overlap: f64::INFINITY };
+        let got = tuned(&input, opts(&c, Strategy::Auto, threads), tuning);
+        prop_assert_eq!(&got, &want, "threads={} piece={}", threads, piece);
+    }
+}
+
+/// Scattered rows, three of each time in one key: grouped by pane, the rows of one time keep their order, so
+/// `first` and `last` pick the rows the reference engine picks (reversing a pane's rows makes this fail).
+#[test]
+fn scattered_rows_of_one_time_keep_their_order() {
+    let mut rows = vec![];
+    for i in 0..60i64 {
+        let ts = (i * 17) % 20;
+        rows.push(Row {
+            ts,
+            key: Some(0),
+            v: Some(i as f64),
+            iv: i,
+        });
+    }
+    let c = Case {
+        size: 10,
+        slide: 5,
+        offset: 0,
+        lateness: None,
+        rows,
+        cuts: vec![],
+    };
+    let input = sources(&c, 1);
+    let want = streamed(&input, opts(&c, Strategy::Reference, 1));
+    let tuning = Tuning {
+        piece_rows: 4,
+        split_min_rows: 2,
+        split_max_overlap: f64::INFINITY,
+    };
+    for threads in [1, 2] {
+        let got = tuned(&input, opts(&c, Strategy::Auto, threads), tuning);
+        assert_eq!(got, want, "threads {threads}");
     }
 }

@@ -142,7 +142,12 @@ pub fn window_aggregate_tuned(
     tuning: Tuning,
     mut on_batch: impl FnMut() -> Result<()>,
 ) -> Result<BatchOutput> {
-    if let Some(out) = super::ranges::try_run(&sources, &opts, tuning, &mut on_batch)? {
+    // Input scattered over panes is grouped by pane first (see `super::regroup`), then runs as sorted input.
+    let (sources, by_pane) = match super::regroup::regroup(&sources, &opts, tuning)? {
+        Some(grouped) => (vec![(sources[0].0.clone(), grouped)], true),
+        None => (sources, false),
+    };
+    if let Some(out) = super::ranges::try_run(&sources, &opts, tuning, by_pane, &mut on_batch)? {
         return Ok(out);
     }
     let plans = sources

@@ -22,6 +22,7 @@ pub(crate) mod parallel;
 pub(crate) mod partial;
 mod ranges;
 pub(crate) mod reference;
+mod regroup;
 mod session;
 mod sliding;
 pub(crate) mod slots;

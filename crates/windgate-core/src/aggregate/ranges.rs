@@ -47,12 +47,14 @@ struct Range {
     hi: Option<i64>,
 }
 
-/// Runs `sources` on time ranges side by side if the call allows it and the input is sorted by time; `None`
-/// when it does not (then the caller runs the operator as usual, which also reports any bad input).
+/// Runs `sources` on time ranges side by side if the call allows it and the input is sorted by time (or
+/// `by_pane`: grouped by pane, as `super::regroup` leaves it); `None` when it does not (then the caller runs
+/// the operator as usual, which also reports any bad input).
 pub(super) fn try_run(
     sources: &[(SchemaRef, Vec<RecordBatch>)],
     opts: &WindowAggregateOptions,
     tuning: Tuning,
+    by_pane: bool,
     on_batch: &mut dyn FnMut() -> Result<()>,
 ) -> Result<Option<BatchOutput>> {
     let threads = resolve_threads(opts.threads).min(MAX_THREADS);
@@ -69,7 +71,10 @@ pub(super) fn try_run(
     let Some(times) = time_columns(batches, &opts.time) else {
         return Ok(None);
     };
-    let rows = Rows::new(&times);
+    let rows = Rows {
+        by_pane,
+        ..Rows::new(&times)
+    };
     // The cut assumes sorted times; each range then checks its own rows before it reads them (in parallel,
     // no pass of its own on the caller's thread), and `covered` checks the rows between the ranges.
     let ranges = cut(&rows, &spec, threads, tuning.split_max_overlap);
@@ -80,7 +85,7 @@ pub(super) fn try_run(
 }
 
 /// The options a time cut keeps exact: `auto` on raw rows into plain windows, without a calendar or updates.
-fn eligible(o: &WindowAggregateOptions) -> bool {
+pub(super) fn eligible(o: &WindowAggregateOptions) -> bool {
     o.strategy == Strategy::Auto
         && o.input == InputKind::Rows
         && o.output == OutputKind::Windows
@@ -93,14 +98,14 @@ fn eligible(o: &WindowAggregateOptions) -> bool {
 
 /// The window grid of the query on this schema, from an operator bound to it; `None` if binding fails (the
 /// usual path reports why) or rows are placed on a calendar.
-fn grid(schema: &SchemaRef, opts: &WindowAggregateOptions) -> Option<WindowSpec> {
+pub(super) fn grid(schema: &SchemaRef, opts: &WindowAggregateOptions) -> Option<WindowSpec> {
     let mut probe = WindowAggregator::for_batch(opts.clone(), 1).ok()?;
     probe.bind_source(0, schema).ok()?;
     probe.plain_grid()
 }
 
 /// The time column of every batch as i64, if no time is null.
-fn time_columns(batches: &[RecordBatch], time: &str) -> Option<Vec<ScalarBuffer<i64>>> {
+pub(super) fn time_columns(batches: &[RecordBatch], time: &str) -> Option<Vec<ScalarBuffer<i64>>> {
     batches
         .iter()
         .map(|b| {
@@ -116,6 +121,9 @@ struct Rows<'a> {
     times: &'a [ScalarBuffer<i64>],
     /// Row number of each batch's first row, then the total.
     starts: Vec<usize>,
+    /// The rows are grouped by pane in pane order (`super::regroup` made them so): the cut, which falls on
+    /// pane boundaries, holds without sorted times, and [`Self::sorted`] has nothing to check.
+    by_pane: bool,
 }
 
 impl<'a> Rows<'a> {
@@ -124,7 +132,11 @@ impl<'a> Rows<'a> {
         for t in times {
             starts.push(starts.last().expect("one") + t.len());
         }
-        Self { times, starts }
+        Self {
+            times,
+            starts,
+            by_pane: false,
+        }
     }
 
     fn len(&self) -> usize {
@@ -136,9 +148,12 @@ impl<'a> Rows<'a> {
         self.times[b][row - self.starts[b]]
     }
 
-    /// Whether the times of rows `from..to` never decrease: one vectorised pass per batch they cross, and the
-    /// step between batches.
+    /// Whether the times of rows `from..to` never decrease (or the rows are grouped by pane): one vectorised
+    /// pass per batch they cross, and the step between batches.
     fn sorted(&self, from: usize, to: usize) -> bool {
+        if self.by_pane {
+            return true;
+        }
         let mut last = i64::MIN;
         for (b, t) in self.times.iter().enumerate() {
             let (start, end) = (self.starts[b], self.starts[b + 1]);
@@ -589,7 +604,7 @@ mod tests {
         // Eight ranges would re-read 7 x 15 time units of 333 (32%): that query is not cut.
         for (threads, cut) in [(2, true), (3, true), (8, false)] {
             let (sources, o) = query(threads);
-            let split = try_run(&sources, &o, TINY, &mut || Ok(())).unwrap();
+            let split = try_run(&sources, &o, TINY, false, &mut || Ok(())).unwrap();
             assert_eq!(split.is_some(), cut, "threads {threads}");
             let Some(split) = split else { continue };
             let mut pane = o.clone();
@@ -614,7 +629,7 @@ mod tests {
                 Ok(())
             }
         };
-        let e = try_run(&sources, &o, TINY, &mut check).unwrap_err();
+        let e = try_run(&sources, &o, TINY, false, &mut check).unwrap_err();
         assert_eq!(e.message(), "Ctrl-C");
     }
 
@@ -623,7 +638,7 @@ mod tests {
         let (mut sources, o) = query(2);
         sources[0].1.reverse();
         assert!(
-            try_run(&sources, &o, TINY, &mut || Ok(()))
+            try_run(&sources, &o, TINY, false, &mut || Ok(()))
                 .unwrap()
                 .is_none()
         );
