@@ -19,7 +19,6 @@ use arrow_select::take::take;
 use super::batch::Tuning;
 use super::options::WindowAggregateOptions;
 use super::ranges::{eligible, grid, time_columns};
-use crate::error::{Error, Result};
 use crate::order::kslack::LatenessOpt;
 use crate::threads::{MAX_THREADS, resolve_threads};
 use crate::time::WindowSpec;
@@ -43,29 +42,23 @@ pub(super) fn regroup(
     sources: &[(SchemaRef, Vec<RecordBatch>)],
     opts: &WindowAggregateOptions,
     tuning: Tuning,
-) -> Result<Option<Vec<RecordBatch>>> {
+) -> Option<Vec<RecordBatch>> {
     let [(schema, batches)] = sources else {
-        return Ok(None);
+        return None;
     };
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     // Under a lateness bound the arrival order decides which rows are late: it must stay as it is.
     let exact = matches!(opts.lateness, LatenessOpt::Exact);
     if !exact || !eligible(opts) || rows < tuning.split_min_rows.max(2) || rows > u32::MAX as usize
     {
-        return Ok(None);
+        return None;
     }
-    let Some(spec) = grid(schema, opts) else {
-        return Ok(None);
-    };
-    let Some(times) = time_columns(batches, &opts.time) else {
-        return Ok(None);
-    };
+    let spec = grid(schema, opts)?;
+    let times = time_columns(batches, &opts.time)?;
     if !scattered(&times, &spec) {
-        return Ok(None);
+        return None;
     }
-    let Some(order) = by_pane(&times, &spec, rows) else {
-        return Ok(None);
-    };
+    let order = by_pane(&times, &spec, rows)?;
     let threads = resolve_threads(opts.threads).min(MAX_THREADS);
     gather(schema, batches, &times, order, threads)
 }
@@ -140,22 +133,23 @@ fn by_pane(times: &[ScalarBuffer<i64>], spec: &WindowSpec, rows: usize) -> Optio
 
 /// The rows of `batches` in `order` (numbered across batches), as one batch of the source's `schema` (a
 /// batch's own schema may say a column without nulls is not nullable); `None` when the batches do not match
-/// the schema (the usual path then reports it).
+/// the schema or Arrow cannot gather a column (a string column past 2 GiB in one array): the input then
+/// runs as it is, and the usual path reports what is wrong with it.
 fn gather(
     schema: &SchemaRef,
     batches: &[RecordBatch],
     times: &[ScalarBuffer<i64>],
     order: Vec<u32>,
     threads: usize,
-) -> Result<Option<Vec<RecordBatch>>> {
+) -> Option<Vec<RecordBatch>> {
     let width = schema.fields().len();
     if batches.iter().any(|b| b.num_columns() != width) {
-        return Ok(None);
+        return None;
     }
     let columns: Vec<ArrayRef> = if let [batch] = batches {
         let indices = UInt32Array::from(order);
         let column = |c: usize| take(batch.column(c).as_ref(), &indices, None);
-        by_column(width, threads, column).map_err(Error::output)?
+        by_column(width, threads, column).ok()?
     } else {
         let mut starts = vec![0usize];
         for t in times {
@@ -170,11 +164,11 @@ fn gather(
             let parts: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
             interleave(&parts, &indices)
         };
-        by_column(width, threads, column).map_err(Error::output)?
+        by_column(width, threads, column).ok()?
     };
-    Ok(RecordBatch::try_new(schema.clone(), columns)
+    RecordBatch::try_new(schema.clone(), columns)
         .ok()
-        .map(|b| vec![b]))
+        .map(|b| vec![b])
 }
 
 /// `column(c)` for every column `c < width`, on up to `threads` threads (the caller's among them): a gather
@@ -283,13 +277,9 @@ mod tests {
             .map(|b| crate::arrow_io::as_i64(b.column(0), "ts").unwrap())
             .collect();
         let schema = batches[0].schema();
-        let out = gather(&schema, &batches, &times, vec![1, 2, 0], 2)
-            .unwrap()
-            .unwrap();
+        let out = gather(&schema, &batches, &times, vec![1, 2, 0], 2).unwrap();
         assert_eq!(out[0], batch(vec![1, 5, 20], vec!["b", "c", "a"]));
-        let one = gather(&schema, &batches[..1], &times[..1], vec![1, 0], 1)
-            .unwrap()
-            .unwrap();
+        let one = gather(&schema, &batches[..1], &times[..1], vec![1, 0], 1).unwrap();
         assert_eq!(one[0], batch(vec![1, 20], vec!["b", "a"]));
     }
 }
