@@ -41,6 +41,15 @@ t = pa.table({"ts": np.arange(4_000_000, dtype=np.int64), "v": np.ones(4_000_000
 print("ready", flush=True)
 windgate.window_aggregate(t, time="ts", size=20_000, slide=1, aggs={"v": ["sum", "var"]}, threads=2)
 """,
+    # A shuffled table: grouped by pane first (a sort and a gather on the caller's thread), then cut; the
+    # length comes from 100,000 keys in each of 4,000 windows.
+    "window_aggregate_scattered": """
+n, rng = 4_000_000, np.random.default_rng(0)
+t = pa.table({"ts": rng.permutation(n).astype(np.int64), "k": rng.integers(0, 100_000, n), "v": np.ones(n)})
+print("ready", flush=True)
+aggs = {"v": ["sum", "var"]}
+windgate.window_aggregate(t, time="ts", size=20_000, slide=1_000, by="k", aggs=aggs, threads=2)
+""",
     # The first push closes no window (lateness 10^8); the second closes all 3M of them at once.
     "push": """
 agg = windgate.WindowAggregator(time="ts", size=20_000, slide=1, aggs={"v": ["sum", "var"]}, lateness=10**8)

@@ -143,7 +143,8 @@ pub fn window_aggregate_tuned(
     mut on_batch: impl FnMut() -> Result<()>,
 ) -> Result<BatchOutput> {
     // Input scattered over panes is grouped by pane first (see `super::regroup`), then runs as sorted input.
-    let (sources, by_pane) = match super::regroup::regroup(&sources, &opts, tuning) {
+    let (sources, by_pane) = match super::regroup::regroup(&sources, &opts, tuning, &mut on_batch)?
+    {
         Some(grouped) => (vec![(sources[0].0.clone(), grouped)], true),
         None => (sources, false),
     };

@@ -19,6 +19,7 @@ use arrow_select::take::take;
 use super::batch::Tuning;
 use super::options::WindowAggregateOptions;
 use super::ranges::{eligible, grid, time_columns};
+use crate::error::Result;
 use crate::order::kslack::LatenessOpt;
 use crate::threads::{MAX_THREADS, resolve_threads};
 use crate::time::WindowSpec;
@@ -37,30 +38,37 @@ const MIN_RUN: usize = 16;
 const MAX_PANES_PER_ROW: usize = 4;
 
 /// The rows of `sources` grouped by pane, each pane's rows in their order, if the call allows it (one source,
-/// plain windows, as `ranges::eligible` says) and the input is scattered over panes; `None` otherwise.
+/// plain windows, as `ranges::eligible` says, no lateness bound) and the input is scattered over panes;
+/// `None` otherwise. `on_batch` (Ctrl-C) is checked between the steps, each a pass over the rows.
 pub(super) fn regroup(
     sources: &[(SchemaRef, Vec<RecordBatch>)],
     opts: &WindowAggregateOptions,
     tuning: Tuning,
-) -> Option<Vec<RecordBatch>> {
+    on_batch: &mut dyn FnMut() -> Result<()>,
+) -> Result<Option<Vec<RecordBatch>>> {
     let [(schema, batches)] = sources else {
-        return None;
+        return Ok(None);
     };
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     // Under a lateness bound the arrival order decides which rows are late: it must stay as it is.
     let exact = matches!(opts.lateness, LatenessOpt::Exact);
     if !exact || !eligible(opts) || rows < tuning.split_min_rows.max(2) || rows > u32::MAX as usize
     {
-        return None;
+        return Ok(None);
     }
-    let spec = grid(schema, opts)?;
-    let times = time_columns(batches, &opts.time)?;
+    let (Some(spec), Some(times)) = (grid(schema, opts), time_columns(batches, &opts.time)) else {
+        return Ok(None);
+    };
     if !scattered(&times, &spec) {
-        return None;
+        return Ok(None);
     }
-    let order = by_pane(&times, &spec, rows)?;
+    on_batch()?;
+    let Some(order) = by_pane(&times, &spec, rows) else {
+        return Ok(None);
+    };
+    on_batch()?;
     let threads = resolve_threads(opts.threads).min(MAX_THREADS);
-    gather(schema, batches, &times, order, threads)
+    Ok(gather(schema, batches, &times, order, threads))
 }
 
 /// Whether grouping the rows by pane would save many runs (see [`MIN_RUN`]): the runs the probes see, scaled
