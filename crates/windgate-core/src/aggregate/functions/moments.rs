@@ -150,20 +150,15 @@ impl Moments {
 
     /// Slot `i`'s sum of squares (of the values below `BIG`) as one exact sum.
     fn squares(&self, i: usize) -> ExactSum {
-        let mut q = self.q[i].clone();
-        q.merge(&self.q_lo[i]);
-        q
+        merged(&self.q[i], &self.q_lo[i])
     }
 
     /// The variance (or standard deviation) of one state: NaN below two values (masked as null).
     fn lower(&self, p: Parts<'_>) -> f64 {
         let (s, q, q_lo) = (p.s.as_ref(), p.q.as_ref(), p.q_lo.as_ref());
         let big = p.big.as_deref();
-        let var = wide_variance(s, q, q_lo, big, p.n).unwrap_or_else(|| {
-            let mut all = q.clone();
-            all.merge(q_lo);
-            sample_variance(s, all, big, p.n)
-        });
+        let var = wide_variance(s, q, q_lo, big, p.n)
+            .unwrap_or_else(|| sample_variance(s, merged(q, q_lo), big, p.n));
         if self.std { var.sqrt() } else { var }
     }
 }
@@ -190,26 +185,28 @@ impl<'a> Parts<'a> {
     }
 
     /// The two states combined, as `combine_pairs` combines them into an empty slot.
-    fn merged(self, other: &Parts<'_>) -> Parts<'static> {
-        let sum = |a: Cow<'_, ExactSum>, b: &ExactSum| {
-            let mut a = a.into_owned();
-            a.merge(b);
-            Cow::Owned(a)
-        };
-        let big = match (self.big, &other.big) {
+    fn merged(&self, other: &Parts<'_>) -> Parts<'static> {
+        let sum = |a: &ExactSum, b: &ExactSum| Cow::Owned(merged(a, b));
+        let big = match (&self.big, &other.big) {
             (None, None) => None,
-            (Some(a), None) => Some(Cow::Owned(a.into_owned())),
-            (None, Some(b)) => Some(Cow::Owned(b.clone().into_owned())),
+            (Some(one), None) | (None, Some(one)) => Some(Cow::Owned(one.as_ref().clone())),
             (Some(a), Some(b)) => Some(sum(a, b)),
         };
         Parts {
-            s: sum(self.s, &other.s),
-            q: sum(self.q, &other.q),
-            q_lo: sum(self.q_lo, &other.q_lo),
+            s: sum(&self.s, &other.s),
+            q: sum(&self.q, &other.q),
+            q_lo: sum(&self.q_lo, &other.q_lo),
             n: self.n + other.n,
             big,
         }
     }
+}
+
+/// `a + b` as a new exact sum.
+fn merged(a: &ExactSum, b: &ExactSum) -> ExactSum {
+    let mut sum = a.clone();
+    sum.merge(b);
+    sum
 }
 
 impl Accumulator for Moments {
