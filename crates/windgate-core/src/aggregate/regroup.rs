@@ -75,14 +75,8 @@ pub(super) fn regroup(
 /// to the input, against one run a pane over the panes the times span. Sorted input, or input whose disorder
 /// stays within panes, has about one run a pane already, however short its panes.
 fn scattered(times: &[ScalarBuffer<i64>], spec: &WindowSpec) -> bool {
-    let (mut probed, mut runs, mut rows) = (0usize, 0usize, 0usize);
-    let (mut least, mut greatest) = (i64::MAX, i64::MIN);
-    for t in times.iter() {
-        let Some((lo, hi)) = crate::prefetch::min_max(t) else {
-            continue;
-        };
-        rows += t.len();
-        (least, greatest) = (least.min(lo), greatest.max(hi));
+    let (mut probed, mut runs) = (0usize, 0usize);
+    for t in times.iter().filter(|t| !t.is_empty()) {
         let places = (t.len() / PROBE_ROWS).clamp(1, PROBES);
         for p in 0..places {
             let from = p * t.len() / places;
@@ -98,11 +92,23 @@ fn scattered(times: &[ScalarBuffer<i64>], spec: &WindowSpec) -> bool {
             runs += 1 + panes.windows(2).filter(|w| w[0] != w[1]).count();
         }
     }
+    let rows: usize = times.iter().map(|t| t.len()).sum();
+    let runs = rows as f64 * runs as f64 / probed.max(1) as f64;
+    // Few runs in all: nothing to save, whatever the panes (the common case, sorted input, stops here
+    // without a pass over the times).
+    if runs * MIN_RUN as f64 <= rows as f64 {
+        return false;
+    }
+    let Some((least, greatest)) = (times.iter())
+        .filter_map(|t| crate::prefetch::min_max(t))
+        .reduce(|(a, b), (c, d)| (a.min(c), b.max(d)))
+    else {
+        return false;
+    };
     let (Some(lo), Some(hi)) = (pane(spec, least), pane(spec, greatest)) else {
         return false;
     };
     let panes = hi.saturating_sub(lo).saturating_add(1) as f64;
-    let runs = rows as f64 * runs as f64 / probed.max(1) as f64;
     (runs - panes) * MIN_RUN as f64 > rows as f64
 }
 
