@@ -617,16 +617,33 @@ fn lane_mean(acc: i128, anchor: u16, n: i64) -> Option<f64> {
     if !(MEAN_MIN_EXP..=1022).contains(&exp) || sum_exp > 1022 {
         return None;
     }
-    let shift = (bits - 63).max(0) as u32;
-    let sticky = q & ((1u128 << shift) - 1) != 0 || r != 0;
-    let head = ((q >> shift) as u64 | u64::from(sticky)) as i64 as f64;
-    let scale = shift as i64 + anchor as i64 - 1074;
-    let v = if scale >= -1022 {
-        head * pow2(scale)
-    } else {
-        head * pow2(scale + 600) * pow2(-600)
-    };
+    let (head, shift) = top_with_sticky(q, r != 0);
+    let v = times_pow2(head, shift as i64 + anchor as i64 - 1074);
     Some(if acc < 0 { -v } else { v })
+}
+
+/// `m`'s top 63 bits (all of it below 2^63) as a float, the bits below as one sticky bit with `sticky`, and
+/// how far they were shifted down: for `m` of 55 bits or more, `head * 2^shift` rounds as `m` plus any
+/// fraction `sticky` stands for (the rounding point lies at least two bits above the sticky one, see
+/// [`i128_to_f64`]). An `i64` converts in one instruction, a `u64` with its top bit set does not.
+#[inline(always)]
+fn top_with_sticky(m: u128, sticky: bool) -> (f64, u32) {
+    let shift = (128 - m.leading_zeros()).saturating_sub(63);
+    let sticky = sticky || m & ((1u128 << shift) - 1) != 0;
+    (
+        ((m >> shift) as u64 | u64::from(sticky)) as i64 as f64,
+        shift,
+    )
+}
+
+/// `x * 2^e` for a normal result, exactly: in two steps when `2^e` alone is subnormal.
+#[inline(always)]
+fn times_pow2(x: f64, e: i64) -> f64 {
+    if e >= -1022 {
+        x * pow2(e)
+    } else {
+        x * pow2(e + 600) * pow2(-600)
+    }
 }
 
 /// `acc * 2^(anchor - 1074)` rounded once, when the result is a normal number (then scaling by a power of
@@ -642,13 +659,7 @@ fn lane_value(acc: i128, anchor: u16) -> Option<f64> {
         return None;
     }
     // One rounding to nearest-even; the scale is within range for both factors.
-    let scale = anchor as i64 - 1074;
-    let head = i128_to_f64(acc);
-    Some(if scale >= -1022 {
-        head * pow2(scale)
-    } else {
-        head * pow2(scale + 600) * pow2(-600)
-    })
+    Some(times_pow2(i128_to_f64(acc), anchor as i64 - 1074))
 }
 
 /// Rounds the non-negative number `sum(digits[i] * 2^(32*(lo+i) - 1074))` (digits in `[0, 2^32)`) to f64.
@@ -696,14 +707,10 @@ fn i128_to_f64(x: i128) -> f64 {
     if let Ok(small) = i64::try_from(x) {
         return small as f64;
     }
-    let m = x.unsigned_abs();
-    // At least 64 significant bits: keep the top 63 (an `i64` converts in one instruction, a `u64` with its top
-    // bit set does not) with the bits below as one sticky bit, which rounds as all of them would: ten bits past
-    // a double's 53, the last of them sticky, settle a round-to-nearest-even.
-    let shift = 65 - m.leading_zeros();
-    let sticky = m & ((1u128 << shift) - 1) != 0;
-    let top = (m >> shift) as u64 | u64::from(sticky);
-    let v = top as i64 as f64 * pow2(shift as i64);
+    // At least 64 significant bits: keep the top 63 with the bits below as one sticky bit, which rounds as
+    // all of them would: ten bits past a double's 53, the last of them sticky, settle a round-to-nearest-even.
+    let (top, shift) = top_with_sticky(x.unsigned_abs(), false);
+    let v = top * pow2(shift as i64);
     if x < 0 { -v } else { v }
 }
 

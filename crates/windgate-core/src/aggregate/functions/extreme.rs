@@ -159,7 +159,7 @@ impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
                 T::from_order_key(key(p))
             })
             .collect();
-        let nulls = pairs_validity(&self.n, pairs, all_valid);
+        let nulls = pairs_validity(&self.n, pairs, all_valid, 1);
         Some(T::column(values, nulls, &meta.output_type()))
     }
 

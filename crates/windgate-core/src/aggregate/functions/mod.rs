@@ -325,14 +325,19 @@ fn valid(slots: &[u32], n: &[i64], min: i64) -> Option<NullBuffer> {
     valid_counts(slots.iter().map(|&s| n[s as usize]), min)
 }
 
-/// The validity of the outputs of [`Accumulator::finish_two`]'s pairs, valid where the pair holds a value:
-/// `all_valid` is what the caller's pass over the pairs found, so the counts are scanned again only when
-/// some window has none.
-fn pairs_validity(n: &[i64], pairs: &[(u32, u32)], all_valid: bool) -> Option<NullBuffer> {
+/// The validity of the outputs of [`Accumulator::finish_two`]'s pairs, valid where the pair holds at least
+/// `min` values: `all_valid` is what the caller's pass over the pairs found, so the counts are scanned again
+/// only when some window has too few.
+fn pairs_validity(
+    n: &[i64],
+    pairs: &[(u32, u32)],
+    all_valid: bool,
+    min: i64,
+) -> Option<NullBuffer> {
     if all_valid {
         return None;
     }
-    valid_counts(pairs.iter().map(|&p| pair_count(n, p)), 1)
+    valid_counts(pairs.iter().map(|&p| pair_count(n, p)), min)
 }
 
 /// The validity of outputs of the given counts: valid where the count is at least `min`.

@@ -21,7 +21,7 @@ use super::lane::BatchLane;
 use super::sum::set_sum;
 use super::{
     Accumulator, AggregateFunction, Lift, Scalar, Triple, for_pairs, for_triples, lift_rows,
-    pair_count, pair_mut, same, valid, valid_counts,
+    pair_mut, pairs_validity, same, valid,
 };
 use crate::aggregate::function::{AggSpec, ValueClass};
 use crate::aggregate::state::{AggMeta, InputValues, RowOrder, SKIP};
@@ -296,11 +296,7 @@ impl Accumulator for Moments {
                 self.lower(parts)
             })
             .collect();
-        let nulls = if all_valid {
-            None
-        } else {
-            valid_counts(pairs.iter().map(|&p| pair_count(&self.n, p)), 2)
-        };
+        let nulls = pairs_validity(&self.n, pairs, all_valid, 2);
         Some(f64::column(vals, nulls, &meta.output_type()))
     }
 

@@ -209,7 +209,7 @@ impl<T: Scalar, const LAST: bool> Accumulator for Picked<T, LAST> {
                 }
             })
             .collect();
-        let nulls = pairs_validity(&self.n, pairs, all_valid);
+        let nulls = pairs_validity(&self.n, pairs, all_valid, 1);
         Some(T::column(vals, nulls, &meta.output_type()))
     }
 

@@ -215,8 +215,6 @@ pub(super) struct SumFloat {
 }
 
 impl SumFloat {
-    /// The output of one state: the sum rounded once, or the mean of its `n` values.
-    #[inline]
     /// [`Self::lower`] of every pair's combination (`SKIP`: no slot), and whether every pair had a value:
     /// without merging the sums where they are one lane (`ExactSum::value_with`, `mean_with`), the common
     /// case. `MEAN` is `self.mean`, a parameter so that the loop tests it once.
@@ -254,6 +252,8 @@ impl SumFloat {
         (vals, all_valid)
     }
 
+    /// The output of one state: the sum rounded once, or the mean of its `n` values.
+    #[inline]
     fn lower(&self, sum: &ExactSum, n: i64) -> f64 {
         if self.mean && n > 0 {
             sum.mean(n)
@@ -328,7 +328,7 @@ impl Accumulator for SumFloat {
         } else {
             self.lower_pairs::<false>(pairs)
         };
-        let nulls = pairs_validity(&self.n, pairs, all_valid);
+        let nulls = pairs_validity(&self.n, pairs, all_valid, 1);
         Some(f64::column(vals, nulls, &meta.output_type()))
     }
 
