@@ -7,6 +7,11 @@
 //! (`[B_k, B_k+1 - slide + size)`: the ranges overlap by `size - slide` of time), and drops the windows at its
 //! edges, which it saw only in part. The caller only slices.
 //!
+//! Input not in time order (a stream's bounded disorder) is cut too: then each range's rows are found by a scan
+//! (the first row at or after its first window's start, the last row before its last window's end), and the
+//! rows between them that belong to neither window edge are lifted into panes no kept window reads. Scattered
+//! input would make every range read nearly everything: the cut's overlap bound refuses it.
+//!
 //! The same rows, bit for bit: every window is computed by one pane engine from the same rows in the same
 //! order (arrival numbers are offset by the rows before the range, so `first`/`last` ties break the same
 //! way), and the output order `(window, key value)` does not depend on which keys a worker met first, so the
@@ -47,9 +52,10 @@ struct Range {
     hi: Option<i64>,
 }
 
-/// Runs `sources` on time ranges side by side if the call allows it and the input is sorted by time (or
-/// `by_pane`: grouped by pane, as `super::regroup` leaves it); `None` when it does not (then the caller runs
-/// the operator as usual, which also reports any bad input).
+/// Runs `sources` on time ranges side by side if the call allows it and the cut re-reads few rows: input
+/// sorted by time, `by_pane` (grouped by pane, as `super::regroup` leaves it), or in bounded disorder (cut by
+/// scans when the sorted cut finds the rows unsorted); `None` when it does not (then the caller runs the
+/// operator as usual, which also reports any bad input).
 pub(super) fn try_run(
     sources: &[(SchemaRef, Vec<RecordBatch>)],
     opts: &WindowAggregateOptions,
@@ -71,17 +77,54 @@ pub(super) fn try_run(
     let Some(times) = time_columns(batches, &opts.time) else {
         return Ok(None);
     };
-    let rows = Rows {
-        by_pane,
-        ..Rows::new(&times)
+    let first = if by_pane {
+        Layout::ByPane
+    } else {
+        Layout::Sorted
     };
-    // The cut assumes sorted times; each range then checks its own rows before it reads them (in parallel,
-    // no pass of its own on the caller's thread), and `covered` checks the rows between the ranges.
-    let ranges = cut(&rows, &spec, threads, tuning.split_max_overlap);
-    if ranges.len() < 2 || !covered(&rows, &ranges) {
-        return Ok(None);
+    for layout in [first, Layout::Any] {
+        let rows = Rows {
+            layout,
+            ..Rows::new(&times)
+        };
+        // A sorted cut assumes sorted times; each range then checks its own rows before it reads them (in
+        // parallel, no pass of its own on the caller's thread), and `covered` checks the rows between ranges.
+        let ranges = cut(&rows, &spec, threads, tuning.split_max_overlap);
+        if ranges.len() < 2 || !covered(&rows, &ranges) {
+            // A sorted cut of rows that are not sorted proves nothing: cut them by scans.
+            if layout == Layout::Sorted && !rows.sorted(0, rows.len()) {
+                continue;
+            }
+            return Ok(None);
+        }
+        match run(&rows, schema, batches, opts, &ranges, tuning, on_batch)? {
+            Ran::Done(out) => return Ok(Some(out)),
+            Ran::Failed => return Ok(None),
+            Ran::Unsorted => continue,
+        }
     }
-    run(&rows, schema, batches, opts, &ranges, tuning, on_batch)
+    Ok(None)
+}
+
+/// How a cut finds the rows of a range of times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// Times never decrease (each range checks its rows): a binary search.
+    Sorted,
+    /// Rows grouped by pane in pane order (`super::regroup` made them so): the cut falls on pane boundaries,
+    /// so a binary search holds without sorted times, and there is nothing to check.
+    ByPane,
+    /// Any order: a scan finds the first row at or after a time and the last row before one.
+    Any,
+}
+
+/// What running the ranges gave.
+enum Ran {
+    Done(BatchOutput),
+    /// A range found its rows unsorted: cut again by scans.
+    Unsorted,
+    /// A range failed: the usual path runs the input (see [`gather`]).
+    Failed,
 }
 
 /// The options a time cut keeps exact: `auto` on raw rows into plain windows, without a calendar or updates.
@@ -121,9 +164,7 @@ struct Rows<'a> {
     times: &'a [ScalarBuffer<i64>],
     /// Row number of each batch's first row, then the total.
     starts: Vec<usize>,
-    /// The rows are grouped by pane in pane order (`super::regroup` made them so): the cut, which falls on
-    /// pane boundaries, holds without sorted times, and [`Self::sorted`] has nothing to check.
-    by_pane: bool,
+    layout: Layout,
 }
 
 impl<'a> Rows<'a> {
@@ -135,7 +176,7 @@ impl<'a> Rows<'a> {
         Self {
             times,
             starts,
-            by_pane: false,
+            layout: Layout::Sorted,
         }
     }
 
@@ -148,10 +189,10 @@ impl<'a> Rows<'a> {
         self.times[b][row - self.starts[b]]
     }
 
-    /// Whether the times of rows `from..to` never decrease (or the rows are grouped by pane): one vectorised
-    /// pass per batch they cross, and the step between batches.
+    /// Whether the times of rows `from..to` never decrease (or need not: the rows are grouped by pane, or cut
+    /// by scans): one vectorised pass per batch they cross, and the step between batches.
     fn sorted(&self, from: usize, to: usize) -> bool {
-        if self.by_pane {
+        if self.layout != Layout::Sorted {
             return true;
         }
         let mut last = i64::MIN;
@@ -170,9 +211,19 @@ impl<'a> Rows<'a> {
         true
     }
 
-    /// The first row whose time is at least `t`, if times are sorted (some row otherwise: each range checks
-    /// its rows before it trusts the cut).
+    /// The first row whose time is at least `t` (the row count if none), in a sorted layout by a binary search
+    /// (some row if the times are not sorted after all: each range checks its rows before it trusts the cut).
     fn first_at_or_after(&self, t: i128) -> usize {
+        if self.layout == Layout::Any {
+            // `x >= t` in i64, which the scan's blocks compare as vectors: no time lies past i64's range.
+            let Ok(t) = i64::try_from(t.max(i64::MIN as i128)) else {
+                return self.len();
+            };
+            let mut rows = self.times.iter().zip(&self.starts);
+            let found =
+                rows.find_map(|(times, &start)| first_where(times, |x| x >= t).map(|i| start + i));
+            return found.unwrap_or(self.len());
+        }
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -184,6 +235,54 @@ impl<'a> Rows<'a> {
         }
         lo
     }
+
+    /// One past the last row whose time is below `t` (0 if none): every row before `t` lies before it. In a
+    /// sorted layout that is the first row at or after `t`.
+    fn end_before(&self, t: i128) -> usize {
+        if self.layout != Layout::Any {
+            return self.first_at_or_after(t);
+        }
+        // `x < t` in i64, as in `first_at_or_after`.
+        if t > i64::MAX as i128 {
+            return self.len();
+        }
+        let Ok(t) = i64::try_from(t) else {
+            return 0;
+        };
+        let mut rows = self.times.iter().zip(&self.starts).rev();
+        let found =
+            rows.find_map(|(times, &start)| last_where(times, |x| x < t).map(|i| start + i + 1));
+        found.unwrap_or(0)
+    }
+}
+
+/// Rows a scan of [`Rows`] tests at once: a block reduction the compiler vectorises, then the row within the
+/// block that matched.
+const SCAN_BLOCK: usize = 64;
+
+/// The first `i` with `hit(times[i])`.
+fn first_where(times: &[i64], hit: impl Fn(i64) -> bool) -> Option<usize> {
+    let mut base = 0;
+    for block in times.chunks(SCAN_BLOCK) {
+        if block.iter().fold(false, |any, &x| any | hit(x)) {
+            return block.iter().position(|&x| hit(x)).map(|i| base + i);
+        }
+        base += block.len();
+    }
+    None
+}
+
+/// The last `i` with `hit(times[i])`.
+fn last_where(times: &[i64], hit: impl Fn(i64) -> bool) -> Option<usize> {
+    let mut end = times.len();
+    for block in times.rchunks(SCAN_BLOCK) {
+        let base = end - block.len();
+        if block.iter().fold(false, |any, &x| any | hit(x)) {
+            return block.iter().rposition(|&x| hit(x)).map(|i| base + i);
+        }
+        end = base;
+    }
+    None
 }
 
 /// Cuts sorted rows into at most `parts` ranges at window starts, each reading about as many rows, overlap
@@ -233,7 +332,7 @@ fn cut_at(rows: &Rows<'_>, spec: &WindowSpec, parts: usize, overlap: usize) -> V
             Range {
                 from: lo.map_or(0, |b| rows.first_at_or_after(b)),
                 // The last window kept starts at hi - slide and ends at hi - slide + size.
-                to: hi.map_or(n, |b| rows.first_at_or_after(b - slide + size)),
+                to: hi.map_or(n, |b| rows.end_before(b - slide + size)),
                 lo: lo.map(|b| b as i64),
                 hi: hi.map(|b| b as i64),
             }
@@ -272,7 +371,7 @@ fn run(
     ranges: &[Range],
     tuning: Tuning,
     on_batch: &mut dyn FnMut() -> Result<()>,
-) -> Result<Option<BatchOutput>> {
+) -> Result<Ran> {
     let stop = Arc::new(AtomicBool::new(false));
     let unsorted = AtomicBool::new(false);
     // A range whose rows are not sorted says so and stops every range: the input takes the usual path.
@@ -354,12 +453,12 @@ fn run(
         (joined.collect::<Vec<_>>(), mine)
     });
     if interrupted_by_caller(&mine) {
-        return mine.map(Some);
+        return mine.map(Ran::Done);
     }
     if unsorted.load(Ordering::Relaxed) {
-        return Ok(None);
+        return Ok(Ran::Unsorted);
     }
-    Ok(gather(workers, mine))
+    Ok(gather(workers, mine).map_or(Ran::Failed, Ran::Done))
 }
 
 /// Ctrl-C (or another error of the caller's check) while the ranges ran, not a stop another range asked for.
@@ -631,6 +730,90 @@ mod tests {
         };
         let e = try_run(&sources, &o, TINY, false, &mut check).unwrap_err();
         assert_eq!(e.message(), "Ctrl-C");
+    }
+
+    /// The query of [`query`] on rows `(time, key, value)`, cut into `batches` batches.
+    fn query_on(
+        rows: &[(i64, i64, f64)],
+        batches: usize,
+        threads: usize,
+    ) -> (Vec<(SchemaRef, Vec<RecordBatch>)>, WindowAggregateOptions) {
+        use arrow_array::{Float64Array, Int64Array};
+        use std::sync::Arc;
+        let (mut sources, o) = query(threads);
+        let col = |f: fn(&(i64, i64, f64)) -> i64| Int64Array::from_iter_values(rows.iter().map(f));
+        let batch = RecordBatch::try_new(
+            sources[0].0.clone(),
+            vec![
+                Arc::new(col(|r| r.0)),
+                Arc::new(col(|r| r.1)),
+                Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2))),
+            ],
+        )
+        .unwrap();
+        let step = rows.len().div_ceil(batches).max(1);
+        sources[0].1 = (0..rows.len())
+            .step_by(step)
+            .map(|at| batch.slice(at, step.min(rows.len() - at)))
+            .collect();
+        (sources, o)
+    }
+
+    /// The pane engine's rows over the whole input, and the cut's (if it cut).
+    fn split_and_whole(
+        sources: Vec<(SchemaRef, Vec<RecordBatch>)>,
+        o: &WindowAggregateOptions,
+    ) -> (Option<RecordBatch>, RecordBatch) {
+        let concat =
+            |b: &BatchOutput| arrow_select::concat::concat_batches(&b.schema, &b.batches).unwrap();
+        let split = try_run(&sources, o, TINY, false, &mut || Ok(())).unwrap();
+        let mut pane = o.clone();
+        pane.strategy = Strategy::Pane;
+        let whole = window_aggregate_tuned(sources, pane, TINY, || Ok(())).unwrap();
+        (split.as_ref().map(concat), concat(&whole))
+    }
+
+    proptest::proptest! {
+        /// Rows in any order (sorted, displaced by up to `disorder` places, or scattered): a cut, made by scans
+        /// once the sorted cut finds the rows unsorted, gives the pane engine's rows over the whole input.
+        #[test]
+        fn disordered_input_cut_by_scans_equals_the_pane_engine(
+            rows in proptest::collection::vec((0i64..300, 0i64..7, -50.0f64..50.0), 2..400),
+            disorder in proptest::prop_oneof![0usize..4, 0usize..40, 0usize..1000],
+            noise in proptest::collection::vec(0usize..1000, 400),
+            batches in 1usize..4,
+            threads in 2usize..4,
+        ) {
+            let mut rows = rows;
+            rows.sort_by_key(|r| r.0);
+            // Row i moves to place i + noise, within `disorder` places.
+            let mut at: Vec<(usize, usize)> =
+                (0..rows.len()).map(|i| (i + noise[i] % (disorder + 1), i)).collect();
+            at.sort();
+            let rows: Vec<_> = at.iter().map(|&(_, i)| rows[i]).collect();
+            let (sources, o) = query_on(&rows, batches, threads);
+            let (split, whole) = split_and_whole(sources, &o);
+            if let Some(split) = split {
+                proptest::prop_assert_eq!(split, whole);
+            }
+        }
+    }
+
+    #[test]
+    fn rows_in_bounded_disorder_are_cut() {
+        let (sources, o) = query(2);
+        let batch = arrow_select::concat::concat_batches(&sources[0].0, &sources[0].1).unwrap();
+        // Swap every pair of neighbours: times out of order by one row everywhere.
+        let swap: Vec<u32> = (0..batch.num_rows() as u32).map(|i| i ^ 1).collect();
+        let swapped =
+            arrow_select::take::take_record_batch(&batch, &arrow_array::UInt32Array::from(swap))
+                .unwrap();
+        let sources = vec![(
+            batch.schema(),
+            vec![swapped.slice(0, 500), swapped.slice(500, 500)],
+        )];
+        let (split, whole) = split_and_whole(sources, &o);
+        assert_eq!(split.expect("cut by scans"), whole);
     }
 
     #[test]
