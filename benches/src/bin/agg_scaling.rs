@@ -4,8 +4,9 @@
 //!
 //! `cargo run --release -p windgate-benches --bin agg_scaling -- ROWS KEYS ROWS_PER_PANE PANES_PER_WINDOW AGGS THREADS STRATEGY ORDER`
 //! with `AGGS` one of `count`, `csm` (count+sum+max), `six` (mean+std+min+max+first+last), `ORDER` `random` or
-//! `regular`, `STRATEGY` a strategy name (`auto`, `pane`, `farm`, ...). Missing arguments take the defaults
-//! `8000000 1000 10000 6 csm 1 auto random`.
+//! `regular`, `STRATEGY` a strategy name (`auto`, `pane`, `farm`, ...), then `REPEAT` and `DISORDER` (each
+//! row's time moved back by up to this many milliseconds, a stream's bounded disorder). Missing arguments take
+//! the defaults `8000000 1000 10000 6 csm 1 auto random 3 0`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,9 +28,12 @@ fn main() {
     let strategy = Strategy::parse(&arg(6, "auto")).expect("STRATEGY");
     let regular = arg(7, "random") == "regular";
     let repeat: usize = arg(8, "3").parse().expect("REPEAT");
+    let disorder: u64 = arg(9, "0").parse().expect("DISORDER");
 
     let mut next = windgate_benches::xorshift();
-    let ts: Vec<i64> = (0..rows as i64).collect();
+    let ts: Vec<i64> = (0..rows as i64)
+        .map(|t| t - (next() % (disorder + 1)) as i64)
+        .collect();
     let k: Vec<i64> = (0..rows as u64)
         .map(|i| if regular { i % keys } else { next() % keys } as i64)
         .collect();

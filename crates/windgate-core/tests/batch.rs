@@ -11,7 +11,7 @@ use arrow_select::concat::concat_batches;
 use common::{Case, Row, batch, case, case_options};
 use proptest::prelude::*;
 use windgate_core::aggregate::batch::{Tuning, window_aggregate_in_pieces, window_aggregate_tuned};
-use windgate_core::aggregate::{Strategy, WindowAggregateOptions, window_aggregate};
+use windgate_core::aggregate::{Span, Strategy, WindowAggregateOptions, window_aggregate};
 
 /// Every single-source strategy of the registry (the designs that merge time-sorted sources have their own
 /// tests in `multiway.rs`).
@@ -254,5 +254,69 @@ fn scattered_rows_of_one_time_keep_their_order() {
     for threads in [1, 2] {
         let got = tuned(&input, opts(&c, Strategy::Auto, threads), tuning);
         assert_eq!(got, want, "threads {threads}");
+    }
+}
+
+/// Rows of a stream in bounded disorder: times `0..n` each moved back by up to `disorder`, keys of `keys`,
+/// values spread over binades (and some zeros), never null, in batches of `batch_rows`.
+fn jittered(n: usize, keys: i32, disorder: i64, seed: u64, batch_rows: usize) -> Vec<RecordBatch> {
+    let mut x = seed | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let rows: Vec<Row> = (0..n as i64)
+        .map(|t| {
+            let r = next();
+            let v = match r % 8 {
+                0 => 0.0,
+                1 => (r >> 11) as f64 * 1e-12,
+                _ => ((r >> 11) % 2001) as f64 * 0.25 - 250.0,
+            };
+            Row {
+                ts: t - (next() % (disorder as u64 + 1)) as i64,
+                key: Some((next() % keys as u64) as i32),
+                v: Some(v),
+                iv: 0,
+            }
+        })
+        .collect();
+    rows.chunks(batch_rows.max(1)).map(batch).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(common::cases(if cfg!(debug_assertions) { 12 } else { 100 })))]
+
+    /// Aggregates the fused pass lifts by key (count, sum, mean, min, max of a column without nulls) over rows
+    /// in bounded disorder: long runs of one pane lifted by key and the short runs at panes' edges lifted by
+    /// slot, in one batch, give the reference engine's rows.
+    #[test]
+    fn short_and_long_pane_runs_in_one_batch_give_the_reference_rows(
+        n in 200usize..3000,
+        keys in 1i32..40,
+        pane in 50i64..400,
+        ppw in 1i64..8,
+        disorder in 0i64..120,
+        seed in any::<u64>(),
+        batch_rows in 100usize..5000,
+        piece in prop_oneof![Just(1usize << 15), 64usize..2000],
+    ) {
+        let input = vec![jittered(n, keys, disorder, seed, batch_rows)];
+        let aggs = vec![
+            ("*".to_string(), vec!["count".to_string()]),
+            ("v".to_string(), ["sum", "mean", "min", "max"].map(String::from).to_vec()),
+        ];
+        let mut o = WindowAggregateOptions::new("ts", Span::Units(pane * ppw), aggs);
+        o.slide = Some(Span::Units(pane));
+        o.by = vec!["k".into()];
+        o.threads = Some(1);
+        let run = |strategy: Strategy| {
+            let mut o = o.clone();
+            o.strategy = strategy;
+            in_pieces(&input, o, piece)
+        };
+        prop_assert_eq!(run(Strategy::Pane), run(Strategy::Reference));
     }
 }

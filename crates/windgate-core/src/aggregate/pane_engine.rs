@@ -46,6 +46,14 @@ pub struct PaneEngine {
     spare: Vec<KeySlots>,
 }
 
+/// Runs of fewer rows than this (rows of a stream's bounded disorder near a pane's edge, where neighbouring rows
+/// alternate between two panes) are lifted by slot, with the batch's other short runs in one pass, rather than
+/// by key: a keyed lift costs a fused pass's set-up per run (its lane's scale, its records, their absorption),
+/// and runs of a few rows each had their sums at as many scales. Measured with `agg_scaling` (1000 random keys,
+/// count+sum+max, panes of 10,000 rows, each row's time moved back by up to 2,000 ms): 44 -> 58 M rows/s on
+/// 4M rows, 516 -> 407 M instructions on 2M; sorted input unchanged.
+const SHORT_RUN: usize = 64;
+
 /// Emptied key maps kept for reuse (see `PaneEngine::spare`): about the panes dropped at one emission.
 const SPARE_MAPS: usize = 4;
 
@@ -93,6 +101,9 @@ impl PaneEngine {
         if keyed.is_none() {
             slots.resize(ts.len(), SKIP);
         }
+        // Rows lifted by slot (`slots`) rather than by key: all of them without a keyed plan; with one, those
+        // of the short runs (see `SHORT_RUN`), which lie within `short`.
+        let mut short: Option<std::ops::Range<usize>> = keyed.is_none().then_some(0..ts.len());
         let kept = |i: usize| keep.is_none_or(|k| k[i]);
         let mut i = 0;
         while i < ts.len() {
@@ -106,10 +117,19 @@ impl PaneEngine {
             let (start, end) = spec.pane_bounds(id);
             let pane = (panes.entry(id)).or_insert_with(|| spare.pop().unwrap_or_default());
             let run = run_within(&ts[i..], start, end);
-            if let Some(plan) = &keyed {
+            if let Some(plan) = &keyed
+                && run >= SHORT_RUN
+            {
                 store.lift_keyed(i..i + run, keys, plan, pane);
                 i += run;
                 continue;
+            }
+            match &mut short {
+                Some(rows) => rows.end = rows.end.max(i + run),
+                None => {
+                    slots.resize(ts.len(), SKIP);
+                    short = Some(i..i + run);
+                }
             }
             let (out, run_keys) = (&mut slots[i..i + run], &keys[i..i + run]);
             match keep {
@@ -129,8 +149,21 @@ impl PaneEngine {
             }
             i += run;
         }
-        if keyed.is_none() {
-            store.update(slots, inputs, order);
+        match short {
+            Some(rows) if rows.len() == ts.len() => store.update(slots, inputs, order),
+            Some(rows) => {
+                let inputs: Vec<InputValues> = (inputs.iter())
+                    .map(|v| v.slice(rows.start, rows.len()))
+                    .collect();
+                let order = RowOrder {
+                    ts: &order.ts[rows.clone()],
+                    by: order.by.map(|b| &b[rows.clone()]),
+                    seq0: order.seq0 + rows.start as u64,
+                    ..order
+                };
+                store.update(&slots[rows], &inputs, order);
+            }
+            None => {}
         }
     }
 
@@ -300,8 +333,14 @@ crate::prefetch::with_avx2! {
 #[inline(always)]
 fn run_within_blocks(ts: &[i64], start: i64, end: i64) -> usize {
     let inside = |t: &i64| (start..end).contains(t);
-    let mut run = 0;
-    for block in ts.chunks(RUN_BLOCK) {
+    // A short run (rows of a stream's bounded disorder alternate between two panes at a pane's edge) ends
+    // within its first rows: a look at them spares the block test.
+    let head = ts.iter().take(RUN_HEAD).take_while(|t| inside(t)).count();
+    if head < RUN_HEAD {
+        return head;
+    }
+    let mut run = head;
+    for block in ts[head..].chunks(RUN_BLOCK) {
         if !block.iter().fold(true, |all, t| all & inside(t)) {
             return run + block.iter().take_while(|t| inside(t)).count();
         }
@@ -312,6 +351,9 @@ fn run_within_blocks(ts: &[i64], start: i64, end: i64) -> usize {
 
 /// Rows a pane run is tested by at once (see [`run_within`]).
 const RUN_BLOCK: usize = 64;
+
+/// Rows [`run_within`] tests one by one before it tests blocks.
+const RUN_HEAD: usize = 8;
 
 /// Appends window `j` finished from the sliding stacks: a row per key with a pane in the window, in key order.
 fn window_rows(
