@@ -160,6 +160,7 @@ pub(super) fn time_columns(batches: &[RecordBatch], time: &str) -> Option<Vec<Sc
 }
 
 /// Rows numbered across batches.
+#[derive(Clone)]
 struct Rows<'a> {
     times: &'a [ScalarBuffer<i64>],
     /// Row number of each batch's first row, then the total.
@@ -221,7 +222,7 @@ impl<'a> Rows<'a> {
             };
             let mut rows = self.times.iter().zip(&self.starts);
             let found =
-                rows.find_map(|(times, &start)| first_where(times, |x| x >= t).map(|i| start + i));
+                rows.find_map(|(times, &start)| first_at_least(times, t).map(|i| start + i));
             return found.unwrap_or(self.len());
         }
         let (mut lo, mut hi) = (0, self.len());
@@ -250,8 +251,7 @@ impl<'a> Rows<'a> {
             return 0;
         };
         let mut rows = self.times.iter().zip(&self.starts).rev();
-        let found =
-            rows.find_map(|(times, &start)| last_where(times, |x| x < t).map(|i| start + i + 1));
+        let found = rows.find_map(|(times, &start)| last_below(times, t).map(|i| start + i + 1));
         found.unwrap_or(0)
     }
 }
@@ -260,25 +260,35 @@ impl<'a> Rows<'a> {
 /// block that matched.
 const SCAN_BLOCK: usize = 64;
 
-/// The first `i` with `hit(times[i])`.
-fn first_where(times: &[i64], hit: impl Fn(i64) -> bool) -> Option<usize> {
+crate::prefetch::with_avx2! {
+    /// The first `i` with `times[i] >= t`.
+    fn first_at_least(times: &[i64], t: i64) -> Option<usize> = first_at_least_blocks;
+}
+
+crate::prefetch::with_avx2! {
+    /// The last `i` with `times[i] < t`.
+    fn last_below(times: &[i64], t: i64) -> Option<usize> = last_below_blocks;
+}
+
+#[inline(always)]
+fn first_at_least_blocks(times: &[i64], t: i64) -> Option<usize> {
     let mut base = 0;
     for block in times.chunks(SCAN_BLOCK) {
-        if block.iter().fold(false, |any, &x| any | hit(x)) {
-            return block.iter().position(|&x| hit(x)).map(|i| base + i);
+        if block.iter().fold(false, |any, &x| any | (x >= t)) {
+            return block.iter().position(|&x| x >= t).map(|i| base + i);
         }
         base += block.len();
     }
     None
 }
 
-/// The last `i` with `hit(times[i])`.
-fn last_where(times: &[i64], hit: impl Fn(i64) -> bool) -> Option<usize> {
+#[inline(always)]
+fn last_below_blocks(times: &[i64], t: i64) -> Option<usize> {
     let mut end = times.len();
     for block in times.rchunks(SCAN_BLOCK) {
         let base = end - block.len();
-        if block.iter().fold(false, |any, &x| any | hit(x)) {
-            return block.iter().rposition(|&x| hit(x)).map(|i| base + i);
+        if block.iter().fold(false, |any, &x| any | (x < t)) {
+            return block.iter().rposition(|&x| x < t).map(|i| base + i);
         }
         end = base;
     }
@@ -291,7 +301,13 @@ fn last_where(times: &[i64], hit: impl Fn(i64) -> bool) -> Option<usize> {
 fn cut(rows: &Rows<'_>, spec: &WindowSpec, parts: usize, max_overlap: f64) -> Vec<Range> {
     let n = rows.len();
     // Range k reads [c_k, c_k+1 + o): with o rows of overlap a cut, equal ranges cut at k (n - o) / parts.
-    let first = cut_at(rows, spec, parts, 0);
+    // The overlap is only estimated here: rows in any order take the binary search's rows for it, and pay for
+    // their scans once.
+    let sorted_view = Rows {
+        layout: Layout::Sorted,
+        ..rows.clone()
+    };
+    let first = cut_at(&sorted_view, spec, parts, 0);
     let overlaps: Vec<usize> = first
         .windows(2)
         .map(|w| w[0].to.saturating_sub(w[1].from))
@@ -299,6 +315,8 @@ fn cut(rows: &Rows<'_>, spec: &WindowSpec, parts: usize, max_overlap: f64) -> Ve
     let o = overlaps.iter().sum::<usize>() / overlaps.len().max(1);
     let ranges = if o > 0 && o < n {
         cut_at(rows, spec, parts, o)
+    } else if rows.layout == Layout::Any {
+        cut_at(rows, spec, parts, 0)
     } else {
         first
     };
