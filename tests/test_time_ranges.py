@@ -169,11 +169,16 @@ def test_a_window_part_that_overflows_at_a_cut_does_not_fail_the_call():
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(case=cases(), shuffle=st.sampled_from(["all", "halves", "blocks"]), threads=st.sampled_from([1, 2, 3]))
+@given(
+    case=cases(),
+    shuffle=st.sampled_from(["all", "halves", "blocks", "late"]),
+    threads=st.sampled_from([1, 2, 3]),
+)
 def test_scattered_tables_give_the_pane_engines_rows(case, shuffle, threads):
     """A table in scattered time order (docs/architecture.md, "Scattered input grouped by pane"): grouped by
-    pane first, it still gives the single-threaded pane engine's rows on the same table, bit for bit, with
-    runs of equal times (first/last ties) and any thread count; without a lateness bound, since with one the
+    pane first, or in bounded disorder (`late`: each row moved back by up to 500 places) cut into time ranges
+    by scans, it still gives the single-threaded pane engine's rows on the same table, bit for bit, with runs
+    of equal times (first/last ties) and any thread count; without a lateness bound, since with one the
     arrival order decides which rows are late."""
     t = case["table"]
     rng = np.random.default_rng(t.num_rows)
@@ -184,6 +189,8 @@ def test_scattered_tables_give_the_pane_engines_rows(case, shuffle, threads):
         half = (n + 1) // 2
         order = np.empty(n, np.int64)
         order[0::2], order[1::2] = np.arange(half), np.arange(half, n)
+    elif shuffle == "late":  # row i arrives at place i + d, d up to 500: a stream's bounded disorder
+        order = np.argsort(np.arange(n) + rng.integers(0, 501, n), kind="stable")
     else:  # blocks of 5,000 rows in random order
         blocks = np.arange(n) // 5000
         order = np.argsort(rng.permutation(blocks.max() + 1)[blocks] * n + np.arange(n), kind="stable")
