@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use super::emission::Emission;
 use super::sliding::{SLIDING_MIN_PANES, Sliding};
-use super::slots::{KeySlots, SlotStore};
+use super::slots::{KeySlots, KeyedPlan, SlotStore};
 use super::state::{InputValues, RowOrder, SKIP};
 use crate::error::Result;
 use crate::keys::KeyOrder;
@@ -44,15 +44,66 @@ pub struct PaneEngine {
     /// Dropped panes' key maps, emptied, for the next panes: a pane's map grows to the key ids' range, and
     /// growing one afresh for every pane cost more than lifting a pane's rows into its keys.
     spare: Vec<KeySlots>,
+    /// A batch's short runs, gathered by pane (see [`ShortRuns`]).
+    short: ShortRuns,
 }
 
 /// Runs of fewer rows than this (rows of a stream's bounded disorder near a pane's edge, where neighbouring rows
-/// alternate between two panes) are lifted by slot, with the batch's other short runs in one pass, rather than
-/// by key: a keyed lift costs a fused pass's set-up per run (its lane's scale, its records, their absorption),
-/// and runs of a few rows each had their sums at as many scales. Measured with `agg_scaling` (1000 random keys,
-/// count+sum+max, panes of 10,000 rows, each row's time moved back by up to 2,000 ms): 44 -> 58 M rows/s on
-/// 4M rows, 516 -> 407 M instructions on 2M; sorted input unchanged.
+/// alternate between two panes) are gathered by pane and lifted by key once per pane and batch (see
+/// [`ShortRuns`]): a keyed lift costs a fused pass's set-up (its lane's scale, its records, their absorption),
+/// and paid per run of a row or two it cost more than the rows, whose sums also landed at as many scales.
 const SHORT_RUN: usize = 64;
+
+/// The rows of a batch's short runs (see [`SHORT_RUN`]), by pane: gathered into one column of keys and one of
+/// values per pane, they are lifted by key like a long run. (Lifted by slot instead, a row of them cost some
+/// 130 instructions: nearly every row its own slot, each slot absorbed into every aggregate.)
+#[derive(Debug, Default)]
+struct ShortRuns {
+    /// `(pane, rows)`, panes in order of first appearance; the rows' vectors are kept for the next batch.
+    panes: Vec<(i64, Vec<u32>)>,
+    used: usize,
+    keys: Vec<u32>,
+    values: Vec<f64>,
+}
+
+impl ShortRuns {
+    /// Adds rows `rows` of pane `pane`.
+    fn add(&mut self, pane: i64, rows: std::ops::Range<usize>) {
+        let at = match self.panes[..self.used].iter().position(|p| p.0 == pane) {
+            Some(at) => at,
+            None => {
+                if self.used == self.panes.len() {
+                    self.panes.push((pane, Vec::new()));
+                }
+                self.panes[self.used].0 = pane;
+                self.used += 1;
+                self.used - 1
+            }
+        };
+        self.panes[at].1.extend(rows.map(|r| r as u32));
+    }
+
+    /// Lifts the rows added since the last call into their panes, through `plan`, and forgets them.
+    fn lift(
+        &mut self,
+        panes: &mut BTreeMap<i64, KeySlots>,
+        store: &mut SlotStore,
+        keys: &[u32],
+        plan: &KeyedPlan<'_>,
+    ) {
+        for (pane, rows) in &mut self.panes[..self.used] {
+            let group = panes.get_mut(pane).expect("a short run's pane is open");
+            self.keys.clear();
+            self.keys.extend(rows.iter().map(|&r| keys[r as usize]));
+            self.values.clear();
+            self.values
+                .extend(rows.iter().map(|&r| plan.values()[r as usize]));
+            store.lift_keyed_values(&self.keys, &self.values, plan, group);
+            rows.clear();
+        }
+        self.used = 0;
+    }
+}
 
 /// Emptied key maps kept for reuse (see `PaneEngine::spare`): about the panes dropped at one emission.
 const SPARE_MAPS: usize = 4;
@@ -71,6 +122,7 @@ impl PaneEngine {
             window_slot_of_key: Vec::new(),
             slots: Vec::new(),
             spare: Vec::new(),
+            short: ShortRuns::default(),
         }
     }
 
@@ -89,6 +141,7 @@ impl PaneEngine {
             store,
             slots,
             spare,
+            short,
             ..
         } = self;
         // Every row kept and the aggregates fused: each pane's run of rows is lifted by key, each key's slot
@@ -101,9 +154,6 @@ impl PaneEngine {
         if keyed.is_none() {
             slots.resize(ts.len(), SKIP);
         }
-        // Rows lifted by slot (`slots`) rather than by key: all of them without a keyed plan; with one, those
-        // of the short runs (see `SHORT_RUN`), which lie within `short`.
-        let mut short: Option<std::ops::Range<usize>> = keyed.is_none().then_some(0..ts.len());
         let kept = |i: usize| keep.is_none_or(|k| k[i]);
         let mut i = 0;
         while i < ts.len() {
@@ -117,19 +167,14 @@ impl PaneEngine {
             let (start, end) = spec.pane_bounds(id);
             let pane = (panes.entry(id)).or_insert_with(|| spare.pop().unwrap_or_default());
             let run = run_within(&ts[i..], start, end);
-            if let Some(plan) = &keyed
-                && run >= SHORT_RUN
-            {
-                store.lift_keyed(i..i + run, keys, plan, pane);
+            if let Some(plan) = &keyed {
+                if run >= SHORT_RUN {
+                    store.lift_keyed(i..i + run, keys, plan, pane);
+                } else {
+                    short.add(id, i..i + run);
+                }
                 i += run;
                 continue;
-            }
-            match &mut short {
-                Some(rows) => rows.end = rows.end.max(i + run),
-                None => {
-                    slots.resize(ts.len(), SKIP);
-                    short = Some(i..i + run);
-                }
             }
             let (out, run_keys) = (&mut slots[i..i + run], &keys[i..i + run]);
             match keep {
@@ -149,21 +194,9 @@ impl PaneEngine {
             }
             i += run;
         }
-        match short {
-            Some(rows) if rows.len() == ts.len() => store.update(slots, inputs, order),
-            Some(rows) => {
-                let inputs: Vec<InputValues> = (inputs.iter())
-                    .map(|v| v.slice(rows.start, rows.len()))
-                    .collect();
-                let order = RowOrder {
-                    ts: &order.ts[rows.clone()],
-                    by: order.by.map(|b| &b[rows.clone()]),
-                    seq0: order.seq0 + rows.start as u64,
-                    ..order
-                };
-                store.update(&slots[rows], &inputs, order);
-            }
-            None => {}
+        match &keyed {
+            Some(plan) => short.lift(panes, store, keys, plan),
+            None => store.update(slots, inputs, order),
         }
     }
 

@@ -178,6 +178,18 @@ impl SlotStore {
         plan: &KeyedPlan<'_>,
         group: &mut KeySlots,
     ) {
+        self.lift_keyed_values(&keys[rows.clone()], &plan.values[rows], plan, group);
+    }
+
+    /// [`Self::lift_keyed`] of rows given as their key ids and values (rows gathered from a batch, of one
+    /// group, all kept).
+    pub(crate) fn lift_keyed_values(
+        &mut self,
+        keys: &[u32],
+        values: &[f64],
+        plan: &KeyedPlan<'_>,
+        group: &mut KeySlots,
+    ) {
         struct ByKey<'a> {
             store: &'a mut SlotStore,
             group: &'a mut KeySlots,
@@ -193,7 +205,6 @@ impl SlotStore {
         // The pass's records leave the store while it runs: the sink allocates slots in it.
         let mut pass = std::mem::take(&mut self.fused);
         let mut sink = ByKey { store: self, group };
-        let (keys, values) = (&keys[rows.clone()], &plan.values[rows]);
         let ran = pass.run_keyed(keys, values, plan.needs, plan.key_count, &mut sink);
         debug_assert!(ran, "the plan checked the key count");
         self.fused = pass;
@@ -225,6 +236,13 @@ pub(crate) struct KeyedPlan<'a> {
     values: &'a [f64],
     needs: Needs,
     key_count: usize,
+}
+
+impl KeyedPlan<'_> {
+    /// The batch's values of the fused column.
+    pub(crate) fn values(&self) -> &[f64] {
+        self.values
+    }
 }
 
 /// The slots of one group of rows (a pane, a pane partition or a window): a slot per key present.
