@@ -15,9 +15,6 @@
 
 use std::collections::BTreeMap;
 
-use foldhash::fast::FixedState;
-use hashbrown::HashMap;
-
 use super::emission::Emission;
 use super::sliding::{SLIDING_MIN_PANES, Sliding};
 use super::slots::{KeySlots, KeyedPlan, SlotStore};
@@ -66,16 +63,11 @@ struct ShortRuns {
     /// are emptied vectors kept for the next batch.
     panes: Vec<(i64, Vec<u32>)>,
     used: usize,
-    /// Pane -> place in `panes`, and the place the last run went to (the pane a run alternates with is the
-    /// other of two, so most runs find theirs without the map).
-    place: HashMap<i64, usize, FixedState>,
-    last: usize,
     keys: Vec<u32>,
     values: Vec<f64>,
 }
 
-/// Room [`ShortRuns`] keeps between batches: a batch of scattered rows may gather every row in thousands of
-/// panes, and that must not stay allocated.
+/// Room [`ShortRuns`] keeps between batches: a batch's gathered rows must not stay allocated.
 const SHORT_KEEP_PANES: usize = 8;
 const SHORT_KEEP_ROWS: usize = 1 << 14;
 
@@ -85,28 +77,21 @@ const SHORT_KEEP_ROWS: usize = 1 << 14;
 const SHORT_MAX_PANES: usize = 16;
 
 impl ShortRuns {
-    /// Adds rows `rows` of pane `pane`.
+    /// Adds rows `rows` of pane `pane`: a search of at most [`SHORT_MAX_PANES`] + 1 panes, since the caller
+    /// lifts the rows by slot past that.
     fn add(&mut self, pane: i64, rows: std::ops::Range<usize>) {
-        let at = match self.panes.get(self.last) {
-            Some(&(p, _)) if self.last < self.used && p == pane => self.last,
-            _ => self.place(pane),
-        };
-        self.last = at;
-        self.panes[at].1.extend(rows.map(|r| r as u32));
-    }
-
-    /// `pane`'s place in `panes`, taken on first use.
-    #[inline(never)]
-    fn place(&mut self, pane: i64) -> usize {
-        let (panes, used) = (&mut self.panes, &mut self.used);
-        *self.place.entry(pane).or_insert_with(|| {
-            if *used == panes.len() {
-                panes.push((pane, Vec::new()));
+        let at = match self.panes[..self.used].iter().position(|p| p.0 == pane) {
+            Some(at) => at,
+            None => {
+                if self.used == self.panes.len() {
+                    self.panes.push((pane, Vec::new()));
+                }
+                self.panes[self.used].0 = pane;
+                self.used += 1;
+                self.used - 1
             }
-            panes[*used].0 = pane;
-            *used += 1;
-            *used - 1
-        })
+        };
+        self.panes[at].1.extend(rows.map(|r| r as u32));
     }
 
     /// Gives each row added since the last call its slot in its pane (`slots` has a place for every row of
@@ -159,10 +144,6 @@ impl ShortRuns {
         self.panes.truncate(SHORT_KEEP_PANES);
         release_large(&mut self.keys);
         release_large(&mut self.values);
-        self.place.clear();
-        if self.place.capacity() > SHORT_KEEP_ROWS {
-            self.place = HashMap::default();
-        }
     }
 }
 
