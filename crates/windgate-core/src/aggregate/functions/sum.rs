@@ -215,20 +215,11 @@ pub(super) struct SumFloat {
 }
 
 impl SumFloat {
-    /// [`Self::lower`] of every pair's combination (`SKIP`: no slot), and whether every pair had a value:
-    /// without merging the sums where they are one lane (`ExactSum::value_with`, `mean_with`), the common
-    /// case. `MEAN` is `self.mean`, a parameter so that the loop tests it once.
+    /// [`lower_two`] of every pair's combination (`SKIP`: no slot), and whether every pair had a value. `MEAN`
+    /// is `self.mean`, a parameter so that the loop tests it once.
     fn lower_pairs<const MEAN: bool>(&self, pairs: &[(u32, u32)]) -> (Vec<f64>, bool) {
         let (sum, n) = (&self.sum, &self.n);
-        let slow = |(a, b): (u32, u32), count: i64| match (a, b) {
-            (SKIP, SKIP) => 0.0,
-            (s, SKIP) | (SKIP, s) => self.lower(&sum[s as usize], count),
-            (a, b) => {
-                let mut total = sum[a as usize].clone();
-                total.merge(&sum[b as usize]);
-                self.lower(&total, count)
-            }
-        };
+        let get = |s: u32| (s != SKIP).then(|| &sum[s as usize]);
         let mut all_valid = true;
         let mut vals = Vec::with_capacity(pairs.len());
         for (i, &(a, b)) in pairs.iter().enumerate() {
@@ -239,15 +230,7 @@ impl SumFloat {
             }
             let count = pair_count(n, (a, b));
             all_valid &= count >= 1;
-            let fast = match (a, b) {
-                _ if a == SKIP && b == SKIP => None,
-                // One sum alone: a mean takes the lane's division; a sum's `value` is as quick.
-                (s, SKIP) | (SKIP, s) if MEAN => sum[s as usize].mean_with(&EMPTY, count),
-                (_, SKIP) | (SKIP, _) => None,
-                (a, b) if MEAN => sum[a as usize].mean_with(&sum[b as usize], count),
-                (a, b) => sum[a as usize].value_with(&sum[b as usize]),
-            };
-            vals.push(fast.unwrap_or_else(|| slow((a, b), count)));
+            vals.push(lower_two::<MEAN>(get(a), get(b), count));
         }
         (vals, all_valid)
     }
@@ -260,6 +243,44 @@ impl SumFloat {
         } else {
             sum.value()
         }
+    }
+}
+
+/// The output of the combination of sums `a` and `b` (`None`: no sum) holding `count` values: their mean
+/// (`MEAN`), or the sum rounded once. Straight from the two lanes in the common case (`ExactSum::value_with`,
+/// `mean_with`), else through their merge, out of line so that the common path's loop stays small (0.6% fewer
+/// instructions for count+sum+max over 2 M rows in 6-pane windows, callgrind).
+#[inline(always)]
+fn lower_two<const MEAN: bool>(a: Option<&ExactSum>, b: Option<&ExactSum>, count: i64) -> f64 {
+    let fast = match (a, b) {
+        (None, None) => return 0.0,
+        // One sum alone: a mean takes the lane's division; a sum's `value` is as quick.
+        (Some(s), None) | (None, Some(s)) if MEAN => s.mean_with(&EMPTY, count),
+        (Some(_), None) | (None, Some(_)) => None,
+        (Some(a), Some(b)) if MEAN => a.mean_with(b, count),
+        (Some(a), Some(b)) => a.value_with(b),
+    };
+    fast.unwrap_or_else(|| lower_merged::<MEAN>(a, b, count))
+}
+
+/// [`lower_two`] through the merged sum.
+#[inline(never)]
+fn lower_merged<const MEAN: bool>(a: Option<&ExactSum>, b: Option<&ExactSum>, count: i64) -> f64 {
+    let lower = |sum: &ExactSum| {
+        if MEAN && count > 0 {
+            sum.mean(count)
+        } else {
+            sum.value()
+        }
+    };
+    match (a, b) {
+        (Some(s), None) | (None, Some(s)) => lower(s),
+        (Some(a), Some(b)) => {
+            let mut total = a.clone();
+            total.merge(b);
+            lower(&total)
+        }
+        (None, None) => 0.0,
     }
 }
 
