@@ -67,6 +67,41 @@ struct ShortRuns {
     values: Vec<f64>,
 }
 
+/// Pane `id`'s key map, opened (from the spare maps) if the pane is new.
+fn open<'a>(
+    panes: &'a mut BTreeMap<i64, KeySlots>,
+    spare: &mut Vec<KeySlots>,
+    id: i64,
+) -> &'a mut KeySlots {
+    (panes.entry(id)).or_insert_with(|| spare.pop().unwrap_or_default())
+}
+
+/// The last two panes a batch's runs fell in, `(pane, start, end)`, newest first: rows in bounded disorder near a
+/// pane's edge alternate between two panes, and each run paid a division for its pane and a multiplication for
+/// the pane's times.
+/// Empty ranges at first, which hold no time.
+#[derive(Debug, Default)]
+struct RecentPanes([(i64, i64, i64); 2]);
+
+impl RecentPanes {
+    /// The pane of time `t` and its times `[start, end)`.
+    #[inline]
+    fn pane_of(&mut self, t: i64, spec: &WindowSpec) -> (i64, i64, i64) {
+        let [a, b] = self.0;
+        if (a.1..a.2).contains(&t) {
+            return a;
+        }
+        if (b.1..b.2).contains(&t) {
+            self.0 = [b, a];
+            return b;
+        }
+        let id = spec.pane_of(t);
+        let (start, end) = spec.pane_bounds(id);
+        self.0 = [(id, start, end), a];
+        (id, start, end)
+    }
+}
+
 /// Room [`ShortRuns`] keeps between batches: a batch's gathered rows must not stay allocated.
 const SHORT_KEEP_PANES: usize = 8;
 const SHORT_KEEP_ROWS: usize = 1 << 14;
@@ -78,20 +113,21 @@ const SHORT_MAX_PANES: usize = 16;
 
 impl ShortRuns {
     /// Adds rows `rows` of pane `pane`: a search of at most [`SHORT_MAX_PANES`] + 1 panes, since the caller
-    /// lifts the rows by slot past that.
-    fn add(&mut self, pane: i64, rows: std::ops::Range<usize>) {
-        let at = match self.panes[..self.used].iter().position(|p| p.0 == pane) {
-            Some(at) => at,
+    /// lifts the rows by slot past that. Returns whether the pane is new to the batch.
+    fn add(&mut self, pane: i64, rows: std::ops::Range<usize>) -> bool {
+        let (at, new) = match self.panes[..self.used].iter().position(|p| p.0 == pane) {
+            Some(at) => (at, false),
             None => {
                 if self.used == self.panes.len() {
                     self.panes.push((pane, Vec::new()));
                 }
                 self.panes[self.used].0 = pane;
                 self.used += 1;
-                self.used - 1
+                (self.used - 1, true)
             }
         };
         self.panes[at].1.extend(rows.map(|r| r as u32));
+        new
     }
 
     /// Gives each row added since the last call its slot in its pane (`slots` has a place for every row of
@@ -206,6 +242,7 @@ impl PaneEngine {
         let kept = |i: usize| keep.is_none_or(|k| k[i]);
         // With a keyed plan, whether this batch's short runs are lifted by slot (see `SHORT_MAX_PANES`).
         let mut scattered = false;
+        let mut recent = RecentPanes::default();
         let mut i = 0;
         while i < ts.len() {
             if !kept(i) {
@@ -214,19 +251,21 @@ impl PaneEngine {
             }
             // The run of rows from row i within one pane (in-order input comes in long runs): one pane
             // lookup per run, then a key lookup per row.
-            let id = spec.pane_of(ts[i]);
-            let (start, end) = spec.pane_bounds(id);
-            let pane = (panes.entry(id)).or_insert_with(|| spare.pop().unwrap_or_default());
+            let (id, start, end) = recent.pane_of(ts[i], spec);
             let run = run_within(&ts[i..], start, end);
             if let Some(plan) = &keyed {
                 if run >= SHORT_RUN {
-                    store.lift_keyed(i..i + run, keys, plan, pane);
+                    store.lift_keyed(i..i + run, keys, plan, open(panes, spare, id));
                 } else if scattered {
+                    let pane = open(panes, spare, id);
                     for r in i..i + run {
                         slots[r] = pane.slot(keys[r], store);
                     }
                 } else {
-                    short.add(id, i..i + run);
+                    // The pane's map is looked up when the batch first gathers rows of it, not per run.
+                    if short.add(id, i..i + run) {
+                        open(panes, spare, id);
+                    }
                     if short.used > SHORT_MAX_PANES {
                         // Scattered rows: a keyed pass per pane would cost more than the rows. By slot from
                         // here on, the rows gathered so far included.
@@ -238,6 +277,7 @@ impl PaneEngine {
                 i += run;
                 continue;
             }
+            let pane = open(panes, spare, id);
             let (out, run_keys) = (&mut slots[i..i + run], &keys[i..i + run]);
             match keep {
                 None => {
