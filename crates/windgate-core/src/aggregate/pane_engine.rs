@@ -67,41 +67,6 @@ struct ShortRuns {
     values: Vec<f64>,
 }
 
-/// Pane `id`'s key map, opened (from the spare maps) if the pane is new.
-fn open<'a>(
-    panes: &'a mut BTreeMap<i64, KeySlots>,
-    spare: &mut Vec<KeySlots>,
-    id: i64,
-) -> &'a mut KeySlots {
-    (panes.entry(id)).or_insert_with(|| spare.pop().unwrap_or_default())
-}
-
-/// The last two panes a batch's runs fell in, `(pane, start, end)`, newest first: rows in bounded disorder near a
-/// pane's edge alternate between two panes, and each run paid a division for its pane and a multiplication for
-/// the pane's times.
-/// Empty ranges at first, which hold no time.
-#[derive(Debug, Default)]
-struct RecentPanes([(i64, i64, i64); 2]);
-
-impl RecentPanes {
-    /// The pane of time `t` and its times `[start, end)`.
-    #[inline]
-    fn pane_of(&mut self, t: i64, spec: &WindowSpec) -> (i64, i64, i64) {
-        let [a, b] = self.0;
-        if (a.1..a.2).contains(&t) {
-            return a;
-        }
-        if (b.1..b.2).contains(&t) {
-            self.0 = [b, a];
-            return b;
-        }
-        let id = spec.pane_of(t);
-        let (start, end) = spec.pane_bounds(id);
-        self.0 = [(id, start, end), a];
-        (id, start, end)
-    }
-}
-
 /// Room [`ShortRuns`] keeps between batches: a batch's gathered rows must not stay allocated.
 const SHORT_KEEP_PANES: usize = 8;
 const SHORT_KEEP_ROWS: usize = 1 << 14;
@@ -190,6 +155,40 @@ fn release_large<T>(v: &mut Vec<T>) {
     }
 }
 
+/// Pane `id`'s key map, opened (from the spare maps) if the pane is new.
+fn open<'a>(
+    panes: &'a mut BTreeMap<i64, KeySlots>,
+    spare: &mut Vec<KeySlots>,
+    id: i64,
+) -> &'a mut KeySlots {
+    (panes.entry(id)).or_insert_with(|| spare.pop().unwrap_or_default())
+}
+
+/// The last two panes a batch's runs fell in, `(pane, start, end)`, newest first: rows in bounded disorder near a
+/// pane's edge alternate between two panes, and each run paid a division for its pane and a multiplication for
+/// the pane's times. Empty ranges at first, which hold no time.
+#[derive(Debug, Default)]
+struct RecentPanes([(i64, i64, i64); 2]);
+
+impl RecentPanes {
+    /// The pane of time `t` and its times `[start, end)`.
+    #[inline]
+    fn pane_of(&mut self, t: i64, spec: &WindowSpec) -> (i64, i64, i64) {
+        let [a, b] = self.0;
+        if (a.1..a.2).contains(&t) {
+            return a;
+        }
+        if (b.1..b.2).contains(&t) {
+            self.0 = [b, a];
+            return b;
+        }
+        let id = spec.pane_of(t);
+        let (start, end) = spec.pane_bounds(id);
+        self.0 = [(id, start, end), a];
+        (id, start, end)
+    }
+}
+
 /// Emptied key maps kept for reuse (see `PaneEngine::spare`): about the panes dropped at one emission.
 const SPARE_MAPS: usize = 4;
 
@@ -253,6 +252,12 @@ impl PaneEngine {
             // lookup per run, then a key lookup per row.
             let (id, start, end) = recent.pane_of(ts[i], spec);
             let run = run_within(&ts[i..], start, end);
+            // Row i lies in `[start, end)`, so the loop advances.
+            debug_assert!(
+                run > 0,
+                "row {i} at {} outside its pane [{start}, {end})",
+                ts[i]
+            );
             if let Some(plan) = &keyed {
                 if run >= SHORT_RUN {
                     store.lift_keyed(i..i + run, keys, plan, open(panes, spare, id));
