@@ -11,7 +11,9 @@ use arrow_select::concat::concat_batches;
 use common::{Case, Row, batch, case, case_options};
 use proptest::prelude::*;
 use windgate_core::aggregate::batch::{Tuning, window_aggregate_in_pieces, window_aggregate_tuned};
-use windgate_core::aggregate::{Span, Strategy, WindowAggregateOptions, window_aggregate};
+use windgate_core::aggregate::{
+    LatenessOpt, Span, Strategy, WindowAggregateOptions, window_aggregate,
+};
 
 /// Every single-source strategy of the registry (the designs that merge time-sorted sources have their own
 /// tests in `multiway.rs`).
@@ -291,7 +293,8 @@ proptest! {
 
     /// Aggregates the fused pass lifts by key (count, sum, mean, min, max of a column without nulls) over rows
     /// in bounded disorder: long runs of one pane lifted by key and the short runs at panes' edges lifted by
-    /// slot, in one batch, give the reference engine's rows.
+    /// slot, in one batch, give the reference engine's rows; also under a lateness bound the disorder may
+    /// exceed, whose dropped rows cut the runs.
     #[test]
     fn short_and_long_pane_runs_in_one_batch_give_the_reference_rows(
         n in 200usize..3000,
@@ -302,6 +305,7 @@ proptest! {
         seed in any::<u64>(),
         batch_rows in 100usize..5000,
         piece in prop_oneof![Just(1usize << 15), 64usize..2000],
+        lateness in prop::option::of(0i64..100),
     ) {
         let input = vec![jittered(n, keys, disorder, seed, batch_rows)];
         let aggs = vec![
@@ -312,6 +316,7 @@ proptest! {
         o.slide = Some(Span::Units(pane));
         o.by = vec!["k".into()];
         o.threads = Some(1);
+        o.lateness = lateness.map_or(LatenessOpt::Exact, |k| LatenessOpt::Bound(Span::Units(k)));
         let run = |strategy: Strategy| {
             let mut o = o.clone();
             o.strategy = strategy;

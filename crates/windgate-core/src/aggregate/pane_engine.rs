@@ -228,12 +228,9 @@ impl PaneEngine {
             short,
             ..
         } = self;
-        // Every row kept and the aggregates fused: each pane's run of rows is lifted by key, each key's slot
-        // looked up once per run rather than once per row.
-        let keyed = keep
-            .is_none()
-            .then(|| store.keyed_plan(inputs, keys))
-            .flatten();
+        // The aggregates fused: each pane's run of kept rows is lifted by key, each key's slot looked up once
+        // per run rather than once per row.
+        let keyed = store.keyed_plan(inputs, keys);
         slots.clear();
         if keyed.is_none() {
             slots.resize(ts.len(), SKIP);
@@ -242,6 +239,9 @@ impl PaneEngine {
         // With a keyed plan, whether this batch's short runs are lifted by slot (see `SHORT_MAX_PANES`).
         let mut scattered = false;
         let mut recent = RecentPanes::default();
+        // The pane of the last run found and the end of its rows: a run the keyed lift cut at a dropped row
+        // resumes there, without testing its rows' times again.
+        let mut found = (0, 0);
         let mut i = 0;
         while i < ts.len() {
             if !kept(i) {
@@ -250,15 +250,21 @@ impl PaneEngine {
             }
             // The run of rows from row i within one pane (in-order input comes in long runs): one pane
             // lookup per run, then a key lookup per row.
-            let (id, start, end) = recent.pane_of(ts[i], spec);
-            let run = run_within(&ts[i..], start, end);
-            // Row i lies in `[start, end)`, so the loop advances.
-            debug_assert!(
-                run > 0,
-                "row {i} at {} outside its pane [{start}, {end})",
-                ts[i]
-            );
+            if i >= found.1 {
+                let (id, start, end) = recent.pane_of(ts[i], spec);
+                let run = run_within(&ts[i..], start, end);
+                // Row i lies in `[start, end)`, so the loop advances.
+                debug_assert!(
+                    run > 0,
+                    "row {i} at {} outside its pane [{start}, {end})",
+                    ts[i]
+                );
+                found = (id, i + run);
+            }
+            let (id, run) = (found.0, found.1 - i);
             if let Some(plan) = &keyed {
+                // A run lifted by key holds kept rows only: it ends at the first row the admission dropped.
+                let run = keep.map_or(run, |k| kept_prefix(&k[i..i + run]));
                 if run >= SHORT_RUN {
                     store.lift_keyed(i..i + run, keys, plan, open(panes, spare, id));
                 } else if scattered {
@@ -487,6 +493,11 @@ fn run_within_blocks(ts: &[i64], start: i64, end: i64) -> usize {
         run += block.len();
     }
     run
+}
+
+/// How many of the rows `keep` flags, from the first, are kept (at least one: a run starts at a kept row).
+fn kept_prefix(keep: &[bool]) -> usize {
+    keep.iter().position(|&k| !k).unwrap_or(keep.len())
 }
 
 /// Rows a pane run is tested by at once (see [`run_within`]).
