@@ -4,7 +4,7 @@
 
 use arrow_buffer::NullBuffer;
 
-use super::kslack::{Admission, KSlack, Lateness};
+use super::kslack::{Admission, BoundedVerdicts, KSlack, Lateness};
 use crate::error::{Error, ErrorKind, Result};
 use crate::prefetch::min_max;
 use crate::time::TimeFormat;
@@ -115,11 +115,14 @@ pub fn admit(
 ) -> Result<BatchAdmission> {
     let n = ts.len();
     let mut a = BatchAdmission::default();
-    if nulls.is_none_or(|nl| nl.null_count() == 0)
-        && let Some(range) = admit_all(ks, ts, r.range)
-    {
-        a.range = Some(range);
-        return Ok(a);
+    if nulls.is_none_or(|nl| nl.null_count() == 0) {
+        if let Some(range) = admit_all(ks, ts, r.range) {
+            a.range = Some(range);
+            return Ok(a);
+        }
+        if matches!(ks.policy(), Lateness::Fixed(_) | Lateness::Sorted) {
+            return admit_bounded(ks, ts, r);
+        }
     }
     let (mut lo, mut hi) = (i64::MAX, i64::MIN);
     for (i, &t) in ts.iter().enumerate() {
@@ -140,35 +143,7 @@ pub fn admit(
             continue;
         }
         if let Admission::Late { watermark } = ks.observe(t) {
-            if ks.policy() == Lateness::Sorted {
-                return Err(Error::new(
-                    ErrorKind::LateRow,
-                    format!(
-                        "source {} is not sorted by time: row {} of {} has {} = {} after {}; \
-                         sources merged without lateness must be sorted (pass lateness=... to accept disorder)",
-                        r.source,
-                        r.first_row + i,
-                        r.what,
-                        r.time,
-                        r.format.format(t),
-                        r.format.format(watermark)
-                    ),
-                ));
-            }
-            if r.on_late == OnLate::Error {
-                return Err(Error::new(
-                    ErrorKind::LateRow,
-                    format!(
-                        "late row: row {} of {} has {} = {}, below the watermark {} \
-                         (on_late=\"error\"; use on_late=\"drop\" to drop and count late rows)",
-                        r.first_row + i,
-                        r.what,
-                        r.time,
-                        r.format.format(t),
-                        r.format.format(watermark)
-                    ),
-                ));
-            }
+            refuse_late(ks.policy(), r, i, t, watermark)?;
             a.late += 1;
             a.keep.get_or_insert_with(|| vec![true; n])[i] = false;
             a.late_at.push((i as u32, watermark));
@@ -179,6 +154,59 @@ pub fn admit(
     }
     a.range = (lo <= hi).then_some((lo, hi));
     Ok(a)
+}
+
+/// [`admit`] of a null-free slice under a fixed bound or sorted sources that [`admit_all`] did not take (rows
+/// out of order): one pass without a branch per row on the K-slack's steps (`KSlack::observe_bounded`).
+fn admit_bounded(ks: &mut KSlack, ts: &[i64], r: &Rules) -> Result<BatchAdmission> {
+    let mut keep = vec![true; ts.len()];
+    let BoundedVerdicts { late_at, range } = ks.observe_bounded(ts, &mut keep);
+    if let Some(&(i, watermark)) = late_at.first() {
+        let i = i as usize;
+        refuse_late(ks.policy(), r, i, ts[i], watermark)?;
+    }
+    Ok(BatchAdmission {
+        keep: (!late_at.is_empty()).then_some(keep),
+        late: late_at.len() as u64,
+        null_time: 0,
+        range,
+        late_at,
+    })
+}
+
+/// The error for row `i` (time `t`), below the watermark it met, when sorted sources or `on_late="error"`
+/// refuse it.
+fn refuse_late(policy: Lateness, r: &Rules, i: usize, t: i64, watermark: i64) -> Result<()> {
+    if policy == Lateness::Sorted {
+        return Err(Error::new(
+            ErrorKind::LateRow,
+            format!(
+                "source {} is not sorted by time: row {} of {} has {} = {} after {}; \
+                 sources merged without lateness must be sorted (pass lateness=... to accept disorder)",
+                r.source,
+                r.first_row + i,
+                r.what,
+                r.time,
+                r.format.format(t),
+                r.format.format(watermark)
+            ),
+        ));
+    }
+    if r.on_late == OnLate::Error {
+        return Err(Error::new(
+            ErrorKind::LateRow,
+            format!(
+                "late row: row {} of {} has {} = {}, below the watermark {} \
+                 (on_late=\"error\"; use on_late=\"drop\" to drop and count late rows)",
+                r.first_row + i,
+                r.what,
+                r.time,
+                r.format.format(t),
+                r.format.format(watermark)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The common cases where no row of a null-free slice can be late, decided in one vectorised pass instead of
@@ -239,7 +267,80 @@ mod tests {
         ]
     }
 
+    /// Times of every kind: a small range (ties, disorder, late rows) and the extremes.
+    fn times() -> impl Strategy<Value = i64> {
+        prop_oneof![
+            8 => 0i64..40,
+            1 => Just(i64::MIN),
+            1 => Just(i64::MAX),
+            1 => any::<i64>(),
+        ]
+    }
+
+    /// A first row at the least time is a new maximum: the watermark moves to it (as `observe` moves it).
+    #[test]
+    fn a_bounded_slice_at_the_least_time_moves_the_watermark() {
+        for policy in [Lateness::Fixed(2), Lateness::Sorted] {
+            let (mut whole, mut single) = (KSlack::new(policy), KSlack::new(policy));
+            let BoundedVerdicts { late_at, range } =
+                whole.observe_bounded(&[i64::MIN; 2], &mut [false; 2]);
+            single.observe(i64::MIN);
+            assert_eq!(whole.watermark(), Some(i64::MIN));
+            assert_eq!(whole.watermark(), single.watermark());
+            assert_eq!((late_at, range), (vec![], Some((i64::MIN, i64::MIN))));
+            let late_at = whole.observe_bounded(&[5, 1], &mut [false; 2]).late_at;
+            assert_eq!(late_at, vec![(1, 5 - whole.k())], "{policy:?}");
+        }
+    }
+
     proptest! {
+        /// `observe_bounded` gives `observe`'s verdicts row by row (with the watermark each late row met),
+        /// the admitted rows' range and the same state after, from any state: a K-slack that saw rows under
+        /// any policy and was restored under a fixed bound or as sorted.
+        #[test]
+        fn bounded_slices_observe_as_single_rows(
+            before in policy(),
+            after in prop_oneof![(0i64..12).prop_map(Lateness::Fixed), Just(Lateness::Sorted)],
+            seen in prop::collection::vec(times(), 0..8),
+            ts in prop::collection::vec(times(), 0..300),
+            jitter in prop::option::of(0i64..4),
+        ) {
+            // Rows in time order moved back by up to `jitter`, whole blocks of which are admitted at once.
+            let ts: Vec<i64> = match jitter {
+                Some(j) => (ts.iter().enumerate())
+                    .map(|(i, t)| i as i64 / 16 - t.rem_euclid(j + 1))
+                    .collect(),
+                None => ts,
+            };
+            let mut ks = KSlack::new(before);
+            for &t in &seen {
+                ks.observe(t);
+            }
+            let mut whole = ks.clone().with_policy(after);
+            let mut single = whole.clone();
+            let mut keep = vec![false; ts.len()];
+            let BoundedVerdicts { late_at, range } = whole.observe_bounded(&ts, &mut keep);
+            let mut want_late = vec![];
+            let mut want_keep = vec![];
+            for (i, &t) in ts.iter().enumerate() {
+                match single.observe(t) {
+                    Admission::Late { watermark } => want_late.push((i as u32, watermark)),
+                    Admission::Admit => {}
+                }
+                want_keep.push(want_late.last().is_none_or(|&(j, _)| j as usize != i));
+            }
+            let kept = ts.iter().zip(&want_keep).filter(|&(_, &k)| k).map(|(&t, _)| t);
+            let want_range = kept.fold(None, |r: Option<(i64, i64)>, t| {
+                Some(r.map_or((t, t), |(lo, hi)| (lo.min(t), hi.max(t))))
+            });
+            prop_assert_eq!(keep, want_keep);
+            prop_assert_eq!(late_at, want_late);
+            prop_assert_eq!(range, want_range);
+            prop_assert_eq!(whole.watermark(), single.watermark());
+            prop_assert_eq!(whole.max_ts(), single.max_ts());
+            prop_assert_eq!(whole.k(), single.k());
+        }
+
         /// Whole slices (the vectorised fast paths included) admit exactly what row-by-row admission admits
         /// and leave the K-slack in the same state.
         #[test]

@@ -144,6 +144,69 @@ impl KSlack {
         }
     }
 
+    /// [`Self::observe`] for every row of `ts` under a fixed bound or sorted sources: the same verdicts and
+    /// the same state after, with no branch on whether a row is a new maximum (in bounded disorder that is a
+    /// coin toss a branch predictor loses). Sets `keep[i]` to whether row i is admitted and returns each late
+    /// row's index and the watermark it met, in row order, and the admitted rows' least and greatest time.
+    pub(crate) fn observe_bounded(
+        &mut self,
+        ts: &[Timestamp],
+        keep: &mut [bool],
+    ) -> BoundedVerdicts {
+        debug_assert!(matches!(self.policy, Lateness::Fixed(_) | Lateness::Sorted));
+        let start = BoundedSteps {
+            k: self.k,
+            // `None`: minus infinity, which no row is below.
+            wm: self.watermark.unwrap_or(Timestamp::MIN),
+            t_max: self.t_max.unwrap_or(Timestamp::MIN),
+            seen: self.t_max.is_some(),
+            moved: false,
+        };
+        // The verdicts alone first, block by block: a block none of whose rows can be late (see
+        // `BoundedSteps::admit_block`) takes one test, the others a step per row.
+        let mut steps = start;
+        let mut late = 0;
+        for (block, kept) in ts.chunks(BOUNDED_BLOCK).zip(keep.chunks_mut(BOUNDED_BLOCK)) {
+            if steps.admit_block(block) {
+                kept.fill(true);
+                continue;
+            }
+            for (&t, kept) in block.iter().zip(kept) {
+                let is_late = steps.step(t);
+                *kept = !is_late;
+                late += usize::from(is_late);
+            }
+        }
+        if steps.seen {
+            self.t_max = Some(steps.t_max);
+        }
+        if steps.moved {
+            self.watermark = Some(steps.wm);
+        }
+        if late == 0 {
+            return BoundedVerdicts {
+                late_at: Vec::new(),
+                range: crate::prefetch::min_max(ts),
+            };
+        }
+        // Some rows are late: the steps again, for the watermark each met and the others' range.
+        let (mut steps, mut late_at) = (start, Vec::with_capacity(late));
+        let (mut lo, mut hi) = (Timestamp::MAX, Timestamp::MIN);
+        for (i, &t) in ts.iter().enumerate() {
+            let wm = steps.wm;
+            if steps.step(t) {
+                late_at.push((i as u32, wm));
+            } else {
+                lo = lo.min(t);
+                hi = hi.max(t);
+            }
+        }
+        BoundedVerdicts {
+            late_at,
+            range: (lo <= hi).then_some((lo, hi)),
+        }
+    }
+
     fn observe_adaptive(&mut self, ts: Timestamp) -> Admission {
         self.buf_min = Some(self.buf_min.map_or(ts, |m| m.min(ts)));
         if self.t_max.is_none_or(|m| ts > m) {
@@ -159,6 +222,72 @@ impl KSlack {
             Some(wm) if ts < wm => Admission::Late { watermark: wm },
             _ => Admission::Admit,
         }
+    }
+}
+
+/// What [`KSlack::observe_bounded`] found besides each row's verdict.
+pub(crate) struct BoundedVerdicts {
+    /// Each late row's index and the watermark it met, in row order.
+    pub(crate) late_at: Vec<(u32, Timestamp)>,
+    /// The admitted rows' least and greatest time.
+    pub(crate) range: Option<(Timestamp, Timestamp)>,
+}
+
+/// [`KSlack`]'s steps under a fixed bound (or sorted sources) as plain values, for loops that keep them in
+/// registers (see [`KSlack::observe_bounded`]): the watermark, the greatest time, whether a row was seen
+/// (the greatest time means nothing before) and whether the watermark moved.
+#[derive(Debug, Clone, Copy)]
+struct BoundedSteps {
+    k: i64,
+    wm: Timestamp,
+    t_max: Timestamp,
+    seen: bool,
+    moved: bool,
+}
+
+/// Rows [`KSlack::observe_bounded`] tests at once.
+const BOUNDED_BLOCK: usize = 64;
+
+impl BoundedSteps {
+    /// Takes every row of `block` at once when none can be late, and says so. Its rows meet the current
+    /// watermark until the block's first new maximum, then at most its greatest time minus K: a block whose
+    /// least time is at least both is admitted whole and leaves its greatest time and that watermark. Rows
+    /// in disorder well within the bound pass this test; a step per row has a compare, a select and the next
+    /// row's compare in one chain.
+    #[inline]
+    fn admit_block(&mut self, block: &[Timestamp]) -> bool {
+        // Vectorised where the CPU has 64-bit compares (a plain fold compiles to a branch per row).
+        let Some((lo, hi)) = crate::prefetch::min_max(block) else {
+            return false;
+        };
+        let new_max = !self.seen | (hi > self.t_max);
+        if lo < self.wm || (new_max && lo < hi.saturating_sub(self.k)) {
+            return false;
+        }
+        if new_max {
+            self.t_max = hi;
+            self.wm = hi.saturating_sub(self.k);
+            self.seen = true;
+            self.moved = true;
+        }
+        true
+    }
+
+    /// One row of [`KSlack::observe`]: whether it is late (below `self.wm`, the watermark it met); if not,
+    /// a new maximum moves the watermark to itself minus K. Selects rather than branches.
+    #[inline(always)]
+    fn step(&mut self, t: Timestamp) -> bool {
+        let late = t < self.wm;
+        let new_max = !late & (!self.seen | (t > self.t_max));
+        self.seen |= !late;
+        self.moved |= new_max;
+        self.t_max = if new_max { t } else { self.t_max };
+        self.wm = if new_max {
+            t.saturating_sub(self.k)
+        } else {
+            self.wm
+        };
+        late
     }
 }
 
