@@ -18,6 +18,7 @@ mod keyed_checkpoint;
 pub(crate) mod operator;
 pub(crate) mod options;
 pub(crate) mod pane_engine;
+mod pane_runs;
 pub(crate) mod parallel;
 pub(crate) mod partial;
 mod ranges;

@@ -16,8 +16,12 @@
 use std::collections::BTreeMap;
 
 use super::emission::Emission;
+use super::pane_runs::{
+    RecentPanes, SHORT_MAX_PANES, SHORT_RUN, SPAN_PANES, ShortRuns, keep_spare, kept_prefix,
+    lift_span, open, pane_span, run_within, span_min_rows,
+};
 use super::sliding::{SLIDING_MIN_PANES, Sliding};
-use super::slots::{KeySlots, KeyedPlan, SlotStore};
+use super::slots::{KeySlots, SlotStore};
 use super::state::{InputValues, RowOrder, SKIP};
 use crate::error::Result;
 use crate::keys::KeyOrder;
@@ -47,150 +51,6 @@ pub struct PaneEngine {
     /// A batch's short runs, gathered by pane (see [`ShortRuns`]).
     short: ShortRuns,
 }
-
-/// Runs of fewer rows than this (rows of a stream's bounded disorder near a pane's edge, where neighbouring rows
-/// alternate between two panes) are gathered by pane and lifted by key once per pane and batch (see
-/// [`ShortRuns`]): a keyed lift costs a fused pass's set-up (its lane's scale, its records, their absorption),
-/// and paid per run of a row or two it cost more than the rows, whose sums also landed at as many scales.
-const SHORT_RUN: usize = 64;
-
-/// The rows of a batch's short runs (see [`SHORT_RUN`]), by pane: gathered into one column of keys and one of
-/// values per pane, they are lifted by key like a long run. (Lifted by slot instead, a row of them cost some
-/// 130 instructions: nearly every row its own slot, each slot absorbed into every aggregate.)
-#[derive(Debug, Default)]
-struct ShortRuns {
-    /// `(pane, rows)`, panes in order of first appearance; the first `used` hold this batch's rows, the rest
-    /// are emptied vectors kept for the next batch.
-    panes: Vec<(i64, Vec<u32>)>,
-    used: usize,
-    keys: Vec<u32>,
-    values: Vec<f64>,
-}
-
-/// Room [`ShortRuns`] keeps between batches: a batch's gathered rows must not stay allocated.
-const SHORT_KEEP_PANES: usize = 8;
-const SHORT_KEEP_ROWS: usize = 1 << 14;
-
-/// Panes a batch's short runs may fall in before they are lifted by slot instead of gathered (scattered rows,
-/// a row or two a pane, would pay a keyed pass per pane). Measured on a shuffled table with panes of 1 ms and
-/// windows of 6 (`strategy="pane"`, one row a pane and batch): 0.23 M rows/s gathered, 0.34 M by slot.
-const SHORT_MAX_PANES: usize = 16;
-
-impl ShortRuns {
-    /// Adds rows `rows` of pane `pane`: a search of at most [`SHORT_MAX_PANES`] + 1 panes, since the caller
-    /// lifts the rows by slot past that. Returns whether the pane is new to the batch.
-    fn add(&mut self, pane: i64, rows: std::ops::Range<usize>) -> bool {
-        let (at, new) = match self.panes[..self.used].iter().position(|p| p.0 == pane) {
-            Some(at) => (at, false),
-            None => {
-                if self.used == self.panes.len() {
-                    self.panes.push((pane, Vec::new()));
-                }
-                self.panes[self.used].0 = pane;
-                self.used += 1;
-                (self.used - 1, true)
-            }
-        };
-        self.panes[at].1.extend(rows.map(|r| r as u32));
-        new
-    }
-
-    /// Gives each row added since the last call its slot in its pane (`slots` has a place for every row of
-    /// the batch), and forgets them.
-    fn place_rows(
-        &mut self,
-        panes: &mut BTreeMap<i64, KeySlots>,
-        store: &mut SlotStore,
-        keys: &[u32],
-        slots: &mut [u32],
-    ) {
-        for (pane, rows) in &self.panes[..self.used] {
-            let group = panes.get_mut(pane).expect("a short run's pane is open");
-            for &r in rows {
-                slots[r as usize] = group.slot(keys[r as usize], store);
-            }
-        }
-        self.forget();
-    }
-
-    /// Lifts the rows added since the last call into their panes, through `plan`, and forgets them.
-    fn lift(
-        &mut self,
-        panes: &mut BTreeMap<i64, KeySlots>,
-        store: &mut SlotStore,
-        keys: &[u32],
-        plan: &KeyedPlan<'_>,
-    ) {
-        for (pane, rows) in &mut self.panes[..self.used] {
-            let group = panes.get_mut(pane).expect("a short run's pane is open");
-            self.keys.clear();
-            self.keys.extend(rows.iter().map(|&r| keys[r as usize]));
-            self.values.clear();
-            self.values
-                .extend(rows.iter().map(|&r| plan.values()[r as usize]));
-            store.lift_keyed_values(&self.keys, &self.values, plan, group);
-            rows.clear();
-        }
-        self.forget();
-    }
-
-    /// Empties the panes' rows (they were lifted), keeping no more room than [`SHORT_KEEP_PANES`] and
-    /// [`SHORT_KEEP_ROWS`] say.
-    fn forget(&mut self) {
-        self.panes[..self.used].iter_mut().for_each(|(_, rows)| {
-            rows.clear();
-            release_large(rows);
-        });
-        self.used = 0;
-        self.panes.truncate(SHORT_KEEP_PANES);
-        release_large(&mut self.keys);
-        release_large(&mut self.values);
-    }
-}
-
-/// Frees `v`'s room if it outgrew what [`ShortRuns`] keeps between batches.
-fn release_large<T>(v: &mut Vec<T>) {
-    if v.capacity() > SHORT_KEEP_ROWS {
-        *v = Vec::new();
-    }
-}
-
-/// Pane `id`'s key map, opened (from the spare maps) if the pane is new.
-fn open<'a>(
-    panes: &'a mut BTreeMap<i64, KeySlots>,
-    spare: &mut Vec<KeySlots>,
-    id: i64,
-) -> &'a mut KeySlots {
-    (panes.entry(id)).or_insert_with(|| spare.pop().unwrap_or_default())
-}
-
-/// The last two panes a batch's runs fell in, `(pane, start, end)`, newest first: rows in bounded disorder near a
-/// pane's edge alternate between two panes, and each run paid a division for its pane and a multiplication for
-/// the pane's times. Empty ranges at first, which hold no time.
-#[derive(Debug, Default)]
-struct RecentPanes([(i64, i64, i64); 2]);
-
-impl RecentPanes {
-    /// The pane of time `t` and its times `[start, end)`.
-    #[inline]
-    fn pane_of(&mut self, t: i64, spec: &WindowSpec) -> (i64, i64, i64) {
-        let [a, b] = self.0;
-        if (a.1..a.2).contains(&t) {
-            return a;
-        }
-        if (b.1..b.2).contains(&t) {
-            self.0 = [b, a];
-            return b;
-        }
-        let id = spec.pane_of(t);
-        let (start, end) = spec.pane_bounds(id);
-        self.0 = [(id, start, end), a];
-        (id, start, end)
-    }
-}
-
-/// Emptied key maps kept for reuse (see `PaneEngine::spare`): about the panes dropped at one emission.
-const SPARE_MAPS: usize = 4;
 
 impl PaneEngine {
     pub fn new(spec: WindowSpec, store: SlotStore, scratch: SlotStore) -> Self {
@@ -239,9 +99,12 @@ impl PaneEngine {
         // With a keyed plan, whether this batch's short runs are lifted by slot (see `SHORT_MAX_PANES`).
         let mut scattered = false;
         let mut recent = RecentPanes::default();
-        // The pane of the last run found and the end of its rows: a run the keyed lift cut at a dropped row
-        // resumes there, without testing its rows' times again.
-        let mut found = (0, 0);
+        // The pane of the last run found, its times and the end of its rows: a run the keyed lift cut at a
+        // dropped row resumes there, without testing its rows' times again.
+        let mut found = (0, 0, 0, 0);
+        // The first row the admission dropped at or after the current one (`ts.len()` if none): found by scans
+        // that only move forward, so each row's flag is read once.
+        let mut dropped = 0;
         let mut i = 0;
         while i < ts.len() {
             if !kept(i) {
@@ -250,7 +113,7 @@ impl PaneEngine {
             }
             // The run of rows from row i within one pane (in-order input comes in long runs): one pane
             // lookup per run, then a key lookup per row.
-            if i >= found.1 {
+            if i >= found.3 {
                 let (id, start, end) = recent.pane_of(ts[i], spec);
                 let run = run_within(&ts[i..], start, end);
                 // Row i lies in `[start, end)`, so the loop advances.
@@ -259,14 +122,28 @@ impl PaneEngine {
                     "row {i} at {} outside its pane [{start}, {end})",
                     ts[i]
                 );
-                found = (id, i + run);
+                found = (id, start, end, i + run);
             }
-            let (id, run) = (found.0, found.1 - i);
+            let (id, run) = (found.0, found.3 - i);
             if let Some(plan) = &keyed {
                 // A run lifted by key holds kept rows only: it ends at the first row the admission dropped.
-                let run = keep.map_or(run, |k| kept_prefix(&k[i..i + run]));
+                if dropped <= i {
+                    dropped = keep.map_or(ts.len(), |k| i + kept_prefix(&k[i..]));
+                }
+                let run = run.min(dropped - i);
+                // Rows of two neighbouring panes (see `pane_span`), when the kept rows could make a span.
+                let min_span = span_min_rows(plan);
+                let spans = !scattered && run < SHORT_RUN && dropped - i >= min_span;
+                let span = (spans && plan.takes_groups(SPAN_PANES))
+                    .then(|| pane_span(&ts[i..dropped], (id, found.1, found.2), spec.pane()))
+                    .flatten()
+                    .filter(|span| span.rows >= min_span);
                 if run >= SHORT_RUN {
                     store.lift_keyed(i..i + run, keys, plan, open(panes, spare, id));
+                } else if let Some(span) = span {
+                    lift_span(panes, spare, store, plan, (keys, ts), i, &span);
+                    i += span.rows;
+                    continue;
                 } else if scattered {
                     let pane = open(panes, spare, id);
                     for r in i..i + run {
@@ -460,52 +337,6 @@ impl PaneEngine {
     }
 }
 
-/// Keeps a dropped pane's key map, emptied, for a later pane (see `PaneEngine::spare`).
-fn keep_spare(spare: &mut Vec<KeySlots>, mut pane: KeySlots) {
-    if spare.len() < SPARE_MAPS {
-        pane.empty();
-        spare.push(pane);
-    }
-}
-
-crate::prefetch::with_avx2! {
-    /// How many rows from the first have times in `[start, end)`. In-order input comes in runs of thousands
-    /// of rows: blocks of [`RUN_BLOCK`] rows are tested whole (a compare the compiler vectorises, with AVX2's
-    /// 64-bit compares where the CPU has them), and only the block where the run ends row by row.
-    fn run_within(ts: &[i64], start: i64, end: i64) -> usize = run_within_blocks;
-}
-
-/// The portable body of [`run_within`].
-#[inline(always)]
-fn run_within_blocks(ts: &[i64], start: i64, end: i64) -> usize {
-    let inside = |t: &i64| (start..end).contains(t);
-    // A short run (rows of a stream's bounded disorder alternate between two panes at a pane's edge) ends
-    // within its first rows: a look at them spares the block test.
-    let head = ts.iter().take(RUN_HEAD).take_while(|t| inside(t)).count();
-    if head < RUN_HEAD {
-        return head;
-    }
-    let mut run = head;
-    for block in ts[head..].chunks(RUN_BLOCK) {
-        if !block.iter().fold(true, |all, t| all & inside(t)) {
-            return run + block.iter().take_while(|t| inside(t)).count();
-        }
-        run += block.len();
-    }
-    run
-}
-
-/// How many of the rows `keep` flags, from the first, are kept (at least one: a run starts at a kept row).
-fn kept_prefix(keep: &[bool]) -> usize {
-    keep.iter().position(|&k| !k).unwrap_or(keep.len())
-}
-
-/// Rows a pane run is tested by at once (see [`run_within`]).
-const RUN_BLOCK: usize = 64;
-
-/// Rows [`run_within`] tests one by one before it tests blocks.
-const RUN_HEAD: usize = 8;
-
 /// Appends window `j` finished from the sliding stacks: a row per key with a pane in the window, in key order.
 fn window_rows(
     sliding: &mut Sliding,
@@ -552,36 +383,5 @@ impl super::forget::KeyHolder for PaneEngine {
         if let Some(sliding) = &mut self.sliding {
             sliding.remap_keys(remap);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::*;
-
-    proptest! {
-        /// The blocked run length is the row-by-row one, for runs ending anywhere in or across blocks.
-        #[test]
-        fn run_within_counts_the_leading_rows_in_range(
-            ts in prop::collection::vec(-5i64..20, 0..300),
-            start in -5i64..10,
-            len in 0i64..15,
-        ) {
-            let end = start + len;
-            let want = ts.iter().take_while(|&&t| t >= start && t < end).count();
-            prop_assert_eq!(run_within(&ts, start, end), want);
-        }
-    }
-
-    #[test]
-    fn run_within_long_runs() {
-        let ts: Vec<i64> = (0..1000).map(|i| i / 300).collect();
-        assert_eq!(run_within(&ts, 0, 1), 300);
-        assert_eq!(run_within(&ts, 0, 3), 900);
-        assert_eq!(run_within(&ts, 0, 9), 1000);
-        assert_eq!(run_within(&ts[300..], 1, 2), 300);
-        assert_eq!(run_within(&[], 0, 9), 0);
     }
 }

@@ -30,7 +30,7 @@ const PROBE_ROWS: usize = 256;
 const PROBES: usize = 64;
 /// Input is regrouped when the probed rows number fewer than this many per run that grouping by pane would
 /// save (runs within one pane beyond one a pane). The pane engine gathers short runs by pane (see
-/// `pane_engine::SHORT_RUN`), some 300 instructions a run on top of its cost a row; the regroup costs some 6 ns
+/// `pane_runs::SHORT_RUN`), some 300 instructions a run on top of its cost a row; the regroup costs some 6 ns
 /// a row (a 4M-row table: ~25 ms to order and gather), which only scattered input's runs repay: rows late by
 /// up to 2 or 5 s against 10 s panes (a run every 5 to 10 rows) ran at 58 and 50 M rows/s on one thread left
 /// as they are, 50 and 47 M regrouped (65.7 M regrouped on two threads, 98 and 90 M cut into time ranges by

@@ -22,6 +22,8 @@ pub struct SlotStore {
     len: u32,
     /// The records of the fused pass (empty between batches).
     fused: FusedPass,
+    /// Each row's record in a pass over two groups ([`Self::lift_keyed_two`]), kept for its room.
+    records: Vec<u32>,
 }
 
 /// Empty slots appended at a time when no released slot is left.
@@ -35,6 +37,7 @@ impl SlotStore {
             dirty: Vec::new(),
             len: 0,
             fused: FusedPass::default(),
+            records: Vec::new(),
         }
     }
 
@@ -46,6 +49,7 @@ impl SlotStore {
             dirty: Vec::new(),
             len: 0,
             fused: FusedPass::default(),
+            records: Vec::new(),
         }
     }
 
@@ -210,6 +214,57 @@ impl SlotStore {
         self.fused = pass;
     }
 
+    /// Lifts rows `rows` of a batch, all kept, that fall in `N` neighbouring groups (panes `width` long, the
+    /// second starting at `start`: `groups[0]` holds times below `start`, and each next group the times from
+    /// the next pane's start on), in one fused pass by key whose record `N key + group` holds a key's
+    /// rows of one group. Rows in bounded disorder alternate between two panes at a pane's edge, a run of a
+    /// row or two each: one pass over their span costs a record id per row instead of a pass per run. The
+    /// caller checks [`KeyedPlan::takes_groups`]; `N` is a power of two.
+    pub(crate) fn lift_keyed_panes<const N: usize>(
+        &mut self,
+        rows: std::ops::Range<usize>,
+        keys: &[u32],
+        ts: &[i64],
+        (start, width): (i64, i64),
+        plan: &KeyedPlan<'_>,
+        groups: &mut [KeySlots; N],
+    ) {
+        struct ByGroup<'a, const N: usize> {
+            store: &'a mut SlotStore,
+            groups: &'a mut [KeySlots; N],
+        }
+        impl<const N: usize> FusedSink for ByGroup<'_, N> {
+            fn place(&mut self, record: u32) -> u32 {
+                let group = record as usize % N;
+                self.groups[group].slot(record / N as u32, self.store)
+            }
+            fn absorb(&mut self, pass: &FusedPass) {
+                self.store.states.iter_mut().for_each(|s| s.absorb(pass));
+            }
+        }
+        debug_assert!(N.is_power_of_two() && N >= 2);
+        let mut records = std::mem::take(&mut self.records);
+        records.clear();
+        let (keys, ts) = (&keys[rows.clone()], &ts[rows.clone()]);
+        // The group of time `t`: how many group starts from the second on are at or below it.
+        let starts: [i64; N] = std::array::from_fn(|g| match g {
+            0 => i64::MIN,
+            g => start.saturating_add((g as i64 - 1).saturating_mul(width)),
+        });
+        let group = |t: i64| starts[1..].iter().map(|&s| u32::from(t >= s)).sum::<u32>();
+        records.extend((keys.iter().zip(ts)).map(|(&k, &t)| N as u32 * k + group(t)));
+        let mut pass = std::mem::take(&mut self.fused);
+        let mut sink = ByGroup {
+            store: self,
+            groups,
+        };
+        let count = N * plan.key_count;
+        let ran = pass.run_keyed(&records, &plan.values[rows], plan.needs, count, &mut sink);
+        debug_assert!(ran, "the caller checked the record count");
+        self.fused = pass;
+        self.records = records;
+    }
+
     /// Combines, for every `(dst, src)` pair, slot `src` of `other` into slot `dst`, for every aggregate.
     pub fn combine_pairs(&mut self, other: &SlotStore, pairs: &[(u32, u32)]) {
         for (a, b) in self.states.iter_mut().zip(&other.states) {
@@ -242,6 +297,17 @@ impl KeyedPlan<'_> {
     /// The batch's values of the fused column.
     pub(crate) fn values(&self) -> &[f64] {
         self.values
+    }
+
+    /// One more than the greatest key id of the batch.
+    pub(crate) fn key_count(&self) -> usize {
+        self.key_count
+    }
+
+    /// Whether [`SlotStore::lift_keyed_panes`] can take the batch over `groups` groups: a record per key and
+    /// group.
+    pub(crate) fn takes_groups(&self, groups: usize) -> bool {
+        FusedPass::takes(groups * self.key_count)
     }
 }
 
