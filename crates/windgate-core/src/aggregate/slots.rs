@@ -22,7 +22,7 @@ pub struct SlotStore {
     len: u32,
     /// The records of the fused pass (empty between batches).
     fused: FusedPass,
-    /// Each row's record in a pass over two groups ([`Self::lift_keyed_two`]), kept for its room.
+    /// Each row's record in a pass over neighbouring groups ([`Self::lift_keyed_panes`]), kept for its room.
     records: Vec<u32>,
 }
 
@@ -219,7 +219,7 @@ impl SlotStore {
     /// the next pane's start on), in one fused pass by key whose record `N key + group` holds a key's
     /// rows of one group. Rows in bounded disorder alternate between two panes at a pane's edge, a run of a
     /// row or two each: one pass over their span costs a record id per row instead of a pass per run. The
-    /// caller checks [`KeyedPlan::takes_groups`]; `N` is a power of two.
+    /// caller checks [`KeyedPlan::takes_groups`].
     pub(crate) fn lift_keyed_panes<const N: usize>(
         &mut self,
         rows: std::ops::Range<usize>,
@@ -242,7 +242,7 @@ impl SlotStore {
                 self.store.states.iter_mut().for_each(|s| s.absorb(pass));
             }
         }
-        debug_assert!(N.is_power_of_two() && N >= 2);
+        debug_assert!(N >= 2, "one group lifts through `lift_keyed`");
         let mut records = std::mem::take(&mut self.records);
         records.clear();
         let (keys, ts) = (&keys[rows.clone()], &ts[rows.clone()]);
