@@ -12,7 +12,7 @@ use common::{Case, Row, batch, case, case_options};
 use proptest::prelude::*;
 use windgate_core::aggregate::batch::{Tuning, window_aggregate_in_pieces, window_aggregate_tuned};
 use windgate_core::aggregate::{
-    LatenessOpt, Span, Strategy, WindowAggregateOptions, window_aggregate,
+    LatenessOpt, OnLate, Span, Strategy, WindowAggregateOptions, window_aggregate,
 };
 
 /// Every single-source strategy of the registry (the designs that merge time-sorted sources have their own
@@ -324,4 +324,40 @@ proptest! {
         };
         prop_assert_eq!(run(Strategy::Pane), run(Strategy::Reference));
     }
+}
+
+/// Late rows as a side output (`on_late="keep"`) with `auto` on two threads: every late row once, in arrival
+/// order, and the windows, as one pane engine gives them. (The time ranges, which read the rows between
+/// neighbouring ranges twice, kept only the first range's late rows: half of them here.)
+#[test]
+fn kept_late_rows_are_whole_on_two_threads() {
+    let input = vec![jittered(20_000, 7, 300, 11, 1_000)];
+    let aggs = vec![
+        ("*".to_string(), vec!["count".to_string()]),
+        ("v".to_string(), vec!["sum".to_string(), "max".to_string()]),
+    ];
+    let mut o = WindowAggregateOptions::new("ts", Span::Units(600), aggs);
+    o.slide = Some(Span::Units(100));
+    o.by = vec!["k".into()];
+    o.lateness = LatenessOpt::Bound(Span::Units(100));
+    o.on_late = OnLate::Keep;
+    let run = |strategy: Strategy, threads: usize| {
+        let mut o = o.clone();
+        o.strategy = strategy;
+        o.threads = Some(threads);
+        let tuning = Tuning {
+            split_min_rows: 2,
+            split_max_overlap: f64::INFINITY,
+            ..Tuning::default()
+        };
+        let inputs = vec![(batch(&[]).schema(), input[0].clone())];
+        let out = window_aggregate_tuned(inputs, o, tuning, || Ok(())).unwrap();
+        let windows = concat_batches(&out.schema, &out.batches).unwrap();
+        (windows, out.late.expect("late rows kept"))
+    };
+    let (want_windows, want_late) = run(Strategy::Pane, 1);
+    assert!(want_late.num_rows() > 1_000, "the case has late rows");
+    let (windows, late) = run(Strategy::Auto, 2);
+    assert_eq!(windows, want_windows);
+    assert_eq!(late, want_late);
 }

@@ -34,6 +34,7 @@ use super::strategy::Strategy;
 use crate::arrow_io::{as_i64, column};
 use crate::error::{Error, ErrorKind, Result};
 use crate::interrupt;
+use crate::order::admission::OnLate;
 use crate::prefetch::non_decreasing;
 use crate::threads::{MAX_THREADS, panic_message, resolve_threads};
 use crate::time::WindowSpec;
@@ -127,9 +128,12 @@ enum Ran {
     Failed,
 }
 
-/// The options a time cut keeps exact: `auto` on raw rows into plain windows, without a calendar or updates.
+/// The options a time cut keeps exact: `auto` on raw rows into plain windows, without a calendar or updates,
+/// and without late rows as a side output (`on_late="keep"`): neighbouring ranges read the rows between them
+/// both, and each range's late rows would be its own, so the side output would repeat or lose rows.
 pub(super) fn eligible(o: &WindowAggregateOptions) -> bool {
     o.strategy == Strategy::Auto
+        && o.on_late != OnLate::Keep
         && o.input == InputKind::Rows
         && o.output == OutputKind::Windows
         && o.tz.is_none()
