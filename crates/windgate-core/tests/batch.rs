@@ -331,7 +331,7 @@ proptest! {
 /// neighbouring ranges twice, kept only the first range's late rows: half of them here.)
 #[test]
 fn kept_late_rows_are_whole_on_two_threads() {
-    let input = vec![jittered(20_000, 7, 300, 11, 1_000)];
+    let input = jittered(20_000, 7, 300, 11, 1_000);
     let aggs = vec![
         ("*".to_string(), vec!["count".to_string()]),
         ("v".to_string(), vec!["sum".to_string(), "max".to_string()]),
@@ -350,7 +350,7 @@ fn kept_late_rows_are_whole_on_two_threads() {
             split_max_overlap: f64::INFINITY,
             ..Tuning::default()
         };
-        let inputs = vec![(batch(&[]).schema(), input[0].clone())];
+        let inputs = vec![(batch(&[]).schema(), input.clone())];
         let out = window_aggregate_tuned(inputs, o, tuning, || Ok(())).unwrap();
         let windows = concat_batches(&out.schema, &out.batches).unwrap();
         (windows, out.late.expect("late rows kept"))
