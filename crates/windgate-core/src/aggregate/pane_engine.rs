@@ -105,6 +105,10 @@ impl PaneEngine {
         // The first row the admission dropped at or after the current one (`ts.len()` if none): found by scans
         // that only move forward, so each row's flag is read once.
         let mut dropped = 0;
+        // The fewest rows a span of two panes takes, if the keyed plan can take two panes' records.
+        let min_span = (keyed.as_ref())
+            .filter(|plan| plan.takes_groups(SPAN_PANES))
+            .map(span_min_rows);
         let mut i = 0;
         while i < ts.len() {
             if !kept(i) {
@@ -132,12 +136,12 @@ impl PaneEngine {
                 }
                 let run = run.min(dropped - i);
                 // Rows of two neighbouring panes (see `pane_span`), when the kept rows could make a span.
-                let min_span = span_min_rows(plan);
-                let spans = !scattered && run < SHORT_RUN && dropped - i >= min_span;
-                let span = (spans && plan.takes_groups(SPAN_PANES))
-                    .then(|| pane_span(&ts[i..dropped], (id, found.1, found.2), spec.pane()))
-                    .flatten()
-                    .filter(|span| span.rows >= min_span);
+                let span = min_span
+                    .filter(|&min| !scattered && run < SHORT_RUN && dropped - i >= min)
+                    .and_then(|min| {
+                        pane_span(&ts[i..dropped], (id, found.1, found.2), spec.pane())
+                            .filter(|span| span.rows >= min)
+                    });
                 if run >= SHORT_RUN {
                     store.lift_keyed(i..i + run, keys, plan, open(panes, spare, id));
                 } else if let Some(span) = span {

@@ -160,7 +160,7 @@ pub fn admit(
 /// out of order): one pass without a branch per row on the K-slack's steps (`KSlack::observe_bounded`).
 fn admit_bounded(ks: &mut KSlack, ts: &[i64], r: &Rules) -> Result<BatchAdmission> {
     let mut keep = vec![true; ts.len()];
-    let BoundedVerdicts { late_at, range } = ks.observe_bounded(ts, &mut keep);
+    let BoundedVerdicts { late_at, range } = ks.observe_bounded(ts, &mut keep, r.range);
     if let Some(&(i, watermark)) = late_at.first() {
         let i = i as usize;
         refuse_late(ks.policy(), r, i, ts[i], watermark)?;
@@ -283,12 +283,14 @@ mod tests {
         for policy in [Lateness::Fixed(2), Lateness::Sorted] {
             let (mut whole, mut single) = (KSlack::new(policy), KSlack::new(policy));
             let BoundedVerdicts { late_at, range } =
-                whole.observe_bounded(&[i64::MIN; 2], &mut [false; 2]);
+                whole.observe_bounded(&[i64::MIN; 2], &mut [false; 2], None);
             single.observe(i64::MIN);
             assert_eq!(whole.watermark(), Some(i64::MIN));
             assert_eq!(whole.watermark(), single.watermark());
             assert_eq!((late_at, range), (vec![], Some((i64::MIN, i64::MIN))));
-            let late_at = whole.observe_bounded(&[5, 1], &mut [false; 2]).late_at;
+            let late_at = whole
+                .observe_bounded(&[5, 1], &mut [false; 2], None)
+                .late_at;
             assert_eq!(late_at, vec![(1, 5 - whole.k())], "{policy:?}");
         }
     }
@@ -319,7 +321,7 @@ mod tests {
             let mut whole = ks.clone().with_policy(after);
             let mut single = whole.clone();
             let mut keep = vec![false; ts.len()];
-            let BoundedVerdicts { late_at, range } = whole.observe_bounded(&ts, &mut keep);
+            let BoundedVerdicts { late_at, range } = whole.observe_bounded(&ts, &mut keep, None);
             let mut want_late = vec![];
             let mut want_keep = vec![];
             for (i, &t) in ts.iter().enumerate() {

@@ -147,11 +147,13 @@ impl KSlack {
     /// [`Self::observe`] for every row of `ts` under a fixed bound or sorted sources: the same verdicts and
     /// the same state after, with no branch on whether a row is a new maximum (in bounded disorder that is a
     /// coin toss a branch predictor loses). Sets `keep[i]` to whether row i is admitted and returns each late
-    /// row's index and the watermark it met, in row order, and the admitted rows' least and greatest time.
+    /// row's index and the watermark it met, in row order, and the admitted rows' least and greatest time
+    /// (`known`, the rows' range if the caller read it already, when no row is late: no pass for it).
     pub(crate) fn observe_bounded(
         &mut self,
         ts: &[Timestamp],
         keep: &mut [bool],
+        known: Option<(Timestamp, Timestamp)>,
     ) -> BoundedVerdicts {
         debug_assert!(matches!(self.policy, Lateness::Fixed(_) | Lateness::Sorted));
         let start = BoundedSteps {
@@ -184,9 +186,13 @@ impl KSlack {
             self.watermark = Some(steps.wm);
         }
         if late == 0 {
+            debug_assert!(
+                known.is_none_or(|k| Some(k) == crate::prefetch::min_max(ts)),
+                "a wrong time range"
+            );
             return BoundedVerdicts {
                 late_at: Vec::new(),
-                range: crate::prefetch::min_max(ts),
+                range: known.or_else(|| crate::prefetch::min_max(ts)),
             };
         }
         // Some rows are late: the steps again, for the watermark each met and the others' range.
