@@ -86,6 +86,114 @@ proptest! {
     }
 }
 
+/// Long windows over few keys that nearly all have rows in every pane, their number growing with time (a key
+/// joins every 30 time units), with stretches where only one key reports: the windows the pane engine builds
+/// through its shared stacks (see `aggregate::sliding`), rebuilt as the keys outgrow them and as the panes
+/// turn sparse and dense again.
+fn dense_long_window_case() -> impl proptest::strategy::Strategy<Value = Case> {
+    use proptest::strategy::Strategy as _;
+    (1i64..3, 6i64..25, 1i64..3, prop::option::of(0i64..20))
+        .prop_flat_map(|(pane, ppw, per_slide, lateness)| {
+            let row = (
+                0i64..360,
+                0i32..1000,
+                prop::option::weighted(0.9, -400i32..400),
+                -1000i64..1000,
+                0i64..20,
+            );
+            (
+                Just((pane * ppw, pane * per_slide.min(ppw), lateness)),
+                prop::collection::vec(row, 0..900),
+                prop::collection::vec(0usize..900, 0..8),
+            )
+        })
+        .prop_map(|((size, slide, lateness), rows, cuts)| {
+            let rows = rows
+                .into_iter()
+                .map(|(ts, raw_key, v, iv, delay)| {
+                    let keys = if (120..200).contains(&ts) {
+                        1
+                    } else {
+                        1 + ts / 30
+                    };
+                    let key = Some(raw_key % keys as i32);
+                    let v = v.map(|x| x as f64 * 0.125);
+                    (Row { ts, key, v, iv }, delay)
+                })
+                .collect();
+            arrival_case(size, slide, 0, lateness, rows, cuts)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: common::cases(200), ..ProptestConfig::default() })]
+
+    #[test]
+    fn dense_long_windows_equal_the_reference(c in dense_long_window_case()) {
+        let reference = run(&c, Strategy::Reference, false);
+        prop_assert_eq!(&run(&c, Strategy::Pane, true), &reference);
+        prop_assert_eq!(&run(&c, Strategy::Pane, false), &reference);
+    }
+}
+
+/// Dense panes whose keys are replaced every few panes until most of the dictionary is idle and forgotten
+/// (the key ids renumbered), the windows six panes long: the pane engine's stacks, shared while the panes are
+/// dense, follow the keys through their growth and renumbering and give the reference engine's rows.
+#[test]
+fn shared_stacks_follow_keys_through_churn_and_forgetting() {
+    let (keys_per_phase, panes_per_phase) = (400, 8);
+    let rows: Vec<Row> = (0..16i64)
+        .flat_map(|phase| {
+            (0..panes_per_phase).flat_map(move |p| {
+                let ts = phase * panes_per_phase + p;
+                (0..keys_per_phase).map(move |k| Row {
+                    ts,
+                    key: Some((phase * keys_per_phase + (k * 7 + ts) % keys_per_phase) as i32),
+                    v: Some((k % 13) as f64 - 6.5),
+                    iv: k,
+                })
+            })
+        })
+        .collect();
+    let cuts = (1..rows.len() / 997).map(|i| i * 997).collect();
+    let c = Case {
+        size: 6,
+        slide: 1,
+        offset: 0,
+        lateness: Some(0),
+        rows,
+        cuts,
+    };
+    let reference = run(&c, Strategy::Reference, true);
+    assert_eq!(run(&c, Strategy::Pane, true), reference);
+}
+
+/// One pane of 5000 keys, then 100 of them alone for many panes: once the big pane's windows are out, most
+/// of the dictionary is idle and forgotten while the stacks (shared: every pane holds its window's keys) still
+/// hold the small panes under the old ids; the windows after the renumbering are the reference engine's.
+#[test]
+fn shared_stacks_are_rebuilt_when_keys_are_renumbered() {
+    let row = |ts: i64, key: i64| Row {
+        ts,
+        key: Some(key as i32),
+        v: Some((key % 11) as f64 * 0.5 + ts as f64),
+        iv: key + ts,
+    };
+    let mut rows: Vec<Row> = (0..5000).map(|k| row(0, k)).collect();
+    rows.extend((1..40).flat_map(|ts| (4900..5000).map(move |k| row(ts, k))));
+    let cuts = (1..rows.len() / 701).map(|i| i * 701).collect();
+    let c = Case {
+        size: 6,
+        slide: 1,
+        offset: 0,
+        lateness: Some(0),
+        rows,
+        cuts,
+    };
+    let reference = run(&c, Strategy::Reference, true);
+    assert_eq!(run(&c, Strategy::Pane, true), reference);
+}
+
 #[test]
 fn late_rows_are_dropped_and_counted() {
     let mut opts = WindowAggregateOptions::new("ts", Span::Units(10), aggs());

@@ -41,7 +41,7 @@ pub struct PaneEngine {
     next_window: i64,
     /// Key -> scratch slot of the window being combined (windows of few panes, recombined per window).
     window_slot_of_key: Vec<u32>,
-    /// The per-key stacks of windows of many panes (see [`super::sliding`]).
+    /// The two stacks of windows of many panes (see [`super::sliding`]).
     sliding: Option<Box<Sliding>>,
     /// Reused buffer for row slots.
     slots: Vec<u32>,
@@ -55,7 +55,7 @@ pub struct PaneEngine {
 impl PaneEngine {
     pub fn new(spec: WindowSpec, store: SlotStore, scratch: SlotStore) -> Self {
         let sliding = (spec.panes_per_window() >= SLIDING_MIN_PANES)
-            .then(|| Box::new(Sliding::new(store.empty_like())));
+            .then(|| Box::new(Sliding::new(store.empty_like(), spec.panes_per_window())));
         Self {
             sliding,
             spec,
@@ -213,7 +213,8 @@ impl PaneEngine {
             let first = self.spec.first_pane(j);
             rows.clear();
             if let Some(sliding) = &mut self.sliding {
-                sliding.advance(first, first + wp - 1, &self.panes, &self.store);
+                let key_bound = keys.ranks.len();
+                sliding.advance(first, first + wp - 1, &self.panes, &self.store, key_bound);
                 window_rows(sliding, keys, &mut rows, j, out)?;
                 j += 1;
                 continue;
@@ -256,17 +257,11 @@ impl PaneEngine {
         }
         self.next_window = self.next_window.max(last.saturating_add(1));
         // Drop panes whose last window is out.
-        while let Some(entry) = self.panes.first_entry() {
-            if self.spec.windows_of_pane(*entry.key()).1 > last {
+        while let Some((&p, _)) = self.panes.first_key_value() {
+            if self.spec.windows_of_pane(p).1 > last {
                 break;
             }
-            if let Some(sliding) = &mut self.sliding {
-                sliding.evict_dropped(*entry.key(), &entry.get().entries, &self.store);
-            }
-            for &(_, slot) in &entry.get().entries {
-                self.store.release(slot);
-            }
-            keep_spare(&mut self.spare, entry.remove());
+            self.drop_first_pane(p);
         }
         Ok(())
     }
@@ -302,18 +297,26 @@ impl PaneEngine {
 
     /// Drops the panes before `pane` (a checkpoint's copy of the state, whose windows are out).
     pub fn forget_before(&mut self, pane: i64) {
-        while let Some(entry) = self.panes.first_entry() {
-            if *entry.key() >= pane {
+        while let Some((&p, _)) = self.panes.first_key_value() {
+            if p >= pane {
                 break;
             }
-            if let Some(sliding) = &mut self.sliding {
-                sliding.evict_dropped(*entry.key(), &entry.get().entries, &self.store);
-            }
-            for &(_, slot) in &entry.get().entries {
-                self.store.release(slot);
-            }
-            keep_spare(&mut self.spare, entry.remove());
+            self.drop_first_pane(p);
         }
+    }
+
+    /// Drops the oldest open pane, `pane`: out of the sliding stacks, its slots released, its map kept empty.
+    fn drop_first_pane(&mut self, pane: i64) {
+        if let Some(sliding) = &mut self.sliding {
+            sliding.evict_dropped(pane, &self.panes, &self.store);
+        }
+        let Some(dropped) = self.panes.remove(&pane) else {
+            return;
+        };
+        for &(_, slot) in &dropped.entries {
+            self.store.release(slot);
+        }
+        keep_spare(&mut self.spare, dropped);
     }
 
     pub fn store(&self) -> &SlotStore {
@@ -349,12 +352,12 @@ fn window_rows(
     j: i64,
     out: &mut Emission,
 ) -> Result<()> {
-    if sliding.active().len() * 4 >= keys.sorted.len() {
+    if sliding.active_len() * 4 >= keys.sorted.len() {
         // Most keys are present: walking the keys in order beats sorting the window's rows.
         let active = keys.sorted.iter().filter(|&&key| sliding.is_active(key));
         rows.extend(active.map(|&key| (key, 0)));
     } else {
-        rows.extend(sliding.active().iter().map(|&key| (key, 0)));
+        sliding.push_active(rows);
         rows.sort_unstable_by_key(|&(key, _)| keys.ranks[key as usize]);
     }
     // Row i of the window is row i of its columns.

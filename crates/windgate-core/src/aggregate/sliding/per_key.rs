@@ -1,35 +1,14 @@
-//! Sliding windows over pane partials in O(1) amortised combines per (window, key), whatever the panes per
-//! window: two stacks per key (the "two-stacks" queue of sliding-window aggregation surveyed by Tangwongsan,
-//! Hirzel and Schneider, *Sliding-Window Aggregation Algorithms*, and in Shein, Chrysanthis and Labrinidis'
-//! *SlickDeque*), over the panes in which the key has rows.
-//!
-//! Each key's open panes are a queue: the *back* holds the panes pushed since the last flip and their running
-//! combination; the *front* holds suffix combinations of older panes (entry `i` is pane `i` combined with every
-//! newer front pane), oldest on top. A window is the front's top combined with the back's running state, the
-//! two lowered together without the combination being stored ([`Sliding::finish`]). Evicting a pane pops the front; when the front runs dry, the back's panes are flipped into
-//! suffixes, one combine per pane. Every pane is thus combined at most three times in all, and a window
-//! reads two states per key, where recombining its panes costs one per pane (288 for a day of 5-minute
-//! panes).
-//!
-//! Combines are exact and commutative (see [`super::state`]), so the grouping of panes changes no bit of any
-//! result: the states equal the recombined ones, and the determinism tests compare every engine with the
-//! reference engine as before.
+//! The two-stacks queue kept per key: each key's stacks hold only the panes in which it has rows, so a key
+//! costs nothing in the panes it skips (keys scattered over panes, see [`super`]).
 
 use std::collections::BTreeMap;
 
 use arrow_array::ArrayRef;
 
-use super::functions::Triple;
-use super::slots::{KeySlots, SlotStore};
-use super::state::SKIP;
+use crate::aggregate::functions::Triple;
+use crate::aggregate::slots::{KeySlots, SlotStore};
+use crate::aggregate::state::SKIP;
 use crate::error::Result;
-
-/// From this many panes per window on, the pane engine combines windows through [`Sliding`]; below, it
-/// recombines the panes, which costs fewer combines than the stacks' bookkeeping. Measured with the
-/// `agg_scaling` binary (4M rows, 1000 random keys, count+sum+max, 1 thread): recombining 26 M rows/s against
-/// 21 M at 3 panes, level at 6 (17.7 against 18.3), sliding ahead from 12 on (18.3 against 15.9) and far
-/// ahead at 288 (12.5 against 2.1).
-pub(crate) const SLIDING_MIN_PANES: i64 = 6;
 
 /// One key's panes in the windows being emitted.
 #[derive(Debug)]
@@ -59,7 +38,7 @@ impl KeyStacks {
 }
 
 /// The per-key stacks of the pane engine's current window, with their own store of combined states.
-pub(crate) struct Sliding {
+pub(super) struct PerKeyStacks {
     keys: Vec<KeyStacks>,
     store: SlotStore,
     /// Keys with a pane in the current window, and each key's place in it (`SKIP` when absent).
@@ -77,8 +56,8 @@ pub(crate) struct Sliding {
     flips: Vec<Vec<Triple>>,
 }
 
-impl Sliding {
-    pub(crate) fn new(store: SlotStore) -> Self {
+impl PerKeyStacks {
+    pub(super) fn new(store: SlotStore) -> Self {
         Self {
             keys: Vec::new(),
             store,
@@ -94,7 +73,7 @@ impl Sliding {
 
     /// Moves the window to panes `first..=last`: evicts the panes before `first`, then pushes the panes up to
     /// `last` (`panes` holds every open pane; `pane_store` their states).
-    pub(crate) fn advance(
+    pub(super) fn advance(
         &mut self,
         first: i64,
         last: i64,
@@ -146,14 +125,17 @@ impl Sliding {
 
     /// Evicts pane `pane`, which the pane engine dropped (its last window is out): every later window starts
     /// after it.
-    pub(crate) fn evict_dropped(
+    pub(super) fn evict_dropped(
         &mut self,
         pane: i64,
-        entries: &[(u32, u32)],
+        panes: &BTreeMap<i64, KeySlots>,
         pane_store: &SlotStore,
     ) {
-        if pane >= self.evicted && pane < self.pushed {
-            for &(key, _) in entries {
+        if pane >= self.evicted
+            && pane < self.pushed
+            && let Some(dropped) = panes.get(&pane)
+        {
+            for &(key, _) in &dropped.entries {
                 self.evict(key, pane + 1);
             }
             self.run_flips(pane_store);
@@ -190,18 +172,18 @@ impl Sliding {
     }
 
     /// The keys with a pane in the current window, in no particular order.
-    pub(crate) fn active(&self) -> &[u32] {
+    pub(super) fn active(&self) -> &[u32] {
         &self.active
     }
 
     /// Whether `key` has a pane in the current window.
-    pub(crate) fn is_active(&self, key: u32) -> bool {
+    pub(super) fn is_active(&self, key: u32) -> bool {
         self.place.get(key as usize).is_some_and(|&p| p != SKIP)
     }
 
     /// The current window's aggregate columns for the given `(key, _)` rows, in order: each key's front top
     /// and back state lowered together (see `Accumulator::finish_two`), without building the window's state.
-    pub(crate) fn finish(&mut self, rows: &[(u32, u32)]) -> Result<Vec<ArrayRef>> {
+    pub(super) fn finish(&mut self, rows: &[(u32, u32)]) -> Result<Vec<ArrayRef>> {
         self.pairs.clear();
         self.pairs.extend(rows.iter().map(|&(key, _)| {
             let ks = &self.keys[key as usize];
@@ -228,7 +210,7 @@ impl Sliding {
 
     /// Renames key ids after the key dictionary forgot keys (`remap[old]` is the new id). Every key with
     /// stacks has a pane open, so it is live.
-    pub(crate) fn remap_keys(&mut self, remap: &[u32]) {
+    pub(super) fn remap_keys(&mut self, remap: &[u32]) {
         let mut keys: Vec<KeyStacks> = Vec::new();
         for (old, ks) in std::mem::take(&mut self.keys).into_iter().enumerate() {
             if ks.is_empty() {
@@ -251,7 +233,7 @@ impl Sliding {
 
 /// Turns `ks`'s back panes from `first` on into front suffixes (the older ones are dropped), newest first, so
 /// that the oldest suffix ends on top. The suffixes are queued in `flips` by level and computed in batches by
-/// [`Sliding::run_flips`] before any window is read; until then their slots hold whatever they last held.
+/// [`PerKeyStacks::run_flips`] before any window is read; until then their slots hold whatever they last held.
 fn flip(ks: &mut KeyStacks, first: i64, store: &mut SlotStore, flips: &mut Vec<Vec<Triple>>) {
     let keep = ks.back.partition_point(|&(p, _)| p < first);
     let mut newer = SKIP;
