@@ -137,11 +137,10 @@ impl Emission {
         if rows.is_empty() {
             return;
         }
-        for &(key, slot) in rows {
-            self.windows.push(window);
-            self.keys.push(key);
-            self.slots.push(slot);
-        }
+        // Three appends rather than three pushes a row (a capacity test each).
+        (self.windows).extend(std::iter::repeat_n(window, rows.len()));
+        self.keys.extend(rows.iter().map(|&(key, _)| key));
+        self.slots.extend(rows.iter().map(|&(_, slot)| slot));
         self.window_count += 1;
     }
 }

@@ -97,7 +97,7 @@ impl Sliding {
     /// the window's panes again, as the first window does). Shared stacks when the window's panes hold at
     /// least half the keys on average, per-key stacks again when they hold less than a quarter (the gap keeps
     /// a stream at the edge from rebuilding at every look). Shared stacks are also rebuilt when the keys
-    /// outgrow their blocks, with an eighth to spare.
+    /// outgrow their blocks, then with an eighth to spare.
     fn choose(&mut self, first: i64, last: i64, panes: &BTreeMap<i64, KeySlots>, key_bound: usize) {
         let outgrown = matches!(&self.stacks, Stacks::Shared(s) if !s.holds(key_bound));
         if !outgrown && self.until_choice > 0 {
@@ -111,7 +111,10 @@ impl Sliding {
             count += 1;
         }
         let slots = count * key_bound;
-        let cap = (key_bound + key_bound / 8).next_multiple_of(64);
+        // Blocks as wide as the keys (every slot is combined at each flip); with an eighth to spare once the
+        // keys have outgrown them, so that a stream whose keys keep coming rebuilds once per eighth.
+        let spare = if outgrown { key_bound / 8 } else { 0 };
+        let cap = (key_bound + spare).next_multiple_of(64);
         // Every block's slots must have ids (`u32`), with room to spare.
         let blocks = self.panes_per_window.saturating_add(2);
         let fits = cap.checked_mul(blocks).is_some_and(|n| n < 1 << 31);
