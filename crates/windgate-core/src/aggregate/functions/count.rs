@@ -116,7 +116,7 @@ impl Accumulator for Count {
 
     fn absorb(&mut self, pass: &FusedPass) {
         for (s, p) in pass.touched() {
-            self.n[s] += p.n;
+            self.n[s] += i64::from(p.n);
         }
     }
 

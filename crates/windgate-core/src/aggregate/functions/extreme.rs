@@ -198,9 +198,9 @@ impl<T: Scalar, const MAX: bool> Accumulator for Extreme<T, MAX> {
     }
 
     fn absorb(&mut self, pass: &FusedPass) {
-        for (s, p) in pass.touched() {
-            self.v[s] = Self::pick(self.v[s], if MAX { p.max } else { p.min });
-            self.n[s] += p.n;
+        for (s, n, key) in pass.touched_extremes::<MAX>() {
+            self.v[s] = Self::pick(self.v[s], key);
+            self.n[s] += i64::from(n);
         }
     }
 

@@ -380,8 +380,8 @@ impl Accumulator for SumFloat {
             self.sum[s as usize].add(x);
         }
         for (s, p) in pass.touched() {
-            self.n[s] += p.n;
-            if p.in_lane {
+            self.n[s] += i64::from(p.n);
+            if p.in_lane() {
                 self.sum[s].add_scaled(p.lane, pass.anchor());
             }
         }
