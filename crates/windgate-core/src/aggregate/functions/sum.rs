@@ -254,9 +254,9 @@ impl SumFloat {
 fn lower_two<const MEAN: bool>(a: Option<&ExactSum>, b: Option<&ExactSum>, count: i64) -> f64 {
     let fast = match (a, b) {
         (None, None) => return 0.0,
-        // One sum alone: a mean takes the lane's division; a sum's `value` is as quick.
+        // One sum alone (a window held whole by one stack: every `panes per window`-th one): its lane alone.
         (Some(s), None) | (None, Some(s)) if MEAN => s.mean_with(&EMPTY, count),
-        (Some(_), None) | (None, Some(_)) => None,
+        (Some(s), None) | (None, Some(s)) => s.value_with(&EMPTY),
         (Some(a), Some(b)) if MEAN => a.mean_with(b, count),
         (Some(a), Some(b)) => a.value_with(b),
     };
