@@ -653,13 +653,21 @@ fn lane_value(acc: i128, anchor: u16) -> Option<f64> {
     if acc == 0 {
         return Some(0.0);
     }
-    let top = 127 - acc.unsigned_abs().leading_zeros() as i64; // exponent of the leading bit of acc
+    let m = acc.unsigned_abs();
+    let top = 127 - m.leading_zeros() as i64; // exponent of the leading bit of acc
     let exp = top + anchor as i64 - 1074;
     if !(-1021..=1022).contains(&exp) {
         return None;
     }
-    // One rounding to nearest-even; the scale is within range for both factors.
-    Some(times_pow2(i128_to_f64(acc), anchor as i64 - 1074))
+    // One rounding to nearest-even: `m`'s top 63 bits and a sticky bit for the rest round as `m` does (see
+    // `i128_to_f64`), then one scaling by a power of two, exact for the normal result. The leading bit's
+    // place is found once and the two scalings are one: the loop lowering a window's sums waits on this
+    // chain.
+    let shift = (top - 62).max(0) as u32;
+    let sticky = m & ((1u128 << shift) - 1) != 0;
+    let head = ((m >> shift) as u64 | u64::from(sticky)) as i64 as f64;
+    let v = times_pow2(head, shift as i64 + anchor as i64 - 1074);
+    Some(if acc < 0 { -v } else { v })
 }
 
 /// Rounds the non-negative number `sum(digits[i] * 2^(32*(lo+i) - 1074))` (digits in `[0, 2^32)`) to f64.
