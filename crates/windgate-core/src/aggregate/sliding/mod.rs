@@ -45,6 +45,49 @@ pub(crate) const SLIDING_MIN_PANES: i64 = 6;
 /// window's panes.
 const CHOOSE_EVERY: u32 = 32;
 
+/// The panes some stacks hold: those from `evicted` on and below `pushed`, both layouts' cursor.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    pushed: i64,
+    evicted: i64,
+}
+
+impl Held {
+    /// Stacks holding no pane (a fresh build pushes its first window's panes whole).
+    const NONE: Held = Held {
+        pushed: i64::MIN,
+        evicted: i64::MIN,
+    };
+
+    /// The held panes before `first`, which the window from `first` evicts (empty when there are none).
+    fn before(&self, first: i64) -> std::ops::Range<i64> {
+        self.evicted..first.min(self.pushed).max(self.evicted)
+    }
+
+    /// Moves to the window `first..=last`, once the panes before `first` are evicted: the panes to push, if
+    /// any are not yet.
+    fn advance(&mut self, first: i64, last: i64) -> Option<std::ops::RangeInclusive<i64>> {
+        self.evicted = self.evicted.max(first);
+        self.pushed = self.pushed.max(first);
+        if self.pushed > last {
+            return None;
+        }
+        let push = self.pushed..=last;
+        self.pushed = last + 1;
+        Some(push)
+    }
+
+    /// Whether pane `pane` is held: dropping it evicts it.
+    fn holds(&self, pane: i64) -> bool {
+        pane >= self.evicted && pane < self.pushed
+    }
+
+    /// Marks the panes up to `pane` evicted (the pane engine dropped them).
+    fn dropped(&mut self, pane: i64) {
+        self.evicted = self.evicted.max(pane + 1);
+    }
+}
+
 /// The layout of the queue (see the module doc). One per pane engine, which boxes it: the variants' sizes
 /// do not matter.
 #[allow(clippy::large_enum_variant)]

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use arrow_array::ArrayRef;
 
+use super::Held;
 use crate::aggregate::functions::Triple;
 use crate::aggregate::slots::{KeySlots, SlotStore};
 use crate::aggregate::state::SKIP;
@@ -44,9 +45,8 @@ pub(super) struct PerKeyStacks {
     /// Keys with a pane in the current window, and each key's place in it (`SKIP` when absent).
     active: Vec<u32>,
     place: Vec<u32>,
-    /// Panes below `pushed` were pushed; panes below `evicted` were evicted.
-    pushed: i64,
-    evicted: i64,
+    /// The panes pushed and not yet evicted.
+    held: Held,
     pairs: Vec<(u32, u32)>,
     /// Back states started by the current push: each set to its first pane.
     firsts: Vec<Triple>,
@@ -63,8 +63,7 @@ impl PerKeyStacks {
             store,
             active: Vec::new(),
             place: Vec::new(),
-            pushed: i64::MIN,
-            evicted: i64::MIN,
+            held: Held::NONE,
             pairs: Vec::new(),
             firsts: Vec::new(),
             flips: Vec::new(),
@@ -80,23 +79,18 @@ impl PerKeyStacks {
         panes: &BTreeMap<i64, KeySlots>,
         pane_store: &SlotStore,
     ) {
-        let upto = first.min(self.pushed);
-        if self.evicted < upto {
-            for (_, pane) in panes.range(self.evicted..upto) {
-                for &(key, _) in &pane.entries {
-                    self.evict(key, first);
-                }
+        for (_, pane) in panes.range(self.held.before(first)) {
+            for &(key, _) in &pane.entries {
+                self.evict(key, first);
             }
         }
         self.run_flips(pane_store);
-        self.evicted = self.evicted.max(first);
-        self.pushed = self.pushed.max(first);
-        if self.pushed > last {
+        let Some(push) = self.held.advance(first, last) else {
             return;
-        }
+        };
         self.pairs.clear();
         self.firsts.clear();
-        for (&p, pane) in panes.range(self.pushed..=last) {
+        for (&p, pane) in panes.range(push) {
             for &(key, slot) in &pane.entries {
                 let k = key as usize;
                 if k >= self.keys.len() {
@@ -120,7 +114,6 @@ impl PerKeyStacks {
         // A key's first pane sets its back state, before its later panes (if several came) combine into it.
         self.store.set_combined(pane_store, &self.firsts);
         self.store.combine_pairs(pane_store, &self.pairs);
-        self.pushed = last + 1;
     }
 
     /// Evicts pane `pane`, which the pane engine dropped (its last window is out): every later window starts
@@ -131,8 +124,7 @@ impl PerKeyStacks {
         panes: &BTreeMap<i64, KeySlots>,
         pane_store: &SlotStore,
     ) {
-        if pane >= self.evicted
-            && pane < self.pushed
+        if self.held.holds(pane)
             && let Some(dropped) = panes.get(&pane)
         {
             for &(key, _) in &dropped.entries {
@@ -140,7 +132,7 @@ impl PerKeyStacks {
             }
             self.run_flips(pane_store);
         }
-        self.evicted = self.evicted.max(pane + 1);
+        self.held.dropped(pane);
     }
 
     /// Drops `key`'s panes before `first`: pops the front, and flips the back into the front when the front

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use arrow_array::ArrayRef;
 
+use super::Held;
 use crate::aggregate::functions::Triple;
 use crate::aggregate::slots::{KeySlots, SlotStore};
 use crate::aggregate::state::SKIP;
@@ -35,9 +36,8 @@ pub(super) struct SharedStacks {
     /// Panes of the current window in which each key has rows: a key is active while this is non-zero.
     in_window: Vec<u32>,
     active: usize,
-    /// Panes below `pushed` were pushed; panes below `evicted` were evicted.
-    pushed: i64,
-    evicted: i64,
+    /// The panes pushed and not yet evicted.
+    held: Held,
     pairs: Vec<(u32, u32)>,
     present: Vec<Triple>,
     absent: Vec<Triple>,
@@ -59,8 +59,7 @@ impl SharedStacks {
             pool: Vec::new(),
             in_window: vec![0; cap as usize],
             active: 0,
-            pushed: i64::MIN,
-            evicted: i64::MIN,
+            held: Held::NONE,
             pairs: Vec::new(),
             present: Vec::new(),
             absent: Vec::new(),
@@ -81,20 +80,15 @@ impl SharedStacks {
         panes: &BTreeMap<i64, KeySlots>,
         pane_store: &SlotStore,
     ) {
-        let upto = first.min(self.pushed);
-        if self.evicted < upto {
-            for (_, pane) in panes.range(self.evicted..upto) {
-                self.leave(pane);
-            }
+        for (_, pane) in panes.range(self.held.before(first)) {
+            self.leave(pane);
         }
         self.evict_to(first, panes, pane_store);
-        self.evicted = self.evicted.max(first);
-        self.pushed = self.pushed.max(first);
-        if self.pushed > last {
+        let Some(push) = self.held.advance(first, last) else {
             return;
-        }
+        };
         self.pairs.clear();
-        for (&p, pane) in panes.range(self.pushed..=last) {
+        for (&p, pane) in panes.range(push) {
             for &(key, _) in &pane.entries {
                 let n = &mut self.in_window[key as usize];
                 self.active += usize::from(*n == 0);
@@ -109,7 +103,6 @@ impl SharedStacks {
             self.back.push(p);
         }
         self.store.combine_pairs(pane_store, &self.pairs);
-        self.pushed = last + 1;
     }
 
     /// Evicts pane `pane`, which the pane engine drops (its last window is out): every later window starts
@@ -120,14 +113,13 @@ impl SharedStacks {
         panes: &BTreeMap<i64, KeySlots>,
         pane_store: &SlotStore,
     ) {
-        if pane >= self.evicted
-            && pane < self.pushed
+        if self.held.holds(pane)
             && let Some(dropped) = panes.get(&pane)
         {
             self.leave(dropped);
             self.evict_to(pane + 1, panes, pane_store);
         }
-        self.evicted = self.evicted.max(pane + 1);
+        self.held.dropped(pane);
     }
 
     /// Counts `pane`'s keys out of the window.
