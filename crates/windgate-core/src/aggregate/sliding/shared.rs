@@ -125,10 +125,11 @@ impl SharedStacks {
     /// Counts `pane`'s keys out of the window.
     fn leave(&mut self, pane: &KeySlots) {
         for &(key, _) in &pane.entries {
-            // Every pane left was pushed (the engine adds no rows to a pane once a window holding it is out).
-            let n = &mut self.in_window[key as usize];
-            debug_assert!(*n > 0, "key {key} leaves a window it is not in");
-            if *n > 0 {
+            // Every pane left was pushed (the engine adds no rows to a pane once a window holding it is out),
+            // so its keys are counted in; should one not be, it is passed over rather than miscounted.
+            let n = self.in_window.get_mut(key as usize).filter(|n| **n > 0);
+            debug_assert!(n.is_some(), "key {key} leaves a window it is not in");
+            if let Some(n) = n {
                 *n -= 1;
                 self.active -= usize::from(*n == 0);
             }
