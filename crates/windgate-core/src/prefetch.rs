@@ -78,6 +78,13 @@ with_avx2! {
 }
 
 with_avx2! {
+    /// [`min_max`] and whether `ts` never decreases, in one pass: each block's extremes, then its order
+    /// while the block is in L1. The batch function's plan reads every piece's times this way, so that the
+    /// pane engine can find a sorted piece's pane runs by binary search instead of a second pass.
+    pub(crate) fn min_max_sorted(ts: &[i64]) -> Option<(i64, i64, bool)> = min_max_sorted_blocks;
+}
+
+with_avx2! {
     /// The largest biased exponent of the finite values of `values` (0 when there are none, NaN and infinities
     /// counting as 0): the first pass of the exact float sum's batch lane over a value column.
     pub(crate) fn largest_finite_exponent(values: &[f64]) -> u64 = largest_finite_exponent_blocks;
@@ -118,6 +125,27 @@ fn non_decreasing_blocks(ts: &[i64]) -> bool {
         prev = block[block.len() - 1];
     });
     ok
+}
+
+/// The portable body of [`min_max_sorted`].
+#[inline(always)]
+fn min_max_sorted_blocks(ts: &[i64]) -> Option<(i64, i64, bool)> {
+    let &first = ts.first()?;
+    let (mut lo, mut hi, mut ok, mut prev) = (i64::MAX, i64::MIN, true, first);
+    each_block_prefetched(ts, |block| {
+        let (mut block_lo, mut block_hi) = (i64::MAX, i64::MIN);
+        for &t in block {
+            block_lo = block_lo.min(t);
+            block_hi = block_hi.max(t);
+        }
+        let mut block_ok = prev <= block[0];
+        for w in block.windows(2) {
+            block_ok &= w[0] <= w[1];
+        }
+        (lo, hi, ok) = (lo.min(block_lo), hi.max(block_hi), ok & block_ok);
+        prev = block[block.len() - 1];
+    });
+    Some((lo, hi, ok))
 }
 
 /// The portable body of [`min_max`], inlined into each compilation of it.
@@ -166,6 +194,24 @@ mod tests {
                     assert!(!super::non_decreasing(&bad), "n {n} at {at}");
                 }
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// The one-pass extremes and order are `min_max`'s and `non_decreasing`'s, for columns across blocks
+        /// with a step down anywhere (or none).
+        #[test]
+        fn min_max_sorted_is_both(
+            n in 0usize..700,
+            step in proptest::prelude::any::<u8>(),
+            down in proptest::option::of(0usize..700),
+        ) {
+            let mut ts: Vec<i64> = (0..n as i64).map(|i| i * (step as i64 % 4) - 300).collect();
+            if let Some(at) = down.filter(|&at| at < n) {
+                ts[at] -= 1 + step as i64;
+            }
+            let want = super::min_max(&ts).map(|(lo, hi)| (lo, hi, super::non_decreasing(&ts)));
+            proptest::prop_assert_eq!(super::min_max_sorted(&ts), want);
         }
     }
 

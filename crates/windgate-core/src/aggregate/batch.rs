@@ -13,7 +13,7 @@ use super::operator::WindowAggregator;
 use super::options::WindowAggregateOptions;
 use crate::arrow_io::{as_i64, column};
 use crate::error::Result;
-use crate::prefetch::min_max;
+use crate::prefetch::min_max_sorted;
 
 /// Rows pushed between two promises: large enough that a push's fixed cost (binding checks, the emission of
 /// the windows that closed) is noise, small enough that the farm's stages overlap early. No larger than the
@@ -170,7 +170,7 @@ pub fn window_aggregate_tuned(
             on_batch()?;
             let piece = batches[p.batch].slice(p.start, p.len);
             let pushed = match p.range {
-                Some(range) => agg.push_in_range(&piece, s, range)?,
+                Some(range) => agg.push_in_range(&piece, s, range, p.sorted)?,
                 None => agg.push(&piece, s)?,
             };
             keep(&mut out, pushed);
@@ -191,6 +191,9 @@ struct Piece {
     /// The piece's least and greatest time when it has no null time (handed to admission, which would read
     /// the times again for them).
     range: Option<(i64, i64)>,
+    /// With `range`: whether the piece's times never decrease (the pane engine then finds its pane runs by
+    /// binary search).
+    sorted: bool,
 }
 
 /// Cuts a source's batches into pieces of at most `rows` rows and finds each one's least time still to come.
@@ -204,10 +207,11 @@ fn plan(batches: &[RecordBatch], time: &str, rows: usize) -> Result<Vec<Piece>> 
         let mut start = 0;
         while start < batch.num_rows() {
             let len = rows.min(batch.num_rows() - start);
-            let range = match &nulls {
-                None => min_max(&ts[start..start + len]),
+            let read = match &nulls {
+                None => min_max_sorted(&ts[start..start + len]),
                 Some(_) => None,
             };
+            let range = read.map(|(lo, hi, _)| (lo, hi));
             let least = match &nulls {
                 None => range.map(|(lo, _)| lo),
                 Some(n) => (start..start + len)
@@ -222,6 +226,7 @@ fn plan(batches: &[RecordBatch], time: &str, rows: usize) -> Result<Vec<Piece>> 
                 len,
                 least_from_here: least,
                 range,
+                sorted: read.is_some_and(|r| r.2),
             });
             start += len;
         }

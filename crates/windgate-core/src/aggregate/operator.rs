@@ -196,9 +196,19 @@ pub struct WindowAggregator {
     log: RowLog,
     /// `on_late="keep"`: the late rows not yet taken.
     late: LateRows,
-    /// `(rows, least, greatest)`: the time range of the batch being pushed, when its caller read it already
-    /// ([`Self::push_in_range`]); only for the batch of that many rows, never a slice of it.
-    known_range: Option<(usize, i64, i64)>,
+    /// The time range of the batch being pushed, when its caller read it already ([`Self::push_in_range`]).
+    known_range: Option<KnownRange>,
+}
+
+/// What a caller read of a batch's times before pushing it: only for the batch of that many rows, never a
+/// slice of it.
+#[derive(Debug, Clone, Copy)]
+struct KnownRange {
+    rows: usize,
+    least: i64,
+    greatest: i64,
+    /// The times never decrease.
+    sorted: bool,
 }
 
 /// Most panes per window for which `auto` picks the farm over the pane engine. Measured with 2 threads,
@@ -461,13 +471,20 @@ impl WindowAggregator {
 
     /// [`Self::push`] of a batch without null times whose least and greatest time the caller has read already
     /// (the batch function plans its pieces by them): admission takes them instead of reading the times again.
+    /// `sorted`: the caller found the times never decrease (the pane engine finds pane runs by search).
     pub(crate) fn push_in_range(
         &mut self,
         batch: &RecordBatch,
         source: usize,
         (least, greatest): (i64, i64),
+        sorted: bool,
     ) -> Result<RecordBatch> {
-        self.known_range = Some((batch.num_rows(), least, greatest));
+        self.known_range = Some(KnownRange {
+            rows: batch.num_rows(),
+            least,
+            greatest,
+            sorted,
+        });
         let out = self.push(batch, source);
         self.known_range = None;
         out
@@ -857,6 +874,7 @@ impl WindowAggregator {
             source: source as u32,
             seq0: src.seq,
             by: read.order_by,
+            sorted: read.sorted,
         };
         src.seq += n as u64;
         self.stats.batches_in += (first_row == 0) as u64;

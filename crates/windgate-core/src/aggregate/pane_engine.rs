@@ -79,6 +79,32 @@ impl PaneEngine {
         inputs: &[InputValues],
         order: RowOrder<'_>,
     ) {
+        self.ingest_rows(ts, keys, keep, inputs, order, false)
+    }
+
+    /// [`Self::ingest`] of a batch whose times never decrease (its caller checked): each pane's run of rows is
+    /// found by binary search, so the pass over the times its caller made is the batch's only one.
+    pub fn ingest_sorted(
+        &mut self,
+        ts: &[i64],
+        keys: &[u32],
+        keep: Option<&[bool]>,
+        inputs: &[InputValues],
+        order: RowOrder<'_>,
+    ) {
+        debug_assert!(ts.is_sorted(), "a batch said to be sorted is not");
+        self.ingest_rows(ts, keys, keep, inputs, order, true)
+    }
+
+    fn ingest_rows(
+        &mut self,
+        ts: &[i64],
+        keys: &[u32],
+        keep: Option<&[bool]>,
+        inputs: &[InputValues],
+        order: RowOrder<'_>,
+        sorted: bool,
+    ) {
         let Self {
             spec,
             panes,
@@ -119,7 +145,12 @@ impl PaneEngine {
             // lookup per run, then a key lookup per row.
             if i >= found.3 {
                 let (id, start, end) = recent.pane_of(ts[i], spec);
-                let run = run_within(&ts[i..], start, end);
+                // Row i lies in `[start, end)`: in sorted times, so do all rows up to the first at `end`.
+                let run = if sorted {
+                    ts[i..].partition_point(|&t| t < end)
+                } else {
+                    run_within(&ts[i..], start, end)
+                };
                 // Row i lies in `[start, end)`, so the loop advances.
                 debug_assert!(
                     run > 0,

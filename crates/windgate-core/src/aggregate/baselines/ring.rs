@@ -577,6 +577,7 @@ mod tests {
             source: 0,
             seq0,
             by: None,
+            sorted: false,
         }
     }
 

@@ -250,6 +250,7 @@ impl WindowAggregator {
             source: via as u32,
             seq0: 0,
             by: None,
+            sorted: false,
         };
         if b.engine.logs_rows() {
             self.log.push(b, &rows);

@@ -43,6 +43,8 @@ impl WindowAggregator {
             .collect::<Result<_>>()?;
         // Admission: null times, then the source's K-slack, on a copy.
         let mut kslack = self.sources[source].kslack.clone();
+        // The whole batch a caller gave its time range with (see `WindowAggregator::push_in_range`).
+        let known = (self.known_range).filter(|k| first_row == 0 && k.rows == batch.num_rows());
         let rules = Rules {
             time: &o.time,
             null_time: o.null_time,
@@ -51,10 +53,7 @@ impl WindowAggregator {
             what: &what,
             first_row,
             format: b.format,
-            // The whole batch a caller gave its time range with (see `WindowAggregator::push_in_range`).
-            range: (self.known_range)
-                .filter(|k| first_row == 0 && k.0 == batch.num_rows())
-                .map(|k| (k.1, k.2)),
+            range: known.map(|k| (k.least, k.greatest)),
         };
         let mut admitted = admit(&mut kslack, &ts, time_col.logical_nulls().as_ref(), &rules)?;
         // `tz=`: admitted by instants, placed in windows by (monotone) wall time (see `time::calendar`). Rows
@@ -77,6 +76,9 @@ impl WindowAggregator {
         if let Some((lo, hi)) = admitted.range {
             b.spec.check_range(lo, hi, &o.time, &b.format)?;
         }
+        // Sorted times stay sorted as wall times (`tz=` localises monotonically), but only unlocalised ones
+        // are promised: the pane engine searches them.
+        let sorted = known.is_some_and(|k| k.sorted) && b.calendar.is_none();
         Ok(Read {
             ts,
             order_by,
@@ -84,6 +86,7 @@ impl WindowAggregator {
             admitted,
             accepted,
             kslack,
+            sorted,
         })
     }
 }
@@ -109,6 +112,8 @@ pub(super) struct Read {
     pub(super) accepted: Vec<(u32, i64)>,
     /// The source's K-slack after the batch.
     pub(super) kslack: KSlack,
+    /// The batch's times never decrease (its caller read them, see `WindowAggregator::push_in_range`).
+    pub(super) sorted: bool,
 }
 
 /// The input columns an operator reads: time, `by`, then the aggregates' columns (their partial-state

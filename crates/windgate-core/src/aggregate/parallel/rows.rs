@@ -25,6 +25,8 @@ pub(crate) struct Admitted {
     pub(crate) seq0: u64,
     /// The `order_by` column (ties of equal times), if the query has one.
     pub(crate) by: Option<ScalarBuffer<i64>>,
+    /// The times never decrease (the caller read them all: see `WindowAggregator::push_in_range`).
+    pub(crate) sorted: bool,
 }
 
 impl Admitted {
