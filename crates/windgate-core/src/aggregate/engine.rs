@@ -32,10 +32,10 @@ impl Engine {
     pub(super) fn ingest(&mut self, rows: Admitted) -> Result<()> {
         let keep = rows.keep.as_deref();
         match self {
-            Engine::Pane(e) if rows.sorted => {
-                e.ingest_sorted(&rows.ts, &rows.keys, keep, &rows.inputs, rows.order())
+            Engine::Pane(e) => {
+                let order = rows.order();
+                e.ingest_times(&rows.ts, &rows.keys, keep, &rows.inputs, order, rows.sorted)
             }
-            Engine::Pane(e) => e.ingest(&rows.ts, &rows.keys, keep, &rows.inputs, rows.order()),
             Engine::Reference(e) => {
                 e.ingest(&rows.ts, &rows.keys, keep, &rows.inputs, rows.order())
             }

@@ -79,24 +79,13 @@ impl PaneEngine {
         inputs: &[InputValues],
         order: RowOrder<'_>,
     ) {
-        self.ingest_rows(ts, keys, keep, inputs, order, false)
+        self.ingest_times(ts, keys, keep, inputs, order, false)
     }
 
-    /// [`Self::ingest`] of a batch whose times never decrease (its caller checked): each pane's run of rows is
-    /// found by binary search, so the pass over the times its caller made is the batch's only one.
-    pub fn ingest_sorted(
-        &mut self,
-        ts: &[i64],
-        keys: &[u32],
-        keep: Option<&[bool]>,
-        inputs: &[InputValues],
-        order: RowOrder<'_>,
-    ) {
-        debug_assert!(ts.is_sorted(), "a batch said to be sorted is not");
-        self.ingest_rows(ts, keys, keep, inputs, order, true)
-    }
-
-    fn ingest_rows(
+    /// [`Self::ingest`], told whether the batch's times never decrease (its caller checked): then each pane's
+    /// run of rows is found by binary search, so the pass over the times its caller made is the batch's only
+    /// one.
+    pub fn ingest_times(
         &mut self,
         ts: &[i64],
         keys: &[u32],
@@ -105,6 +94,10 @@ impl PaneEngine {
         order: RowOrder<'_>,
         sorted: bool,
     ) {
+        debug_assert!(
+            !sorted || ts.is_sorted(),
+            "a batch said to be sorted is not"
+        );
         let Self {
             spec,
             panes,

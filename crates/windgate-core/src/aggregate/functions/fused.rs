@@ -44,7 +44,7 @@ impl Needs {
 /// One slot's parts of a batch's column, side by side, in 32 bytes aligned to 32: a record lies in one cache
 /// line, and a thousand keys' records fit a 32 KB L1 cache. (At 48 bytes, with a flag for the lane and both
 /// extremes, the row loop waited on its records: `perf` put 42% of its samples on the first access.)
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 #[repr(C, align(32))]
 pub(crate) struct SlotParts {
     /// The values the lane holds, in lane units (see [`FusedPass::anchor`]).
@@ -86,8 +86,7 @@ pub(crate) struct FusedPass {
     parts: Vec<SlotParts>,
     /// By record, with both `max` and `min`: the least value's order key (`i64::MAX` outside a chunk).
     mins: Vec<i64>,
-    /// The empty record of the parts computed (see [`SlotParts::empty`]).
-    empty: Option<SlotParts>,
+    /// The parts the records hold (their empty record is [`SlotParts::empty`] of these).
     needs: Needs,
     /// The records the chunk touched, in the order of their first rows (or of the records, when found by a
     /// scan): the first `touched_len` entries. The buffer keeps its length (a row may write one past the list's
@@ -211,13 +210,12 @@ impl FusedPass {
         if !Self::takes(len) {
             return false;
         }
-        let empty = SlotParts::empty(needs);
-        if self.empty != Some(empty) {
+        if self.needs != needs {
             // Other parts than the last batch's: every record emptied for them.
             self.parts.clear();
-            self.empty = Some(empty);
+            self.needs = needs;
         }
-        self.needs = needs;
+        let empty = SlotParts::empty(needs);
         self.parts.resize(len, empty);
         if needs.max && needs.min {
             self.mins.resize(len, i64::MAX);
