@@ -78,6 +78,9 @@ fn main() {
         .expect("aggregate");
         let out = wg.batches;
         best = best.min(t.elapsed().as_secs_f64());
+        if std::env::var_os("EACH").is_some() {
+            eprint!("{:.0} ", rows as f64 / t.elapsed().as_secs_f64() / 1e6);
+        }
         out_rows = out.iter().map(|b| b.num_rows()).sum::<usize>();
     }
     println!(

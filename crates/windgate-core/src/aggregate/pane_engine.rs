@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 
 use super::emission::Emission;
 use super::pane_runs::{
-    RecentPanes, SHORT_MAX_PANES, SHORT_RUN, SPAN_PANES, ShortRuns, keep_spare, kept_prefix,
-    lift_span, open, pane_span, run_within, span_min_rows,
+    RecentPanes, SHORT_MAX_PANES, SHORT_RUN, SPAN_PANES, ShortRuns, SortedRuns, keep_spare,
+    kept_prefix, lift_span, open, pane_span, run_within, span_min_rows,
 };
 use super::sliding::{SLIDING_MIN_PANES, Sliding};
 use super::slots::{KeySlots, SlotStore};
@@ -50,6 +50,8 @@ pub struct PaneEngine {
     spare: Vec<KeySlots>,
     /// A batch's short runs, gathered by pane (see [`ShortRuns`]).
     short: ShortRuns,
+    /// Where sorted batches' pane runs end (see [`SortedRuns`]).
+    runs: SortedRuns,
 }
 
 impl PaneEngine {
@@ -67,6 +69,7 @@ impl PaneEngine {
             slots: Vec::new(),
             spare: Vec::new(),
             short: ShortRuns::default(),
+            runs: SortedRuns::default(),
         }
     }
 
@@ -105,6 +108,7 @@ impl PaneEngine {
             slots,
             spare,
             short,
+            runs,
             ..
         } = self;
         // The aggregates fused: each pane's run of kept rows is lifted by key, each key's slot looked up once
@@ -140,7 +144,7 @@ impl PaneEngine {
                 let (id, start, end) = recent.pane_of(ts[i], spec);
                 // Row i lies in `[start, end)`: in sorted times, so do all rows up to the first at `end`.
                 let run = if sorted {
-                    ts[i..].partition_point(|&t| t < end)
+                    runs.run_end(&ts[i..], end)
                 } else {
                     run_within(&ts[i..], start, end)
                 };
