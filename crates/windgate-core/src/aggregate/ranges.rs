@@ -26,7 +26,7 @@ use arrow_array::RecordBatch;
 use arrow_buffer::ScalarBuffer;
 use arrow_schema::SchemaRef;
 
-use super::batch::{BatchOutput, Tuning, window_aggregate_tuned};
+use super::batch::{BatchOutput, Tuning, window_aggregate_sorted, window_aggregate_tuned};
 use super::operator::WindowAggregator;
 use super::options::WindowAggregateOptions;
 use super::partial::{InputKind, OutputKind};
@@ -88,8 +88,8 @@ pub(super) fn try_run(
             layout,
             ..Rows::new(&times)
         };
-        // A sorted cut assumes sorted times; each range then checks its own rows before it reads them (in
-        // parallel, no pass of its own on the caller's thread), and `covered` checks the rows between ranges.
+        // A sorted cut assumes sorted times; each range then checks its own rows as its plan reads them, before
+        // it pushes any (in parallel, no pass of its own), and `covered` checks the rows between ranges.
         let ranges = cut(&rows, &spec, threads, tuning.split_max_overlap);
         if ranges.len() < 2 || !covered(&rows, &ranges) {
             // A sorted cut of rows that are not sorted proves nothing: cut them by scans.
@@ -396,14 +396,15 @@ fn run(
 ) -> Result<Ran> {
     let stop = Arc::new(AtomicBool::new(false));
     let unsorted = AtomicBool::new(false);
-    // A range whose rows are not sorted says so and stops every range: the input takes the usual path.
-    let checked = |r: &Range| {
-        if rows.sorted(r.from, r.to) {
-            return Ok(());
-        }
-        unsorted.store(true, Ordering::Relaxed);
-        stop.store(true, Ordering::Relaxed);
-        Err(Error::new(ErrorKind::Interrupted, STOPPED))
+    // A sorted cut's ranges check their own rows as they plan them (see `run_range`). One whose rows are
+    // not sorted says so and stops every range: the input takes the usual path.
+    let check = rows.layout == Layout::Sorted;
+    let sorted_or_stop = |ran: Result<Option<BatchOutput>>| {
+        ran?.ok_or_else(|| {
+            unsorted.store(true, Ordering::Relaxed);
+            stop.store(true, Ordering::Relaxed);
+            Error::new(ErrorKind::Interrupted, STOPPED)
+        })
     };
     let (last, others) = ranges.split_last().expect("two ranges at least");
     // Every worker holds a sender until it ends: the caller's wait ends the moment the last one does.
@@ -415,11 +416,17 @@ fn run(
             let running = running.clone();
             let job = move || {
                 let _running = running;
-                let out = checked(r).and_then(|()| {
-                    interrupt::scope_until(flag.clone(), || {
-                        run_range(schema, batches, opts, r, tuning, &mut interrupt::check)
-                    })
-                });
+                let out = sorted_or_stop(interrupt::scope_until(flag.clone(), || {
+                    run_range(
+                        schema,
+                        batches,
+                        opts,
+                        r,
+                        check,
+                        tuning,
+                        &mut interrupt::check,
+                    )
+                }));
                 if out.is_err() {
                     flag.store(true, Ordering::Relaxed);
                 }
@@ -441,14 +448,20 @@ fn run(
                 }
             }
         }
-        let mut mine = checked(last).and_then(|()| {
-            run_range(schema, batches, opts, last, tuning, &mut || {
+        let mut mine = sorted_or_stop(run_range(
+            schema,
+            batches,
+            opts,
+            last,
+            check,
+            tuning,
+            &mut || {
                 if stop.load(Ordering::Relaxed) {
                     return Err(Error::new(ErrorKind::Interrupted, STOPPED));
                 }
                 on_batch()
-            })
-        });
+            },
+        ));
         drop(running);
         while mine.is_ok() {
             match ended.recv_timeout(POLL) {
@@ -506,21 +519,30 @@ fn gather(workers: Vec<Result<BatchOutput>>, mine: Result<BatchOutput>) -> Optio
     out
 }
 
-/// One range through the single-threaded pane engine, keeping the windows it owns.
+/// One range through the single-threaded pane engine, keeping the windows it owns; with `check`, `None` when
+/// its rows turn out not sorted by time (found by the plan's read of them, before any row is pushed).
 fn run_range(
     schema: &SchemaRef,
     batches: &[RecordBatch],
     opts: &WindowAggregateOptions,
     range: &Range,
+    check: bool,
     tuning: Tuning,
     on_batch: &mut dyn FnMut() -> Result<()>,
-) -> Result<BatchOutput> {
+) -> Result<Option<BatchOutput>> {
     let mut o = opts.clone();
     o.strategy = Strategy::Pane;
     o.threads = Some(1);
     o.row_offset = opts.row_offset + range.from as u64;
     let slices = slice_rows(batches, range.from, range.to);
-    let mut out = window_aggregate_tuned(vec![(schema.clone(), slices)], o, tuning, on_batch)?;
+    let source = vec![(schema.clone(), slices)];
+    let ran = match check {
+        true => window_aggregate_sorted(source, o, tuning, on_batch)?,
+        false => Some(window_aggregate_tuned(source, o, tuning, on_batch)?),
+    };
+    let Some(mut out) = ran else {
+        return Ok(None);
+    };
     let at = opts.by.len();
     let mut kept = Vec::with_capacity(out.batches.len());
     for b in out.batches.drain(..) {
@@ -534,7 +556,7 @@ fn run_range(
         }
     }
     out.batches = kept;
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// Rows `from..to` (numbered across batches) as slices of the batches, without copying.
