@@ -43,7 +43,7 @@ measurement. Every peer's result is checked against windgate's in the same cell:
 of window numbers, sum of counts (exact) and the sum of every float column (1e-9 relative); a difference shows
 as ``MISMATCH`` in the table, is logged and makes the script exit 1.
 
-    .venv/bin/python -m benches.peers agg_scaling            # 4 M rows a cell, best of 5 (~8-12 min)
+    .venv/bin/python -m benches.peers agg_scaling            # 4 M rows a cell, best of >= 5 runs, >= 1 s
     .venv/bin/python -m benches.peers agg_scaling --quick    # 200 k rows, 1 run, fewer cells (< 60 s)
 
 Results: ``<out>/agg_scaling.{json,md,png}`` (default ``bench-results/``).
@@ -66,6 +66,7 @@ from . import report, runner
 from .agg_scaling_peers import (
     AGG_SETS,
     KEY,
+    MIN_SECONDS,
     ORDERS,
     PEERS,
     STANDARD,
@@ -155,7 +156,9 @@ def check(result: dict, ref: dict | None) -> str:
 # --------------------------------------------------------------------------------------------- engines
 
 
-def run_windgate(table: pa.Table, case: Case, strategy: str, threads: int, repeat: int, budget: float):
+def run_windgate(
+    table: pa.Table, case: Case, strategy: str, threads: int, repeat: int, budget: float, min_total: float
+):
     import windgate
 
     def once():
@@ -170,7 +173,7 @@ def run_windgate(table: pa.Table, case: Case, strategy: str, threads: int, repea
             strategy=strategy,
         )
 
-    best, runs, out = best_of(once, repeat, budget)
+    best, runs, out = best_of(once, repeat, budget, min_total)
     return best, runs, summary(out, case.slide_ms)
 
 
@@ -221,6 +224,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         given = any(a == "--rows" or a.startswith("--rows=") for a in argv or [])
         args.rows = args.rows if given else 200_000
         args.repeat = 1
+    args.min_seconds = 0.0 if args.quick else MIN_SECONDS
     return args
 
 
@@ -400,7 +404,9 @@ def run_data_set(run, table, cases_: list[Case], ipc: str, strategies, args, tod
                     r["ref_of"] = (case.table, case.label)
                     try:
                         # no timeout for windgate: past the peers' budget a cell gets one run
-                        best, runs, s = run_windgate(table, case, strategy, n, args.repeat, timeout)
+                        best, runs, s = run_windgate(
+                            table, case, strategy, n, args.repeat, timeout, args.min_seconds
+                        )
                         r.update(seconds=best, runs=runs, **s)
                         if strategy == "auto":  # the peers get at least twice windgate's time
                             limit = max(timeout, 2 * best)
@@ -423,6 +429,7 @@ def run_data_set(run, table, cases_: list[Case], ipc: str, strategies, args, tod
                             continue
                         item = {"id": len(todo.rows), "ipc": ipc, "case": asdict(case), "engine": engine}
                         item["timeout"] = limit
+                        item["min_seconds"] = args.min_seconds
                         todo.memo[key] = item["id"]
                         todo.rows[item["id"]] = [r]
                         todo.polars.setdefault(n, []).append(item)
@@ -437,7 +444,7 @@ def run_data_set(run, table, cases_: list[Case], ipc: str, strategies, args, tod
                         continue
                     try:
                         q = duckdb_direct_query(case) if engine == "duckdb" else duckdb_frame_query(case)
-                        got = duck.run(q, n, args.repeat, limit, case.slide_ms)
+                        got = duck.run(q, n, args.repeat, limit, case.slide_ms, args.min_seconds)
                         if got is None:
                             log(f"  {engine} ({n} threads): timeout after {limit:.1f} s")
                             todo.timed_out[(case.table, engine, case.order, n)] = case.keys

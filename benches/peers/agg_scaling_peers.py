@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import runner
-from .report import best_of, log
+from .report import best_of, log, more_runs
 
 #: The suite whose ``--worker polars`` runs :func:`polars_worker`.
 SUITE = "agg_scaling"
@@ -34,6 +34,12 @@ AGG_SETS = {
     "mean+std+min+max+first+last": {"value": ["mean", "std", "min", "max", "first", "last"]},
 }
 STANDARD = "count+sum+max"
+#: Every engine's cell runs for at least this many seconds of timed runs (``--repeat`` runs at least, at most
+#: ``report.MAX_RUNS``; none with ``--quick``), its best kept. A windgate cell takes tens of milliseconds, so
+#: five runs last a tenth of a second, and on a shared two-core machine a pause of the second core for a few
+#: tenths decides a whole two-thread cell (1.28x and 1.88x from one build, minutes apart); a peer's cell
+#: lasts a second anyway.
+MIN_SECONDS = 1.0
 ORDERS = ("random", "regular")
 PEERS = ("duckdb", "duckdb panes+frame", "polars", "polars panes+rolling")
 REFS = ("numpy read pass", "numpy bincount")
@@ -186,16 +192,17 @@ class DuckDB:
         self.con.execute("CREATE TABLE t AS SELECT * FROM src")
         self.con.unregister("src")
 
-    def run(self, query: str, threads: int, repeat: int, timeout: float, slide_ms: int):
-        """Best of ``repeat`` runs (as :func:`report.best_of`, with ``timeout`` as the budget), the query
-        interrupted once ``timeout`` seconds have passed in all; None when not even one run finished."""
+    def run(self, query: str, threads: int, repeat: int, timeout: float, slide_ms: int, min_total: float):
+        """Best of ``repeat`` runs and ``min_total`` seconds (as :func:`report.best_of`, with ``timeout`` as
+        the budget), the query interrupted once ``timeout`` seconds have passed in all; None when not even one
+        run finished."""
         self.con.execute(f"SET threads={threads}")
         runs: list[float] = []
         out = None  # the last finished run's result
         timer = threading.Timer(timeout, self.con.interrupt)
         timer.start()
         try:
-            while len(runs) < max(1, repeat) and (not runs or sum(runs) + runs[-1] <= timeout):
+            while more_runs(runs, repeat, min_total) and (not runs or sum(runs) + runs[-1] <= timeout):
                 gc.collect()
                 t0 = time.perf_counter()
                 try:
@@ -345,7 +352,8 @@ def polars_worker(spec: str, repeat: int) -> None:
         case = Case(**{**item["case"], "threads": tuple(item["case"]["threads"])})
         query = POLARS_QUERIES[item["engine"]]
         try:
-            best, runs, res = best_of(lambda q=query, c=case, d=df: q(d, c), repeat, item["timeout"])
+            run = lambda q=query, c=case, d=df: q(d, c)  # noqa: E731
+            best, runs, res = best_of(run, repeat, item["timeout"], item.get("min_seconds", 0.0))
             line = {"seconds": best, "runs": runs, "summary": summary(res.to_arrow(), case.slide_ms)}
         except Exception as exc:  # this item fails, the next ones run
             line = {"error": f"{type(exc).__name__}: {exc}".strip()}

@@ -122,13 +122,14 @@ def cpu_busy(seconds: float = 1.0) -> float | None:
 
 
 def best_of(
-    fn: Callable[[], object], repeat: int, budget: float = float("inf")
+    fn: Callable[[], object], repeat: int, budget: float = float("inf"), min_total: float = 0.0
 ) -> tuple[float, list[float], object]:
-    """Run ``fn`` ``repeat`` times, stopping early when another run would take the total past ``budget``
-    seconds; return (best seconds, all runs, last output)."""
+    """Run ``fn`` ``repeat`` times, and on until the runs total ``min_total`` seconds (at most
+    :data:`MAX_RUNS` runs), stopping early when another run would take the total past ``budget`` seconds;
+    return (best seconds, all runs, last output)."""
     runs: list[float] = []
     out = None
-    for _ in range(max(1, repeat)):
+    while more_runs(runs, repeat, min_total):
         out = None
         gc.collect()
         t0 = time.perf_counter()
@@ -137,6 +138,16 @@ def best_of(
         if sum(runs) + runs[-1] > budget:
             break
     return min(runs), runs, out
+
+
+#: The most runs :func:`best_of` makes to fill its ``min_total``.
+MAX_RUNS = 60
+
+
+def more_runs(runs: list[float], repeat: int, min_total: float) -> bool:
+    """Whether :func:`best_of` times another run: fewer than ``repeat`` so far, or fewer than ``min_total``
+    seconds in all (and fewer than :data:`MAX_RUNS`)."""
+    return len(runs) < max(1, repeat) or (sum(runs) < min_total and len(runs) < MAX_RUNS)
 
 
 def failure(engine: str, threads: int | None, exc: BaseException) -> dict:
