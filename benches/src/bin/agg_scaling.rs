@@ -6,7 +6,8 @@
 //! with `AGGS` one of `count`, `csm` (count+sum+max), `six` (mean+std+min+max+first+last), `ORDER` `random` or
 //! `regular`, `STRATEGY` a strategy name (`auto`, `pane`, `farm`, ...), then `REPEAT` and `DISORDER` (each
 //! row's time moved back by up to this many milliseconds, a stream's bounded disorder). Missing arguments take
-//! the defaults `8000000 1000 10000 6 csm 1 auto random 3 0`.
+//! the defaults `8000000 1000 10000 6 csm 1 auto random 3 0`. With `EACH` set in the environment, every run's
+//! rows/s goes to stderr as well (the spread of a noisy machine, which the best of the runs hides).
 
 use std::sync::Arc;
 use std::time::Instant;
