@@ -91,6 +91,17 @@ with_avx2! {
 }
 
 with_avx2! {
+    /// The greatest of `ids` (0 if empty): a fold the compiler vectorises, with AVX2's unsigned 32-bit maxima
+    /// where the CPU has them (the baseline x86-64 target has none, and compiles a compare and a select a row).
+    pub(crate) fn greatest_u32(ids: &[u32]) -> u32 = greatest_u32_fold;
+}
+
+#[inline(always)]
+fn greatest_u32_fold(ids: &[u32]) -> u32 {
+    ids.iter().fold(0, |m, &k| m.max(k))
+}
+
+with_avx2! {
     /// Whether `ts` never decreases: a block reduction (no early exit, so it vectorises). The batch function
     /// asks it of every row before cutting input into time ranges.
     pub(crate) fn non_decreasing(ts: &[i64]) -> bool = non_decreasing_blocks;
@@ -212,6 +223,20 @@ mod tests {
             }
             let want = super::min_max(&ts).map(|(lo, hi)| (lo, hi, super::non_decreasing(&ts)));
             proptest::prop_assert_eq!(super::min_max_sorted(&ts), want);
+        }
+    }
+
+    proptest::proptest! {
+        /// The vectorised greatest id is the plain maximum, for any length and values up to `u32::MAX`.
+        #[test]
+        fn greatest_u32_is_the_maximum(
+            ids in proptest::collection::vec(
+                proptest::prop_oneof![0u32..100, proptest::prelude::any::<u32>()],
+                0..100,
+            ),
+        ) {
+            let want = ids.iter().copied().max().unwrap_or(0);
+            proptest::prop_assert_eq!(super::greatest_u32(&ids), want);
         }
     }
 

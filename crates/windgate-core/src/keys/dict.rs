@@ -513,11 +513,68 @@ impl KeyDict {
     }
 }
 
-crate::prefetch::with_avx2! {
-    /// Appends the ids of `values` from the `dense` table, [`ID_BLOCK`] rows at a time, up to the first block
-    /// with a key the table does not hold: the lookups of a block are independent, so they overlap, and with
-    /// AVX2 the block's test for a missing key is one vector compare.
-    fn dense_id_blocks(values: &[i64], dense: &[u32], ids: &mut Vec<u32>) -> () = dense_id_blocks_portable;
+/// Appends the ids of `values` from the `dense` table, [`ID_BLOCK`] rows at a time, up to the first block
+/// with a key the table does not hold: the lookups of a block are independent, so they overlap. With AVX2 a
+/// block is two range tests, one gather and one test for a missing key ([`dense_id_gather`]).
+fn dense_id_blocks(values: &[i64], dense: &[u32], ids: &mut Vec<u32>) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU was just found to support AVX2, all that `target_feature` asks of the caller.
+        unsafe { dense_id_gather(values, dense, ids) };
+        return;
+    }
+    dense_id_blocks_portable(values, dense, ids)
+}
+
+/// [`dense_id_blocks`] with AVX2: a block's eight keys are tested to lie in the table as 64-bit lanes,
+/// narrowed to 32-bit indices and looked up by one gather. The portable loop costs some nine instructions a
+/// row (a bounds test and a load each); this, about two (`perf` put the key ids at 6% of a count+sum+max
+/// query before).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn dense_id_gather(values: &[i64], dense: &[u32], ids: &mut Vec<u32>) {
+    use std::arch::x86_64::*;
+    const _: () = assert!(ID_BLOCK == 8, "a block is two vectors of four keys");
+    // The gather's indices are 32-bit: the table holds keys below 65536, but a longer one is not gathered.
+    if dense.len() > i32::MAX as usize {
+        return dense_id_blocks_portable(values, dense, ids);
+    }
+    let len = _mm256_set1_epi64x(dense.len() as i64);
+    let below_zero = _mm256_set1_epi64x(-1);
+    let no_key = _mm256_set1_epi32(NO_KEY as i32);
+    // Each 64-bit lane's low half (the index, below `len`) to the vector's low 128 bits.
+    let low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    ids.reserve(values.len());
+    for block in values.chunks_exact(ID_BLOCK) {
+        let at = block.as_ptr().cast::<__m256i>();
+        // SAFETY: `block` holds eight i64: the two unaligned loads of four read inside it.
+        let (a, b) = unsafe { (_mm256_loadu_si256(at), _mm256_loadu_si256(at.add(1))) };
+        let inside = |v| {
+            _mm256_and_si256(
+                _mm256_cmpgt_epi64(v, below_zero),
+                _mm256_cmpgt_epi64(len, v),
+            )
+        };
+        if _mm256_movemask_epi8(_mm256_and_si256(inside(a), inside(b))) != -1 {
+            break;
+        }
+        let index = _mm256_set_m128i(
+            _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(b, low_halves)),
+            _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(a, low_halves)),
+        );
+        // SAFETY: every index lies in `0..dense.len()` (tested above, and `dense.len()` fits an i32), so
+        // each lane reads four bytes inside `dense`.
+        let got = unsafe { _mm256_i32gather_epi32::<4>(dense.as_ptr().cast::<i32>(), index) };
+        if _mm256_movemask_epi8(_mm256_cmpeq_epi32(got, no_key)) != 0 {
+            break;
+        }
+        // SAFETY: `reserve` made room for every row, so the eight ids written past the length lie inside the
+        // allocation, and the length then covers them, all written.
+        unsafe {
+            _mm256_storeu_si256(ids.as_mut_ptr().add(ids.len()).cast::<__m256i>(), got);
+            ids.set_len(ids.len() + ID_BLOCK);
+        }
+    }
 }
 
 /// The portable body of [`dense_id_blocks`].
@@ -555,6 +612,31 @@ mod tests {
             back[0].as_ref(),
             &Int32Array::from(vec![None, Some(-3), Some(5)]) as &dyn Array
         );
+    }
+
+    proptest::proptest! {
+        /// The gathered ids are the portable loop's: the same run of known keys, up to the block of the first
+        /// key outside the table, negative, or at an entry without a key.
+        #[test]
+        fn dense_ids_gathered_as_looked_up(
+            dense in proptest::collection::vec(
+                proptest::prop_oneof![9 => 0u32..50, 1 => proptest::strategy::Just(NO_KEY)],
+                0..80,
+            ),
+            values in proptest::collection::vec(
+                proptest::prop_oneof![
+                    30 => 0i64..80,
+                    1 => -3i64..0,
+                    1 => proptest::prelude::any::<i64>(),
+                ],
+                0..120,
+            ),
+        ) {
+            let (mut gathered, mut looked_up) = (vec![], vec![]);
+            dense_id_blocks(&values, &dense, &mut gathered);
+            dense_id_blocks_portable(&values, &dense, &mut looked_up);
+            proptest::prop_assert_eq!(gathered, looked_up);
+        }
     }
 
     proptest::proptest! {
