@@ -200,3 +200,33 @@ def test_scattered_tables_give_the_pane_engines_rows(case, shuffle, threads):
     got = windgate.window_aggregate(scattered, threads=threads, **kw)
     assert got.schema == want.schema
     assert bit_identical(got, want), _first_difference(got, want)
+
+
+#: The aggregates of `_table`'s columns.
+TABLE_AGGS = {"*": "count", "v": ["sum", "max", "first"]}
+
+
+def _ranges_call(t: pa.Table) -> pa.Table:
+    return windgate.window_aggregate(t, time="ts", by="k", size=60, slide=10, aggs=TABLE_AGGS, threads=2)
+
+
+def _in_forked_child(t: pa.Table, want: pa.Table) -> int:
+    return int(bit_identical(_ranges_call(t), want))
+
+
+def test_time_ranges_run_in_a_forked_child_and_in_threads_at_once():
+    """The ranges' worker threads are kept between calls (docs/architecture.md, "Time ranges"). A child forked
+    after the parent used them has none of them: its call must not wait for them (it would hang). Calls from
+    several threads at once each get threads of their own and the single engine's rows."""
+    import concurrent.futures
+    import multiprocessing
+
+    t = _table(200_000, np.random.default_rng(7))
+    want = windgate.window_aggregate(
+        t, time="ts", by="k", size=60, slide=10, aggs=TABLE_AGGS, strategy="pane"
+    )
+    assert bit_identical(_ranges_call(t), want)
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        assert all(bit_identical(got, want) for got in pool.map(_ranges_call, [t] * 6))
+    with multiprocessing.get_context("fork").Pool(1) as child:
+        assert child.apply_async(_in_forked_child, (t, want)).get(timeout=60) == 1

@@ -21,6 +21,7 @@ pub(crate) mod arrow_io;
 pub mod error;
 pub mod exact_sum;
 pub mod interrupt;
+mod kept_threads;
 mod prefetch;
 pub mod registry;
 pub mod snapshot;

@@ -102,8 +102,8 @@ fn greatest_u32_fold(ids: &[u32]) -> u32 {
 }
 
 with_avx2! {
-    /// Whether `ts` never decreases: a block reduction (no early exit, so it vectorises). The batch function
-    /// asks it of every row before cutting input into time ranges.
+    /// Whether `ts` never decreases: a block reduction (no early exit, so it vectorises). The time ranges ask
+    /// it of the rows where two ranges meet, and of a whole input their sorted cut refused.
     pub(crate) fn non_decreasing(ts: &[i64]) -> bool = non_decreasing_blocks;
 }
 

@@ -19,7 +19,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
@@ -34,16 +33,17 @@ use super::strategy::Strategy;
 use crate::arrow_io::{as_i64, column};
 use crate::error::{Error, ErrorKind, Result};
 use crate::interrupt;
+use crate::kept_threads;
 use crate::order::admission::OnLate;
 use crate::prefetch::non_decreasing;
-use crate::threads::{MAX_THREADS, panic_message, resolve_threads};
+use crate::threads::{MAX_THREADS, resolve_threads};
 use crate::time::WindowSpec;
 
 /// How often the caller checks for Ctrl-C while it waits for the other ranges.
 const POLL: Duration = Duration::from_millis(5);
 
 /// One worker's share.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 struct Range {
     /// Rows `from..to` of the source (numbered across its batches).
     from: usize,
@@ -380,8 +380,8 @@ fn covered(rows: &Rows<'_>, ranges: &[Range]) -> bool {
 /// The error of a range that stopped because another range failed or found its rows unsorted.
 const STOPPED: &str = "stopped: another time range failed";
 
-/// Runs every range but the last on a scoped thread and the last on the caller's, which also watches for
-/// Ctrl-C; concatenates the kept windows in range order.
+/// Runs every range but the last on a kept worker thread (`crate::kept_threads`) and the last on the caller's,
+/// which also watches for Ctrl-C; concatenates the kept windows in range order.
 ///
 /// A failure anywhere stops every range at its next check (between pieces, and inside long emissions for the
 /// workers, whose interrupt checks read the same flag): whoever fails sets it.
@@ -395,98 +395,60 @@ fn run(
     on_batch: &mut dyn FnMut() -> Result<()>,
 ) -> Result<Ran> {
     let stop = Arc::new(AtomicBool::new(false));
-    let unsorted = AtomicBool::new(false);
-    // A sorted cut's ranges check their own rows as they plan them (see `run_range`). One whose rows are
-    // not sorted says so and stops every range: the input takes the usual path.
+    let unsorted = Arc::new(AtomicBool::new(false));
+    // A sorted cut's ranges check their own rows as they plan them (see `run_range`).
     let check = rows.layout == Layout::Sorted;
-    let sorted_or_stop = |ran: Result<Option<BatchOutput>>| {
-        ran?.ok_or_else(|| {
-            unsorted.store(true, Ordering::Relaxed);
-            stop.store(true, Ordering::Relaxed);
-            Error::new(ErrorKind::Interrupted, STOPPED)
-        })
-    };
     let (last, others) = ranges.split_last().expect("two ranges at least");
-    // Every worker holds a sender until it ends: the caller's wait ends the moment the last one does.
-    let (running, ended) = mpsc::channel::<()>();
-    let (workers, mine) = std::thread::scope(|scope| {
-        let mut handles = Vec::with_capacity(others.len());
-        for (k, r) in others.iter().enumerate() {
-            let flag = stop.clone();
-            let running = running.clone();
-            let job = move || {
-                let _running = running;
-                let out = sorted_or_stop(interrupt::scope_until(flag.clone(), || {
-                    run_range(
-                        schema,
-                        batches,
-                        opts,
-                        r,
-                        check,
-                        tuning,
-                        &mut interrupt::check,
-                    )
-                }));
-                if out.is_err() {
-                    flag.store(true, Ordering::Relaxed);
-                }
-                out
-            };
-            let spawned = std::thread::Builder::new()
-                .name(format!("windgate-range-{k}"))
-                .spawn_scoped(scope, job);
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    // The scope joins the ranges already started; they see `stop` at their next check.
-                    stop.store(true, Ordering::Relaxed);
-                    let e = Error::new(
-                        ErrorKind::Internal,
-                        format!("could not start a thread: {e}"),
-                    );
-                    return (vec![], Err(e));
-                }
+    let mut workers = Vec::with_capacity(others.len());
+    for r in others {
+        let (flag, unsorted) = (stop.clone(), unsorted.clone());
+        let (schema, batches, opts, r) =
+            (schema.clone(), batches.to_vec(), opts.clone(), r.clone());
+        let job = move || {
+            let ran = interrupt::scope_until(flag.clone(), || {
+                run_range(
+                    &schema,
+                    &batches,
+                    &opts,
+                    &r,
+                    check,
+                    tuning,
+                    &mut interrupt::check,
+                )
+            });
+            sorted_or_stop(ran, &unsorted, &flag)
+        };
+        match kept_threads::run(job) {
+            Ok(task) => workers.push(task),
+            Err(_) => {
+                // No thread for a range: the ranges already started see `stop` at their next check, and the
+                // input takes the usual path.
+                stop.store(true, Ordering::Relaxed);
+                workers.into_iter().for_each(|t| drop(t.join()));
+                return Ok(Ran::Failed);
             }
         }
-        let mut mine = sorted_or_stop(run_range(
-            schema,
-            batches,
-            opts,
-            last,
-            check,
-            tuning,
-            &mut || {
-                if stop.load(Ordering::Relaxed) {
-                    return Err(Error::new(ErrorKind::Interrupted, STOPPED));
-                }
-                on_batch()
-            },
-        ));
-        drop(running);
-        while mine.is_ok() {
-            match ended.recv_timeout(POLL) {
-                Err(RecvTimeoutError::Timeout) => {
-                    if let Err(e) = on_batch() {
-                        mine = Err(e);
-                    }
-                }
-                _ => break,
-            }
+    }
+    let mine = run_range(schema, batches, opts, last, check, tuning, &mut || {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Error::new(ErrorKind::Interrupted, STOPPED));
         }
-        if mine.is_err() {
-            stop.store(true, Ordering::Relaxed);
-        }
-        let joined = handles.into_iter().map(|h| {
-            h.join().unwrap_or_else(|p| {
-                let why = format!(
-                    "a window-aggregation thread panicked: {}",
-                    panic_message(&p)
-                );
-                Err(Error::new(ErrorKind::Poisoned, why))
-            })
-        });
-        (joined.collect::<Vec<_>>(), mine)
+        on_batch()
     });
+    let mut mine = sorted_or_stop(mine, &unsorted, &stop);
+    // Ctrl-C is heard while the workers finish.
+    for task in &mut workers {
+        while mine.is_ok() && !task.done_within(POLL) {
+            if let Err(e) = on_batch() {
+                mine = Err(e);
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+    let workers: Vec<_> = workers
+        .into_iter()
+        .map(|t| t.join().and_then(|r| r))
+        .collect();
     if interrupted_by_caller(&mine) {
         return mine.map(Ran::Done);
     }
@@ -494,6 +456,25 @@ fn run(
         return Ok(Ran::Unsorted);
     }
     Ok(gather(workers, mine).map_or(Ran::Failed, Ran::Done))
+}
+
+/// A range's result: a range whose rows turn out not sorted (see `run_range`) says so and stops every range,
+/// and so does a range that failed; the input then takes the usual path.
+fn sorted_or_stop(
+    ran: Result<Option<BatchOutput>>,
+    unsorted: &AtomicBool,
+    stop: &AtomicBool,
+) -> Result<BatchOutput> {
+    let out = ran.and_then(|out| {
+        out.ok_or_else(|| {
+            unsorted.store(true, Ordering::Relaxed);
+            Error::new(ErrorKind::Interrupted, STOPPED)
+        })
+    });
+    if out.is_err() {
+        stop.store(true, Ordering::Relaxed);
+    }
+    out
 }
 
 /// Ctrl-C (or another error of the caller's check) while the ranges ran, not a stop another range asked for.
