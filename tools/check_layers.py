@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     # float summation.
     ("foundation", ["error", "sync", "interrupt", "time", "arrow_io", "registry", "exact_sum", "snapshot", "prefetch"]),
     # Mechanisms every layer above may share: the group-key dictionary and row codec, thread plumbing.
-    ("shared", ["keys", "threads"]),
+    ("shared", ["keys", "threads", "kept_threads"]),
     # Watermarks, late rows, admission, reorder buffers, hybrid queues, ScaleGate.
     ("order", ["order"]),
     # Worker threads, the pane farm, schedulers, the pipeline executor.
