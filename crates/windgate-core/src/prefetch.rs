@@ -80,7 +80,7 @@ with_avx2! {
 with_avx2! {
     /// [`min_max`] and whether `ts` never decreases, in one pass: each block's extremes, then its order
     /// while the block is in L1. The batch function's plan reads every piece's times this way, so that the
-    /// pane engine can find a sorted piece's pane runs by binary search instead of a second pass.
+    /// pane engine can find a sorted piece's pane runs by search (`SortedRuns`) instead of a second pass.
     pub(crate) fn min_max_sorted(ts: &[i64]) -> Option<(i64, i64, bool)> = min_max_sorted_blocks;
 }
 

@@ -237,7 +237,7 @@ struct Piece {
     /// the times again for them).
     range: Option<(i64, i64)>,
     /// With `range`: whether the piece's times never decrease (the pane engine then finds its pane runs by
-    /// binary search).
+    /// search, and a time range trusts its cut; see [`sorted`]).
     sorted: bool,
 }
 

@@ -86,8 +86,8 @@ impl PaneEngine {
     }
 
     /// [`Self::ingest`], told whether the batch's times never decrease (its caller checked): then each pane's
-    /// run of rows is found by binary search, so the pass over the times its caller made is the batch's only
-    /// one.
+    /// run of rows is found by search from a guess at the stream's rate ([`SortedRuns`]), so the pass over the
+    /// times its caller made is the batch's only one.
     pub fn ingest_times(
         &mut self,
         ts: &[i64],
